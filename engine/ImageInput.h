@@ -1,0 +1,49 @@
+// Image input: reading any image file OpenCV reads into 8-bit RGB, and turning it into the
+// model's normalized input exactly as Florence-2's processor (PIL bicubic resize, rescale,
+// normalize) does.
+//
+//   florence::RgbImage img = florence::loadImage("photo.jpg");      // throws ImageError
+//   std::vector<float> chw = florence::preprocess(img, 768, 768, {0.485f, 0.456f, 0.406f},
+//                                                 {0.229f, 0.224f, 0.225f});
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace florence {
+
+class ImageError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// Interleaved 8-bit RGB, row-major, no padding.
+struct RgbImage {
+    int width = 0;
+    int height = 0;
+    std::vector<uint8_t> pixels; // width * height * 3
+
+    bool empty() const { return width <= 0 || height <= 0; }
+};
+
+// Largest image accepted (in pixels); anything larger is refused with a clear error.
+constexpr int64_t kMaxImagePixels = 100'000'000;
+
+// Reads PNG, JPEG, BMP, TIFF, WebP, … with EXIF orientation applied; grayscale, alpha and
+// 16-bit images become RGB8. Throws ImageError with a message naming the file.
+RgbImage loadImage(const std::string& path);
+// Same from encoded bytes in memory (a pasted or dropped image).
+RgbImage decodeImage(const std::vector<uint8_t>& encoded, const std::string& nameForErrors);
+
+// Resize with PIL's bicubic filter (Image.resize(..., BICUBIC)), including its antialiasing
+// support on downscale and its 8-bit rounding between the two passes.
+RgbImage resizeBicubicPil(const RgbImage& image, int width, int height);
+
+// resizeBicubicPil to width×height, scale by 1/255, normalize; returns planar CHW floats.
+std::vector<float> preprocess(const RgbImage& image, int width, int height,
+                              const std::array<float, 3>& mean, const std::array<float, 3>& std);
+
+} // namespace florence

@@ -1,0 +1,78 @@
+// A model package: the folder the exporter writes (scripted modules, tokenizer files and a
+// manifest.json that describes and checksums them).
+//
+//   florence::Manifest m = florence::readManifest("resources/models/tiny");  // throws PackageError
+//   florence::verifyPackageFiles(m);   // size and SHA-256 of every listed file
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+namespace florence {
+
+class PackageError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+constexpr int kPackageFormatVersion = 1;
+
+struct PackageFile {
+    std::string name;   // relative to the package folder
+    int64_t size = 0;
+    std::string sha256; // lowercase hex
+};
+
+struct Manifest {
+    std::string dir;              // the package folder
+    int formatVersion = 0;
+    std::string name;             // "florence2-base (random init)"
+    std::string source;           // where the weights came from
+    std::string precision;        // "float32"
+    // dimensions
+    int dModel = 0;
+    int encoderLayers = 0;
+    int decoderLayers = 0;
+    int decoderHeads = 0;
+    int encoderHeads = 0;
+    int vocabSize = 0;
+    int maxPositions = 0;
+    int imageTokens = 0;
+    int64_t parameterCount = 0;
+    // image preprocessing
+    int imageWidth = 768;
+    int imageHeight = 768;
+    std::array<float, 3> imageMean{0.485f, 0.456f, 0.406f};
+    std::array<float, 3> imageStd{0.229f, 0.224f, 0.225f};
+    // special tokens
+    int64_t bosId = 0;
+    int64_t padId = 1;
+    int64_t eosId = 2;
+    int64_t decoderStartId = 2;
+    int64_t forcedBosId = 0;
+    int64_t forcedEosId = 2;
+    // generation defaults
+    int numBeams = 3;
+    int noRepeatNgramSize = 3;
+    double lengthPenalty = 1.0;
+    bool earlyStopping = true;
+    int maxNewTokens = 1024;
+    // files by role: "vision", "text_encoder", "decoder", "vocab", "merges", …
+    std::map<std::string, PackageFile> files;
+
+    std::string path(const std::string& role) const; // throws PackageError if absent
+};
+
+// Parses dir/manifest.json; throws PackageError naming the file and what is wrong (missing,
+// unreadable, not JSON, other format version, missing field).
+Manifest readManifest(const std::string& dir);
+// Checks every listed file exists with its size and checksum; throws PackageError naming the
+// first file that does not.
+void verifyPackageFiles(const Manifest& manifest);
+
+std::string sha256File(const std::string& path);
+
+} // namespace florence

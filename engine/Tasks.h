@@ -1,0 +1,71 @@
+// Florence-2's 15 tasks: the task table, prompt construction and region quantization
+// (shared/florence2/TASKS.md).
+//
+//   const florence::TaskInfo& t = florence::taskInfo("<REGION_TO_CATEGORY>"); // throws TaskError
+//   florence::TaskRequest req{"<REGION_TO_CATEGORY>", "", florence::Box{10, 20, 200, 300}};
+//   std::string prompt = florence::buildPrompt(req, 1000, 667);
+//   // "What is the region <loc_10><loc_29><loc_200><loc_449>?"
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace florence {
+
+class TaskError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+enum class AnswerType {
+    PureText,
+    DescriptionWithBboxes,
+    Bboxes,
+    Ocr,
+    PhraseGrounding,
+    Polygons,
+    DescriptionWithBboxesOrPolygons,
+};
+
+enum class TaskInput { None, Text, Region };
+
+struct TaskInfo {
+    std::string token;        // "<OD>"
+    std::string name;         // readable name for menus: "Object detection"
+    std::string promptFormat; // "Locate {input} in the image."; no {input} when input is None
+    TaskInput input = TaskInput::None;
+    std::string inputLabel;   // what the input is, for messages and UI labels ("caption", "phrase", "region")
+    AnswerType answerType = AnswerType::PureText;
+};
+
+// All 15 tasks in TASKS.md order.
+const std::vector<TaskInfo>& allTasks();
+// Throws TaskError ("unknown task '<FOO>'; known tasks: …") for an unknown token.
+const TaskInfo& taskInfo(const std::string& token);
+
+// A box in pixels of the original image: x1, y1, x2, y2.
+struct Box {
+    double x1 = 0, y1 = 0, x2 = 0, y2 = 0;
+};
+
+struct TaskRequest {
+    std::string task;          // task token
+    std::string text;          // user text; for region tasks may already be four <loc_N> tokens
+    std::optional<Box> region; // for region tasks, in pixels of the original image
+};
+
+// Pixel → location bin: clamp(floor(x / (size/1000)), 0, 999).
+int pixelToBin(double x, int size);
+// Bin → pixel: (bin + 0.5) * size/1000.
+double binToPixel(int bin, int size);
+// "<loc_a><loc_b><loc_c><loc_d>" for a box clipped to the image; throws TaskError when the
+// clipped box is empty.
+std::string regionToLocTokens(const Box& box, int imageWidth, int imageHeight);
+
+// The text fed to the model. Throws TaskError with a message saying what is missing (a task that
+// needs text or a region without it) or wrong.
+std::string buildPrompt(const TaskRequest& request, int imageWidth, int imageHeight);
+
+} // namespace florence

@@ -1,0 +1,1 @@
+"""Florence-2 exporter for Florence Studio (see export.py)."""

@@ -1,0 +1,121 @@
+"""Reading published Florence-2 checkpoints: pytorch_model.bin or model.safetensors.
+
+The safetensors package is not in Debian, so the format (u64 header size, JSON header, raw
+little-endian data) is read here directly.
+"""
+import json
+import os
+import struct
+from typing import Dict
+
+import torch
+
+SAFETENSORS_DTYPES = {
+    "F16": torch.float16,
+    "BF16": torch.bfloat16,
+    "F32": torch.float32,
+    "F64": torch.float64,
+    "I64": torch.int64,
+    "I32": torch.int32,
+    "I16": torch.int16,
+    "I8": torch.int8,
+    "U8": torch.uint8,
+    "BOOL": torch.bool,
+}
+
+TIED_NAMES = (
+    "language_model.model.encoder.embed_tokens.weight",
+    "language_model.model.decoder.embed_tokens.weight",
+    "language_model.lm_head.weight",
+)
+SHARED_NAME = "language_model.model.shared.weight"
+
+
+class CheckpointError(Exception):
+    """A checkpoint folder or file that cannot be used, with a message a user can act on."""
+
+
+def read_safetensors(path: str) -> Dict[str, torch.Tensor]:
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        raw = f.read(8)
+        if len(raw) < 8:
+            raise CheckpointError(f"{path}: truncated safetensors file (no header)")
+        (header_len,) = struct.unpack("<Q", raw)
+        if header_len <= 0 or 8 + header_len > size:
+            raise CheckpointError(f"{path}: header size {header_len} does not fit a {size}-byte file")
+        try:
+            header = json.loads(f.read(header_len))
+        except ValueError as e:
+            raise CheckpointError(f"{path}: header is not JSON ({e})") from None
+        data = f.read()
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = SAFETENSORS_DTYPES.get(info.get("dtype"))
+        if dtype is None:
+            raise CheckpointError(f"{path}: tensor {name} has unsupported dtype {info.get('dtype')}")
+        begin, end = info["data_offsets"]
+        if not 0 <= begin <= end <= len(data):
+            raise CheckpointError(f"{path}: tensor {name} lies outside the file (truncated?)")
+        shape = info["shape"]
+        buf = bytearray(data[begin:end])
+        t = torch.frombuffer(buf, dtype=dtype) if end > begin else torch.empty(0, dtype=dtype)
+        expected = 1
+        for s in shape:
+            expected *= s
+        if t.numel() != expected:
+            raise CheckpointError(f"{path}: tensor {name} holds {t.numel()} values, shape {shape} needs {expected}")
+        tensors[name] = t.reshape(shape)
+    return tensors
+
+
+def write_safetensors(path: str, tensors: Dict[str, torch.Tensor]) -> None:
+    names = {v: k for k, v in SAFETENSORS_DTYPES.items()}
+    header = {}
+    blobs = []
+    offset = 0
+    for name, t in tensors.items():
+        t = t.contiguous()
+        raw = t.view(torch.uint8).numpy().tobytes() if t.numel() else b""
+        header[name] = {"dtype": names[t.dtype], "shape": list(t.shape),
+                        "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    head = json.dumps(header, separators=(",", ":")).encode()
+    head += b" " * ((8 - len(head) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(head)))
+        f.write(head)
+        for b in blobs:
+            f.write(b)
+
+
+def load_state_dict(folder: str) -> Dict[str, torch.Tensor]:
+    """The checkpoint's tensors as fp32, with tied embeddings filled in under every name."""
+    st = os.path.join(folder, "model.safetensors")
+    pt = os.path.join(folder, "pytorch_model.bin")
+    if os.path.exists(st):
+        sd = read_safetensors(st)
+    elif os.path.exists(pt):
+        try:
+            sd = torch.load(pt, map_location="cpu")
+        except Exception as e:  # a truncated or foreign file: say which
+            raise CheckpointError(f"{pt}: cannot be read as a PyTorch checkpoint ({e})") from None
+        if not isinstance(sd, dict):
+            raise CheckpointError(f"{pt}: does not hold a state dict")
+    else:
+        raise CheckpointError(
+            f"{folder}: no weights found: expected model.safetensors or pytorch_model.bin")
+    sd = {k: v.float() if v.is_floating_point() else v for k, v in sd.items()}
+    if SHARED_NAME not in sd:
+        for name in TIED_NAMES:
+            if name in sd:
+                sd[SHARED_NAME] = sd[name]
+                break
+    if SHARED_NAME not in sd:
+        raise CheckpointError(f"{folder}: the checkpoint has no token embedding ({SHARED_NAME})")
+    for name in TIED_NAMES:
+        sd.setdefault(name, sd[SHARED_NAME])
+    return sd

@@ -1,0 +1,551 @@
+"""Florence-2 in plain PyTorch, written so that torch.jit.script accepts it.
+
+Parameter names follow the published checkpoints (shared/florence2/checkpoint-keys-*.txt), so a
+Hugging Face state dict loads with load_state_dict(strict=True). The model is split into the three
+modules the C++ engine runs:
+
+- VisionEncoder: pixel values -> image features (DaViT, position embeddings, pooling, projection).
+- TextEncoder: image features + prompt ids -> encoder hidden states (BART encoder).
+- Decoder: BART decoder + LM head. `step` takes the self-attention cache and the precomputed
+  cross-attention keys/values as explicit inputs and returns the updated cache; `forward_full`
+  recomputes everything from the whole prefix, the way a traced model runs.
+
+Everything here is fp32 and deterministic in eval mode (dropout and drop-path are inference
+no-ops, so they are left out).
+"""
+import math
+from typing import List, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+# --------------------------------------------------------------------------------------------
+# Vision tower (DaViT)
+# --------------------------------------------------------------------------------------------
+
+
+class ConvEmbed(nn.Module):
+    """Patch embedding; stage 0 normalizes after the conv, later stages before it."""
+
+    def __init__(self, patch_size: int, in_chans: int, embed_dim: int, stride: int, padding: int,
+                 pre_norm: bool):
+        super().__init__()
+        self.proj = nn.Conv2d(in_chans, embed_dim, kernel_size=patch_size, stride=stride,
+                              padding=padding)
+        self.norm = nn.LayerNorm(in_chans if pre_norm else embed_dim)
+        self.pre_norm = pre_norm
+
+    def forward(self, x: Tensor, h: int, w: int) -> Tuple[Tensor, int, int]:
+        # x: [B, C, H, W] for the image, [B, H*W, C] between stages
+        if x.dim() == 3:
+            if self.pre_norm:
+                x = self.norm(x)
+            b, n, c = x.shape
+            x = x.transpose(1, 2).reshape(b, c, h, w)
+        x = self.proj(x)
+        b, c, h2, w2 = x.shape
+        x = x.flatten(2).transpose(1, 2)
+        if not self.pre_norm:
+            x = self.norm(x)
+        return x, h2, w2
+
+
+class DepthWiseConv2d(nn.Module):
+    def __init__(self, dim: int):
+        super().__init__()
+        self.dw = nn.Conv2d(dim, dim, kernel_size=3, padding=1, groups=dim, stride=1)
+
+    def forward(self, x: Tensor, h: int, w: int) -> Tensor:
+        b, n, c = x.shape
+        x = self.dw(x.transpose(1, 2).reshape(b, c, h, w))
+        return x.flatten(2).transpose(1, 2)
+
+
+class ResidualConv(nn.Module):
+    """PreNorm(None, DepthWiseConv2d) of the original: x + dwconv(x)."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.fn = DepthWiseConv2d(dim)
+
+    def forward(self, x: Tensor, h: int, w: int) -> Tensor:
+        return x + self.fn(x, h, w)
+
+
+class Mlp(nn.Module):
+    def __init__(self, dim: int, hidden: int):
+        super().__init__()
+        self.net = nn.Sequential()
+        self.net.add_module("fc1", nn.Linear(dim, hidden))
+        self.net.add_module("act", nn.GELU())
+        self.net.add_module("fc2", nn.Linear(hidden, dim))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.net(x)
+
+
+class ResidualMlp(nn.Module):
+    def __init__(self, dim: int, hidden: int):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.fn = Mlp(dim, hidden)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x + self.fn(self.norm(x))
+
+
+class WindowAttention(nn.Module):
+    def __init__(self, dim: int, num_heads: int, window_size: int):
+        super().__init__()
+        self.num_heads = num_heads
+        self.window_size = window_size
+        self.scale = float((dim // num_heads) ** -0.5)
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x: Tensor, h: int, w: int) -> Tensor:
+        b, n, c = x.shape
+        ws = self.window_size
+        x = x.view(b, h, w, c)
+        pad_r = (ws - w % ws) % ws
+        pad_b = (ws - h % ws) % ws
+        # The original pads with zeros after the norm and lets the padding take part in attention.
+        x = F.pad(x, (0, 0, 0, pad_r, 0, pad_b))
+        hp = h + pad_b
+        wp = w + pad_r
+        x = x.view(b, hp // ws, ws, wp // ws, ws, c).permute(0, 1, 3, 2, 4, 5)
+        x = x.reshape(-1, ws * ws, c)
+        bw = x.shape[0]
+        qkv = self.qkv(x).reshape(bw, ws * ws, 3, self.num_heads, c // self.num_heads)
+        qkv = qkv.permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        attn = torch.matmul(q * self.scale, k.transpose(-2, -1)).softmax(dim=-1)
+        x = torch.matmul(attn, v).transpose(1, 2).reshape(bw, ws * ws, c)
+        x = self.proj(x)
+        x = x.view(b, hp // ws, wp // ws, ws, ws, c).permute(0, 1, 3, 2, 4, 5)
+        x = x.reshape(b, hp, wp, c)
+        if pad_r > 0 or pad_b > 0:
+            x = x[:, :h, :w, :].contiguous()
+        return x.reshape(b, h * w, c)
+
+
+class ResidualWindowAttention(nn.Module):
+    def __init__(self, dim: int, num_heads: int, window_size: int):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.fn = WindowAttention(dim, num_heads, window_size)
+
+    def forward(self, x: Tensor, h: int, w: int) -> Tensor:
+        return x + self.fn(self.norm(x), h, w)
+
+
+class ChannelAttention(nn.Module):
+    def __init__(self, dim: int, groups: int):
+        super().__init__()
+        self.groups = groups
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x: Tensor) -> Tensor:
+        b, n, c = x.shape
+        qkv = self.qkv(x).reshape(b, n, 3, self.groups, c // self.groups).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        q = q * (float(n) ** -0.5)
+        attn = torch.matmul(q.transpose(-1, -2), k).softmax(dim=-1)
+        x = torch.matmul(attn, v.transpose(-1, -2)).transpose(-1, -2)
+        x = x.transpose(1, 2).reshape(b, n, c)
+        return self.proj(x)
+
+
+class ResidualChannelAttention(nn.Module):
+    def __init__(self, dim: int, groups: int):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.fn = ChannelAttention(dim, groups)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x + self.fn(self.norm(x))
+
+
+class SpatialBlock(nn.Module):
+    def __init__(self, dim: int, num_heads: int, window_size: int, mlp_ratio: float):
+        super().__init__()
+        self.conv1 = ResidualConv(dim)
+        self.window_attn = ResidualWindowAttention(dim, num_heads, window_size)
+        self.conv2 = ResidualConv(dim)
+        self.ffn = ResidualMlp(dim, int(dim * mlp_ratio))
+
+    def forward(self, x: Tensor, h: int, w: int) -> Tensor:
+        x = self.conv1(x, h, w)
+        x = self.window_attn(x, h, w)
+        x = self.conv2(x, h, w)
+        return self.ffn(x)
+
+
+class ChannelBlock(nn.Module):
+    def __init__(self, dim: int, groups: int, mlp_ratio: float):
+        super().__init__()
+        self.conv1 = ResidualConv(dim)
+        self.channel_attn = ResidualChannelAttention(dim, groups)
+        self.conv2 = ResidualConv(dim)
+        self.ffn = ResidualMlp(dim, int(dim * mlp_ratio))
+
+    def forward(self, x: Tensor, h: int, w: int) -> Tensor:
+        x = self.conv1(x, h, w)
+        x = self.channel_attn(x)
+        x = self.conv2(x, h, w)
+        return self.ffn(x)
+
+
+class DaViTBlock(nn.Module):
+    def __init__(self, dim: int, num_heads: int, groups: int, window_size: int, mlp_ratio: float):
+        super().__init__()
+        self.spatial_block = SpatialBlock(dim, num_heads, window_size, mlp_ratio)
+        self.channel_block = ChannelBlock(dim, groups, mlp_ratio)
+
+    def forward(self, x: Tensor, h: int, w: int) -> Tensor:
+        return self.channel_block(self.spatial_block(x, h, w), h, w)
+
+
+class DaViT(nn.Module):
+    def __init__(self, vc: dict):
+        super().__init__()
+        dims = vc["dim_embed"]
+        convs = []
+        stages = []
+        for i in range(len(dims)):
+            convs.append(ConvEmbed(vc["patch_size"][i], 3 if i == 0 else dims[i - 1], dims[i],
+                                   vc["patch_stride"][i], vc["patch_padding"][i],
+                                   vc["patch_prenorm"][i]))
+            stages.append(nn.ModuleList([
+                DaViTBlock(dims[i], vc["num_heads"][i], vc["num_groups"][i], vc["window_size"],
+                           float(vc.get("mlp_ratio", 4.0)))
+                for _ in range(vc["depths"][i])]))
+        self.convs = nn.ModuleList(convs)
+        self.blocks = nn.ModuleList(stages)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = x.shape[2]
+        w = x.shape[3]
+        for conv, stage in zip(self.convs, self.blocks):
+            x, h, w = conv(x, h, w)
+            for block in stage:
+                x = block(x, h, w)
+        return x
+
+
+class LearnedAbsolutePositionEmbedding2D(nn.Module):
+    def __init__(self, embedding_dim: int, num_pos: int):
+        super().__init__()
+        self.row_embeddings = nn.Embedding(num_pos, embedding_dim // 2)
+        self.column_embeddings = nn.Embedding(num_pos, embedding_dim - embedding_dim // 2)
+
+    def forward(self, h: int, w: int) -> Tensor:
+        x_emb = self.column_embeddings.weight[:w]
+        y_emb = self.row_embeddings.weight[:h]
+        return torch.cat([x_emb.unsqueeze(0).expand(h, w, x_emb.shape[1]),
+                          y_emb.unsqueeze(1).expand(h, w, y_emb.shape[1])], dim=-1)
+
+
+class CosineTemporalEmbedding(nn.Module):
+    def __init__(self, embed_dim: int, max_seq_len: int):
+        super().__init__()
+        half = embed_dim // 2
+        freq = torch.exp(torch.arange(half).float() * -(math.log(10000) / half))
+        angles = torch.arange(max_seq_len).float().unsqueeze(1) * freq.unsqueeze(0)
+        table = torch.empty(max_seq_len, embed_dim)
+        table[:, 0::2] = torch.sin(angles)
+        table[:, 1::2] = torch.cos(angles)
+        self.register_buffer("pos_idx_to_embed", table)
+
+
+class VisionEncoder(nn.Module):
+    """pixel_values [B, 3, H, W] -> image features [B, 1 + (H/32)*(W/32), projection_dim]."""
+
+    def __init__(self, config: dict):
+        super().__init__()
+        vc = config["vision_config"]
+        dim = vc["dim_embed"][-1]
+        proj_dim = config.get("projection_dim", vc.get("projection_dim"))
+        self.vision_tower = DaViT(vc)
+        self.image_pos_embed = LearnedAbsolutePositionEmbedding2D(
+            dim, vc["image_pos_embed"]["max_pos_embeddings"])
+        self.visual_temporal_embed = CosineTemporalEmbedding(
+            dim, vc["visual_temporal_embedding"]["max_temporal_embeddings"])
+        self.image_projection = nn.Parameter(torch.empty(dim, proj_dim))
+        self.image_proj_norm = nn.LayerNorm(proj_dim)
+
+    def forward(self, pixel_values: Tensor) -> Tensor:
+        x = self.vision_tower(pixel_values)
+        b, n, c = x.shape
+        side = int(math.sqrt(n))
+        x = x + self.image_pos_embed(side, side).reshape(1, n, c)
+        # One frame: the temporal embedding of frame 0 is added to every token.
+        x = x + self.visual_temporal_embed.pos_idx_to_embed[0].reshape(1, 1, c)
+        # image_feature_source = [spatial_avg_pool, temporal_avg_pool]: the mean token, then the
+        # tokens themselves (the temporal mean of one frame).
+        x = torch.cat([x.mean(dim=1, keepdim=True), x], dim=1)
+        x = torch.matmul(x, self.image_projection)
+        return self.image_proj_norm(x)
+
+
+# --------------------------------------------------------------------------------------------
+# Language model (BART)
+# --------------------------------------------------------------------------------------------
+
+
+def gelu(x: Tensor) -> Tensor:
+    return F.gelu(x)
+
+
+def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> Tensor:
+    """q [B,H,T,d] (already scaled), k/v [B,H,S,d], mask additive and broadcastable to [B,H,T,S]."""
+    scores = torch.matmul(q, k.transpose(-1, -2)) + mask
+    return torch.matmul(scores.softmax(dim=-1), v)
+
+
+class Attention(nn.Module):
+    def __init__(self, dim: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.head_dim = dim // heads
+        self.scaling = float(self.head_dim ** -0.5)
+        self.k_proj = nn.Linear(dim, dim)
+        self.v_proj = nn.Linear(dim, dim)
+        self.q_proj = nn.Linear(dim, dim)
+        self.out_proj = nn.Linear(dim, dim)
+
+    def split(self, x: Tensor) -> Tensor:
+        b, t, _ = x.shape
+        return x.view(b, t, self.heads, self.head_dim).transpose(1, 2)
+
+    def merge(self, x: Tensor) -> Tensor:
+        b, h, t, d = x.shape
+        return x.transpose(1, 2).reshape(b, t, h * d)
+
+    def query(self, x: Tensor) -> Tensor:
+        return self.split(self.q_proj(x) * self.scaling)
+
+    def keys_values(self, x: Tensor) -> Tuple[Tensor, Tensor]:
+        return self.split(self.k_proj(x)), self.split(self.v_proj(x))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, dim: int, heads: int, ffn: int):
+        super().__init__()
+        self.self_attn = Attention(dim, heads)
+        self.self_attn_layer_norm = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, ffn)
+        self.fc2 = nn.Linear(ffn, dim)
+        self.final_layer_norm = nn.LayerNorm(dim)
+
+    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+        k, v = self.self_attn.keys_values(x)
+        a = attend(self.self_attn.query(x), k, v, mask)
+        x = self.self_attn_layer_norm(x + self.self_attn.out_proj(self.self_attn.merge(a)))
+        return self.final_layer_norm(x + self.fc2(gelu(self.fc1(x))))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, dim: int, heads: int, ffn: int):
+        super().__init__()
+        self.self_attn = Attention(dim, heads)
+        self.self_attn_layer_norm = nn.LayerNorm(dim)
+        self.encoder_attn = Attention(dim, heads)
+        self.encoder_attn_layer_norm = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, ffn)
+        self.fc2 = nn.Linear(ffn, dim)
+        self.final_layer_norm = nn.LayerNorm(dim)
+
+    def forward(self, x: Tensor, self_k: Tensor, self_v: Tensor, self_mask: Tensor,
+                cross_k: Tensor, cross_v: Tensor, cross_mask: Tensor) -> Tensor:
+        a = attend(self.self_attn.query(x), self_k, self_v, self_mask)
+        x = self.self_attn_layer_norm(x + self.self_attn.out_proj(self.self_attn.merge(a)))
+        a = attend(self.encoder_attn.query(x), cross_k, cross_v, cross_mask)
+        x = self.encoder_attn_layer_norm(x + self.encoder_attn.out_proj(self.encoder_attn.merge(a)))
+        return self.final_layer_norm(x + self.fc2(gelu(self.fc1(x))))
+
+
+POSITION_OFFSET = 2  # BART's learned positions start at row 2
+
+
+def padding_mask(mask: Tensor) -> Tensor:
+    """[B, S] of 1 (attend) / 0 (padding) -> additive [B, 1, 1, S]."""
+    return ((1.0 - mask.to(torch.float32)) * -3.4028234663852886e38).view(
+        mask.shape[0], 1, 1, mask.shape[1])
+
+
+class BartEncoder(nn.Module):
+    def __init__(self, tc: dict):
+        super().__init__()
+        d = tc["d_model"]
+        self.embed_tokens = nn.Embedding(tc["vocab_size"], d)
+        self.embed_positions = nn.Embedding(tc["max_position_embeddings"] + POSITION_OFFSET, d)
+        self.layers = nn.ModuleList([
+            EncoderLayer(d, tc["encoder_attention_heads"], tc["encoder_ffn_dim"])
+            for _ in range(tc["encoder_layers"])])
+        self.layernorm_embedding = nn.LayerNorm(d)
+
+
+class TextEncoder(nn.Module):
+    """Image features [B, N, D] + prompt ids [B, P] (+ mask [B, P]) -> hidden states [B, N+P, D].
+
+    The prompt mask lets prompts of different lengths share a batch: padding positions are
+    masked out of attention (the original code attends to them).
+    """
+
+    def __init__(self, config: dict):
+        super().__init__()
+        tc = config["text_config"]
+        self.embed_scale = float(math.sqrt(tc["d_model"])) if tc.get("scale_embedding") else 1.0
+        self.position_offset = POSITION_OFFSET
+        self.encoder = BartEncoder(tc)
+
+    def forward(self, image_features: Tensor, input_ids: Tensor, prompt_mask: Tensor) -> Tensor:
+        embeds = self.encoder.embed_tokens(input_ids) * self.embed_scale
+        x = torch.cat([image_features, embeds], dim=1)
+        b, s, _ = x.shape
+        positions = torch.arange(s, device=x.device) + self.position_offset
+        x = self.encoder.layernorm_embedding(x + self.encoder.embed_positions(positions).unsqueeze(0))
+        full_mask = torch.cat([torch.ones(b, image_features.shape[1], dtype=prompt_mask.dtype,
+                                          device=x.device), prompt_mask], dim=1)
+        mask = padding_mask(full_mask)
+        for layer in self.encoder.layers:
+            x = layer(x, mask)
+        return x
+
+
+class BartDecoder(nn.Module):
+    def __init__(self, tc: dict):
+        super().__init__()
+        d = tc["d_model"]
+        self.embed_tokens = nn.Embedding(tc["vocab_size"], d)
+        self.embed_positions = nn.Embedding(tc["max_position_embeddings"] + POSITION_OFFSET, d)
+        self.layers = nn.ModuleList([
+            DecoderLayer(d, tc["decoder_attention_heads"], tc["decoder_ffn_dim"])
+            for _ in range(tc["decoder_layers"])])
+        self.layernorm_embedding = nn.LayerNorm(d)
+
+
+class Decoder(nn.Module):
+    """BART decoder with an explicit key/value cache, and the LM head.
+
+    Cache layout: self_cache [layers, 2, B, heads, capacity, head_dim] (keys, values) is
+    preallocated by the caller and written in place at positions [past, past + T); cross_kv
+    [layers, 2, B, heads, S, head_dim] is computed once per request by `cross_kv`.
+    """
+
+    def __init__(self, config: dict):
+        super().__init__()
+        tc = config["text_config"]
+        self.embed_scale = float(math.sqrt(tc["d_model"])) if tc.get("scale_embedding") else 1.0
+        self.position_offset = POSITION_OFFSET
+        self.num_layers = int(tc["decoder_layers"])
+        self.heads = int(tc["decoder_attention_heads"])
+        self.head_dim = int(tc["d_model"]) // self.heads
+        self.decoder = BartDecoder(tc)
+        self.lm_head = nn.Linear(tc["d_model"], tc["vocab_size"], bias=False)
+        self.register_buffer("final_logits_bias", torch.zeros(1, tc["vocab_size"]))
+
+    def embed(self, input_ids: Tensor, past: int) -> Tensor:
+        t = input_ids.shape[1]
+        positions = torch.arange(past, past + t, device=input_ids.device) + self.position_offset
+        x = self.decoder.embed_tokens(input_ids) * self.embed_scale
+        return self.decoder.layernorm_embedding(x + self.decoder.embed_positions(positions).unsqueeze(0))
+
+    def logits(self, x: Tensor) -> Tensor:
+        return self.lm_head(x) + self.final_logits_bias
+
+    @torch.jit.export
+    def cross_kv(self, encoder_hidden: Tensor) -> Tensor:
+        kvs: List[Tensor] = []
+        for layer in self.decoder.layers:
+            k, v = layer.encoder_attn.keys_values(encoder_hidden)
+            kvs.append(torch.stack([k, v]))
+        return torch.stack(kvs)
+
+    @torch.jit.export
+    def new_cache(self, batch: int, capacity: int) -> Tensor:
+        return torch.zeros(self.num_layers, 2, batch, self.heads, capacity, self.head_dim)
+
+    @torch.jit.export
+    def step(self, input_ids: Tensor, past: int, self_cache: Tensor, cross_kv: Tensor,
+             encoder_mask: Tensor) -> Tuple[Tensor, Tensor]:
+        """input_ids [B, T] at positions [past, past+T). Returns logits of the last position
+        [B, vocab] and the cache (written in place)."""
+        t = input_ids.shape[1]
+        end = past + t
+        x = self.embed(input_ids, past)
+        self_mask = self.causal_mask(t, past, x.dtype)
+        cross_mask = padding_mask(encoder_mask)
+        i = 0
+        for layer in self.decoder.layers:
+            k, v = layer.self_attn.keys_values(x)
+            self_cache[i, 0, :, :, past:end] = k
+            self_cache[i, 1, :, :, past:end] = v
+            x = layer(x, self_cache[i, 0, :, :, :end], self_cache[i, 1, :, :, :end], self_mask,
+                      cross_kv[i, 0], cross_kv[i, 1], cross_mask)
+            i += 1
+        return self.logits(x[:, -1]), self_cache
+
+    def causal_mask(self, t: int, past: int, dtype: torch.dtype) -> Tensor:
+        if t == 1:
+            return torch.zeros(1, 1, 1, past + 1, dtype=dtype)
+        rows = torch.arange(t).unsqueeze(1) + past
+        cols = torch.arange(past + t).unsqueeze(0)
+        return torch.where(cols > rows, -3.4028234663852886e38, 0.0).to(dtype).view(
+            1, 1, t, past + t)
+
+    @torch.jit.export
+    def forward_full(self, input_ids: Tensor, encoder_hidden: Tensor, encoder_mask: Tensor,
+                     last_only: bool) -> Tensor:
+        """The whole prefix through the decoder, cross-attention keys/values included, as a
+        traced model without cache runs every step. Logits [B, T, vocab] or [B, vocab]."""
+        t = input_ids.shape[1]
+        x = self.embed(input_ids, 0)
+        self_mask = self.causal_mask(t, 0, x.dtype)
+        cross_mask = padding_mask(encoder_mask)
+        for layer in self.decoder.layers:
+            k, v = layer.self_attn.keys_values(x)
+            ck, cv = layer.encoder_attn.keys_values(encoder_hidden)
+            x = layer(x, k, v, self_mask, ck, cv, cross_mask)
+        if last_only:
+            return self.logits(x[:, -1])
+        return self.logits(x)
+
+    def forward(self, input_ids: Tensor, encoder_hidden: Tensor, encoder_mask: Tensor) -> Tensor:
+        return self.forward_full(input_ids, encoder_hidden, encoder_mask, False)
+
+
+class Florence2(nn.Module):
+    """The whole model with the published parameter names, for loading a state dict."""
+
+    def __init__(self, config: dict):
+        super().__init__()
+        self.vision = VisionEncoder(config)
+        self.text = TextEncoder(config)
+        self.dec = Decoder(config)
+
+    def tie_weights(self) -> None:
+        """The published model shares one matrix between decoder embedding and LM head; sharing
+        it here too halves the decoder file and the memory it takes."""
+        self.dec.lm_head.weight = self.dec.decoder.embed_tokens.weight
+
+    # published name -> our name
+    @staticmethod
+    def map_name(name: str) -> str:
+        for prefix in ("vision_tower.", "image_pos_embed.", "visual_temporal_embed.",
+                       "image_projection", "image_proj_norm."):
+            if name.startswith(prefix):
+                return "vision." + name
+        if name.startswith("language_model.model.encoder."):
+            return "text.encoder." + name[len("language_model.model.encoder."):]
+        if name.startswith("language_model.model.decoder."):
+            return "dec.decoder." + name[len("language_model.model.decoder."):]
+        if name == "language_model.lm_head.weight":
+            return "dec.lm_head.weight"
+        if name == "language_model.final_logits_bias":
+            return "dec.final_logits_bias"
+        raise KeyError(name)
