@@ -151,6 +151,9 @@ public:
     void clearFeatureCache();
 
 private:
+    Result generateUnchecked(const Request& request, const GenerationOptions& options,
+                             const TokenCallback& onToken, const std::atomic<bool>* cancel);
+
     std::shared_ptr<const Model> m_model;
     struct State;
     std::unique_ptr<State> m_state;

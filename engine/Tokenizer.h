@@ -25,16 +25,22 @@ public:
     static Tokenizer fromFiles(const std::string& vocabJsonPath, const std::string& mergesPath);
 
     // <s> + tokens + </s>. Added tokens (<loc_N>, <od>, <s>, …) inside the text are matched
-    // first; the text between them is BPE-encoded on its own.
+    // first; the text between them is BPE-encoded on its own. Safe to call from several
+    // threads at once. encode/decode throw std::logic_error on a default-constructed or
+    // moved-from Tokenizer.
     std::vector<int64_t> encode(const std::string& text) const;
     // Same without <s> and </s>.
     std::vector<int64_t> encodeWithoutSpecial(const std::string& text) const;
 
     // Decodes with every special token kept as its text ("</s><s>A cat<loc_5>…").
+    // Ids outside [0, vocabSize()) are skipped, as Hugging Face's decode does; bytes that do
+    // not form valid UTF-8 become U+FFFD (one per maximal ill-formed subsequence).
     std::string decode(const std::vector<int64_t>& ids) const;
-    // The raw bytes a single token stands for (may be part of a UTF-8 character).
+    // The raw bytes a single token stands for (may be part of a UTF-8 character); empty for
+    // an unknown id.
     std::string tokenBytes(int64_t id) const;
-    // The token's string as in vocab.json / the added-token table ("Ġcat", "<loc_5>").
+    // The token's string as in vocab.json / the added-token table ("Ġcat", "<loc_5>"); empty
+    // for an unknown id.
     std::string tokenString(int64_t id) const;
     // Id of a token string, or -1.
     int64_t tokenId(const std::string& token) const;

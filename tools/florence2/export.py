@@ -39,7 +39,7 @@ def progress(percent: int, message: str) -> None:
 def resources_dir() -> str:
     """Tokenizer files and configs shipped with the project (or installed next to the tools)."""
     for candidate in (os.environ.get("FLORENCE_RESOURCES"), RESOURCES,
-                      os.path.normpath(os.path.join(HERE, "..", "florence2-data"))):
+                      os.path.join(HERE, "data")):
         if candidate and os.path.exists(os.path.join(candidate, "vocab.json")):
             return candidate
     raise ExportError("cannot find the bundled Florence-2 tokenizer files (vocab.json, merges.txt)")

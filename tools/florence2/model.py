@@ -363,7 +363,13 @@ class DecoderLayer(nn.Module):
                 cross_k: Tensor, cross_v: Tensor, cross_mask: Tensor) -> Tensor:
         a = attend(self.self_attn.query(x), self_k, self_v, self_mask)
         x = self.self_attn_layer_norm(x + self.self_attn.out_proj(self.self_attn.merge(a)))
-        a = attend(self.encoder_attn.query(x), cross_k, cross_v, cross_mask)
+        q = self.encoder_attn.query(x)
+        if cross_k.shape[0] == 1 and q.shape[0] > 1 and q.shape[2] == 1:
+            # Beams of one request share the encoder output: their one-token queries become the
+            # rows of a single attention instead of copies of the keys and values per beam.
+            a = attend(q.transpose(0, 2), cross_k, cross_v, cross_mask).transpose(0, 2)
+        else:
+            a = attend(q, cross_k, cross_v, cross_mask)
         x = self.encoder_attn_layer_norm(x + self.encoder_attn.out_proj(self.encoder_attn.merge(a)))
         return self.final_layer_norm(x + self.fc2(gelu(self.fc1(x))))
 

@@ -1,0 +1,400 @@
+// florence-studio-cli: the engine from the command line (import, run, tokenize, parse, bench).
+#include "AnswerParser.h"
+#include "Annotate.h"
+#include "Engine.h"
+#include "ImageInput.h"
+#include "Importer.h"
+#include "Paths.h"
+#include "Runtime.h"
+#include "Safetensors.h"
+#include "Tasks.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#ifndef FLORENCE_VERSION
+#define FLORENCE_VERSION "0"
+#endif
+
+namespace {
+
+class UsageError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+const char* kUsage = R"(usage: florence-studio-cli COMMAND [OPTIONS]
+
+Commands:
+  run       Run a Florence-2 task on an image
+              --image FILE | --pixel-values FILE.safetensors   (one is required)
+              --task TOKEN        task token, e.g. "<CAPTION>" (default <CAPTION>)
+              --text STR          input text for tasks that take it
+              --region X1,Y1,X2,Y2  region in pixels for region tasks
+              --model PKG         model package (default: the bundled model)
+              --beams N           beam count (default from the model, 3)
+              --max-new-tokens N  generation length limit (default 1024)
+              --no-cache          recompute the whole prefix every step (as a traced model)
+              --threads N         intra-op threads (default: all cores)
+              --json              print one JSON object with ids, text, result and timings
+              --annotate OUT.png  write the image with the answer drawn on it
+              --quiet             do not stream tokens to stderr
+  import    Make a model package
+              --hf DIR | --random-init tiny|base|large  [--seed N]  --out PKG
+  tokenize  Print token ids as JSON:  tokenize [--model PKG] TEXT
+  parse     Parse an answer text without a model:
+              parse --task TOKEN --image-size W H [--format hf|native] TEXT
+  bench     Measure speed at real model sizes (see bench --help)
+  tasks     List the 15 tasks
+
+  --help, --version
+)";
+
+std::atomic<bool> g_cancel{false};
+
+void onSignal(int) { g_cancel.store(true); }
+
+// Minimal option parser: --name value, --flag, and positional arguments.
+struct Args {
+    std::map<std::string, std::vector<std::string>> values;
+    std::set<std::string> flags;
+    std::vector<std::string> positional;
+
+    bool has(const std::string& k) const { return values.count(k) || flags.count(k); }
+    std::string get(const std::string& k, const std::string& def = "") const {
+        auto it = values.find(k);
+        return it == values.end() ? def : it->second.back();
+    }
+    int getInt(const std::string& k, int def) const {
+        if (!values.count(k))
+            return def;
+        const std::string v = get(k);
+        try {
+            size_t pos = 0;
+            int n = std::stoi(v, &pos);
+            if (pos != v.size())
+                throw std::invalid_argument(v);
+            return n;
+        } catch (const std::exception&) {
+            throw UsageError("--" + k + " needs a whole number, not '" + v + "'");
+        }
+    }
+};
+
+Args parseArgs(int argc, char** argv, int first, const std::set<std::string>& valued,
+               const std::set<std::string>& flags, const std::map<std::string, int>& multi = {}) {
+    Args a;
+    for (int i = first; i < argc; ++i) {
+        std::string s = argv[i];
+        if (s.rfind("--", 0) == 0 && s.size() > 2) {
+            std::string name = s.substr(2);
+            std::string inlineValue;
+            bool hasInline = false;
+            if (auto eq = name.find('='); eq != std::string::npos) {
+                inlineValue = name.substr(eq + 1);
+                name = name.substr(0, eq);
+                hasInline = true;
+            }
+            if (flags.count(name)) {
+                a.flags.insert(name);
+            } else if (valued.count(name)) {
+                int count = multi.count(name) ? multi.at(name) : 1;
+                if (hasInline) {
+                    a.values[name].push_back(inlineValue);
+                    continue;
+                }
+                for (int k = 0; k < count; ++k) {
+                    if (i + 1 >= argc)
+                        throw UsageError("--" + name + " needs " +
+                                         (count > 1 ? std::to_string(count) + " values" : "a value"));
+                    a.values[name].push_back(argv[++i]);
+                }
+            } else {
+                throw UsageError("unknown option --" + name);
+            }
+        } else {
+            a.positional.push_back(s);
+        }
+    }
+    return a;
+}
+
+std::string modelDir(const Args& a) {
+    if (a.has("model"))
+        return a.get("model");
+    std::string d = florence::bundledModelDir();
+    if (d.empty())
+        throw UsageError("no bundled model found next to this program; pass --model PKG");
+    return d;
+}
+
+QJsonArray idsJson(const std::vector<int64_t>& ids) {
+    QJsonArray arr;
+    for (int64_t id : ids)
+        arr.append(static_cast<qint64>(id));
+    return arr;
+}
+
+void printJson(const QJsonObject& o) {
+    std::cout << QJsonDocument(o).toJson(QJsonDocument::Indented).toStdString();
+}
+
+std::optional<florence::Box> parseRegion(const std::string& s) {
+    std::vector<double> v;
+    std::stringstream ss(s);
+    std::string part;
+    while (std::getline(ss, part, ',')) {
+        try {
+            size_t pos = 0;
+            v.push_back(std::stod(part, &pos));
+            if (pos != part.size())
+                throw std::invalid_argument(part);
+        } catch (const std::exception&) {
+            throw UsageError("--region takes four numbers X1,Y1,X2,Y2 in pixels, not '" + s + "'");
+        }
+    }
+    if (v.size() != 4)
+        throw UsageError("--region takes four numbers X1,Y1,X2,Y2 in pixels, not '" + s + "'");
+    return florence::Box{v[0], v[1], v[2], v[3]};
+}
+
+int cmdRun(int argc, char** argv) {
+    Args a = parseArgs(argc, argv, 2,
+                       {"image", "pixel-values", "task", "text", "region", "model", "beams",
+                        "max-new-tokens", "threads", "annotate"},
+                       {"no-cache", "json", "quiet"});
+    if (!a.positional.empty())
+        throw UsageError("unexpected argument '" + a.positional[0] + "'");
+    if (!a.has("image") && !a.has("pixel-values"))
+        throw UsageError("run needs --image FILE (or --pixel-values FILE)");
+    const std::string task = a.get("task", "<CAPTION>");
+    florence::taskInfo(task); // unknown task: fail before loading anything
+
+    florence::Request req;
+    if (a.has("image"))
+        req.image = florence::loadImage(a.get("image"));
+    if (a.has("pixel-values")) {
+        const auto file = florence::SafetensorsFile::open(a.get("pixel-values"));
+        if (!file.contains("pixel_values"))
+            throw std::runtime_error(a.get("pixel-values") + " has no pixel_values tensor");
+        req.pixelValues = file.toFloat("pixel_values");
+    }
+    // Location tokens map to the original image; with pixel values only, assume the model size.
+    const int width = req.image.empty() ? 768 : req.image.width;
+    const int height = req.image.empty() ? 768 : req.image.height;
+
+    florence::TaskRequest tr;
+    tr.task = task;
+    tr.text = a.get("text");
+    if (a.has("region"))
+        tr.region = parseRegion(a.get("region"));
+
+    florence::LoadOptions lo;
+    lo.threads = a.getInt("threads", 0);
+    auto model = florence::Model::load(modelDir(a), lo);
+    int w = width, h = height;
+    if (req.image.empty()) {
+        w = model->manifest().imageWidth;
+        h = model->manifest().imageHeight;
+    }
+    req.prompt = florence::buildPrompt(tr, w, h);
+
+    florence::GenerationOptions opts = model->defaultOptions();
+    opts.numBeams = a.getInt("beams", opts.numBeams);
+    opts.maxNewTokens = a.getInt("max-new-tokens", opts.maxNewTokens);
+    opts.useCache = !a.has("no-cache");
+
+    florence::Session session(model);
+    const bool stream = !a.has("quiet");
+    std::signal(SIGINT, onSignal);
+    florence::Result r = session.generate(
+        req, opts,
+        [&](const florence::TokenEvent& e) {
+            if (stream) {
+                if (e.rewound)
+                    std::cerr << "\n";
+                std::cerr << e.textDelta << std::flush;
+            }
+            return true;
+        },
+        &g_cancel);
+    if (stream)
+        std::cerr << "\n";
+
+    const florence::ParsedAnswer answer = florence::parseAnswer(task, r.text, w, h);
+    if (a.has("annotate")) {
+        if (req.image.empty())
+            throw UsageError("--annotate needs --image");
+        florence::saveAnnotatedImage(req.image, answer, a.get("annotate"));
+    }
+
+    if (a.has("json")) {
+        QJsonObject o;
+        o["task"] = QString::fromStdString(task);
+        o["prompt"] = QString::fromStdString(req.prompt);
+        o["prompt_ids"] = idsJson(r.promptIds);
+        o["generated_ids"] = idsJson(r.generatedIds);
+        o["text"] = QString::fromStdString(r.text);
+        o["cancelled"] = r.cancelled;
+        o["beams"] = opts.numBeams;
+        o["cache"] = opts.useCache;
+        o["image_size"] = QJsonArray{w, h};
+        o["result"] = florence::toNativeJson(answer);
+        o["hf_result"] = florence::toHuggingFaceJson(answer);
+        QJsonObject t;
+        t["load_ms"] = model->loadMs();
+        t["preprocess_ms"] = r.timings.preprocessMs;
+        t["vision_ms"] = r.timings.visionMs;
+        t["text_encoder_ms"] = r.timings.textEncoderMs;
+        t["first_token_ms"] = r.timings.firstTokenMs;
+        t["decode_ms"] = r.timings.decodeMs;
+        t["total_ms"] = r.timings.totalMs;
+        QJsonArray steps;
+        for (double s : r.timings.stepMs)
+            steps.append(s);
+        t["step_ms"] = steps;
+        o["timings"] = t;
+        o["runtime"] = QString::fromStdString(florence::runtimeSummary());
+        printJson(o);
+    } else {
+        std::cout << QJsonDocument(florence::toHuggingFaceJson(answer))
+                         .toJson(QJsonDocument::Compact)
+                         .toStdString()
+                  << "\n";
+    }
+    return r.cancelled ? 130 : 0;
+}
+
+int cmdImport(int argc, char** argv) {
+    Args a = parseArgs(argc, argv, 2, {"hf", "random-init", "out", "seed"}, {});
+    if (!a.positional.empty())
+        throw UsageError("unexpected argument '" + a.positional[0] + "'");
+    if (!a.has("out"))
+        throw UsageError("import needs --out PKG");
+    if (a.has("hf") == a.has("random-init"))
+        throw UsageError("import needs either --hf DIR or --random-init tiny|base|large");
+    florence::ImportJob job;
+    job.hfDir = a.get("hf");
+    job.randomInit = a.get("random-init");
+    if (!job.randomInit.empty() && job.randomInit != "tiny" && job.randomInit != "base" &&
+        job.randomInit != "large")
+        throw UsageError("--random-init takes tiny, base or large, not '" + job.randomInit + "'");
+    job.seed = a.getInt("seed", 1234);
+    job.outDir = a.get("out");
+    std::signal(SIGINT, onSignal);
+    florence::runImport(
+        job,
+        [](int percent, const std::string& msg) {
+            std::cerr << "[" << percent << "%] " << msg << "\n";
+        },
+        &g_cancel);
+    std::cerr << "wrote " << job.outDir << "\n";
+    return 0;
+}
+
+int cmdTokenize(int argc, char** argv) {
+    Args a = parseArgs(argc, argv, 2, {"model"}, {});
+    if (a.positional.size() != 1)
+        throw UsageError("tokenize takes one TEXT argument");
+    const florence::Manifest m = florence::readManifest(modelDir(a));
+    const florence::Tokenizer tok = florence::Tokenizer::fromFiles(m.path("vocab"), m.path("merges"));
+    std::cout << QJsonDocument(idsJson(tok.encode(a.positional[0]))).toJson(QJsonDocument::Compact).toStdString()
+              << "\n";
+    return 0;
+}
+
+int cmdParse(int argc, char** argv) {
+    Args a = parseArgs(argc, argv, 2, {"task", "image-size", "format"}, {}, {{"image-size", 2}});
+    if (!a.has("task"))
+        throw UsageError("parse needs --task TOKEN");
+    if (!a.values.count("image-size") || a.values["image-size"].size() != 2)
+        throw UsageError("parse needs --image-size W H");
+    if (a.positional.size() != 1)
+        throw UsageError("parse takes one TEXT argument (the generated answer)");
+    const std::string task = a.get("task");
+    florence::taskInfo(task);
+    int wh[2];
+    for (int i = 0; i < 2; ++i) {
+        const std::string& v = a.values["image-size"][i];
+        try {
+            size_t pos = 0;
+            wh[i] = std::stoi(v, &pos);
+            if (pos != v.size() || wh[i] <= 0)
+                throw std::invalid_argument(v);
+        } catch (const std::exception&) {
+            throw UsageError("--image-size takes two positive whole numbers, not '" + v + "'");
+        }
+    }
+    const std::string format = a.get("format", "hf");
+    if (format != "hf" && format != "native")
+        throw UsageError("--format takes hf or native, not '" + format + "'");
+    const auto answer = florence::parseAnswer(task, a.positional[0], wh[0], wh[1]);
+    printJson(format == "hf" ? florence::toHuggingFaceJson(answer) : florence::toNativeJson(answer));
+    return 0;
+}
+
+int cmdTasks() {
+    for (const auto& t : florence::allTasks())
+        std::cout << t.token << "\t" << t.name << "\n";
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    florence::prepareProcess(argc, argv);
+    QCoreApplication app(argc, argv);
+    QCoreApplication::setApplicationName("florence-studio-cli");
+    QCoreApplication::setApplicationVersion(FLORENCE_VERSION);
+    if (argc < 2) {
+        std::cerr << kUsage;
+        return 2;
+    }
+    const std::string cmd = argv[1];
+    try {
+        if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+            std::cout << kUsage;
+            return 0;
+        }
+        if (cmd == "--version") {
+            std::cout << "florence-studio-cli " << FLORENCE_VERSION << "\n";
+            return 0;
+        }
+        for (int i = 2; i < argc; ++i)
+            if (std::string(argv[i]) == "--help" && cmd != "bench") {
+                std::cout << kUsage;
+                return 0;
+            }
+        if (cmd == "run")
+            return cmdRun(argc, argv);
+        if (cmd == "import")
+            return cmdImport(argc, argv);
+        if (cmd == "tokenize")
+            return cmdTokenize(argc, argv);
+        if (cmd == "parse")
+            return cmdParse(argc, argv);
+        if (cmd == "tasks")
+            return cmdTasks();
+        throw UsageError("unknown command '" + cmd + "' (try --help)");
+    } catch (const UsageError& e) {
+        std::cerr << "florence-studio-cli: " << e.what() << "\n";
+        return 2;
+    } catch (const std::exception& e) {
+        std::cerr << "florence-studio-cli: error: " << e.what() << "\n";
+        return 1;
+    }
+}

@@ -1,0 +1,457 @@
+#include "Engine.h"
+
+#include "Generator.h"
+#include "Runtime.h"
+
+#include <torch/csrc/jit/runtime/graph_executor.h>
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstring>
+#include <list>
+#include <mutex>
+
+namespace florence {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double msSince(Clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Length of the longest prefix of `s` that does not end inside a UTF-8 character, so streamed
+// text never shows half a character.
+size_t completeUtf8Prefix(const std::string& s) {
+    size_t n = s.size();
+    // Look back at most 3 bytes for the lead byte of the last character.
+    for (size_t back = 1; back <= 4 && back <= n; ++back) {
+        const auto c = static_cast<unsigned char>(s[n - back]);
+        if ((c & 0xC0) == 0x80)
+            continue; // continuation byte
+        size_t need = 1;
+        if ((c & 0xE0) == 0xC0)
+            need = 2;
+        else if ((c & 0xF0) == 0xE0)
+            need = 3;
+        else if ((c & 0xF8) == 0xF0)
+            need = 4;
+        return back < need ? n - back : n;
+    }
+    return n;
+}
+
+uint64_t hashImage(const RgbImage& image) {
+    // FNV-1a over 8-byte words: fast enough for a 12-megapixel photo (tens of ms).
+    uint64_t h = 1469598103934665603ull ^ (static_cast<uint64_t>(image.width) << 32 |
+                                          static_cast<uint32_t>(image.height));
+    const uint8_t* p = image.pixels.data();
+    size_t n = image.pixels.size();
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        std::memcpy(&w, p + i, 8);
+        h = (h ^ w) * 1099511628211ull;
+    }
+    for (; i < n; ++i)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+torch::Tensor toTensor(const std::vector<float>& v, std::vector<int64_t> shape) {
+    return torch::from_blob(const_cast<float*>(v.data()), shape, torch::kFloat32).clone();
+}
+
+FloatArray toArray(const torch::Tensor& t) {
+    torch::Tensor c = t.to(torch::kFloat32).contiguous();
+    FloatArray a;
+    a.shape = c.sizes().vec();
+    a.data.assign(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+    return a;
+}
+
+torch::jit::Module loadModule(const std::string& path) {
+    try {
+        torch::jit::Module m = torch::jit::load(path, torch::kCPU);
+        m.eval();
+        return m;
+    } catch (const c10::Error& e) {
+        throw EngineError(path + " cannot be loaded as a TorchScript module (damaged, or written "
+                                 "by another exporter): " +
+                          std::string(e.what_without_backtrace()).substr(0, 200));
+    }
+}
+
+} // namespace
+
+// ------------------------------------------------------------------------------------------
+// Model
+
+struct Model::Impl {
+    Manifest manifest;
+    Tokenizer tokenizer;
+    LoadOptions options;
+    double loadMs = 0;
+    // Module methods are not const in the API, but running them changes no state.
+    mutable torch::jit::Module vision;
+    mutable torch::jit::Module textEncoder;
+    mutable torch::jit::Module decoder;
+
+    torch::Tensor imageFeatures(const torch::Tensor& pixels) const {
+        return vision.forward({pixels}).toTensor();
+    }
+    torch::Tensor encode(const torch::Tensor& features, const torch::Tensor& ids) const {
+        return textEncoder.forward({features, ids, torch::ones_like(ids)}).toTensor();
+    }
+};
+
+Model::Model() : m_impl(std::make_unique<Impl>()) {}
+Model::~Model() = default;
+
+std::shared_ptr<const Model> Model::load(const std::string& packageDir, const LoadOptions& options) {
+    const auto start = Clock::now();
+    std::shared_ptr<Model> model(new Model());
+    Impl& d = *model->m_impl;
+    d.options = options;
+    try {
+        d.manifest = readManifest(packageDir);
+        verifyPackageFiles(d.manifest);
+        d.tokenizer = Tokenizer::fromFiles(d.manifest.path("vocab"), d.manifest.path("merges"));
+    } catch (const EngineError&) {
+        throw;
+    } catch (const std::exception& e) {
+        throw EngineError(e.what());
+    }
+    if (d.tokenizer.vocabSize() != d.manifest.vocabSize)
+        throw EngineError(d.manifest.path("vocab") + " has " + std::to_string(d.tokenizer.vocabSize()) +
+                          " tokens with Florence-2's added ones, the model expects " +
+                          std::to_string(d.manifest.vocabSize));
+    if (d.manifest.precision != "float32" && d.manifest.precision != "int8")
+        throw EngineError(d.manifest.dir + "/manifest.json: unknown precision " + d.manifest.precision);
+
+    setThreads(options.threads);
+    // The simple executor: the profiling one re-specializes graphs for every new sequence length
+    // during decoding, which costs more than it saves here.
+    torch::jit::getProfilingMode() = false;
+    d.vision = loadModule(d.manifest.path("vision"));
+    d.textEncoder = loadModule(d.manifest.path("text_encoder"));
+    d.decoder = loadModule(d.manifest.path("decoder"));
+    for (const char* method : {"step", "cross_kv", "new_cache", "forward_full"})
+        if (!d.decoder.find_method(method))
+            throw EngineError(d.manifest.path("decoder") + " has no " + method +
+                              " method: it was not exported by this project's exporter");
+    d.loadMs = msSince(start);
+    return model;
+}
+
+const Manifest& Model::manifest() const { return m_impl->manifest; }
+const Tokenizer& Model::tokenizer() const { return m_impl->tokenizer; }
+const LoadOptions& Model::loadOptions() const { return m_impl->options; }
+double Model::loadMs() const { return m_impl->loadMs; }
+
+GenerationOptions Model::defaultOptions() const {
+    GenerationOptions o;
+    const Manifest& m = m_impl->manifest;
+    o.numBeams = m.numBeams;
+    o.noRepeatNgramSize = m.noRepeatNgramSize;
+    o.lengthPenalty = m.lengthPenalty;
+    o.earlyStopping = m.earlyStopping;
+    o.maxNewTokens = std::min(m.maxNewTokens, m.maxPositions);
+    return o;
+}
+
+// ------------------------------------------------------------------------------------------
+// Decoder backends
+
+namespace {
+
+// One token per step; the cache lives in a preallocated tensor written in place.
+class CachedBackend : public detail::DecodeBackend {
+public:
+    CachedBackend(torch::jit::Module& decoder, torch::Tensor crossKv, torch::Tensor encoderMask)
+        : m_decoder(decoder), m_crossKv(std::move(crossKv)), m_mask(std::move(encoderMask)) {}
+
+    void begin(int batch, int capacity) override {
+        m_cache = m_decoder.run_method("new_cache", batch, capacity).toTensor();
+        m_ids = torch::empty({batch, 1}, torch::kInt64);
+    }
+
+    torch::Tensor next(const std::vector<std::vector<int64_t>>& seqs) override {
+        int64_t* ids = m_ids.data_ptr<int64_t>();
+        for (size_t b = 0; b < seqs.size(); ++b)
+            ids[b] = seqs[b].back();
+        const int64_t past = static_cast<int64_t>(seqs[0].size()) - 1;
+        auto out = m_decoder.run_method("step", m_ids, past, m_cache, m_crossKv, m_mask).toTuple();
+        m_cache = out->elements()[1].toTensor();
+        m_filled = past + 1;
+        return out->elements()[0].toTensor();
+    }
+
+    void reorder(const std::vector<int64_t>& origin) override {
+        bool identity = true;
+        for (size_t i = 0; i < origin.size(); ++i)
+            identity = identity && origin[i] == static_cast<int64_t>(i);
+        if (identity || m_filled == 0)
+            return;
+        // Only the filled part of the cache moves: [layers, 2, beams, heads, filled, head_dim].
+        torch::Tensor part = m_cache.narrow(4, 0, m_filled);
+        part.copy_(part.index_select(2, torch::tensor(origin, torch::kInt64)));
+    }
+
+private:
+    torch::jit::Module& m_decoder;
+    torch::Tensor m_crossKv;
+    torch::Tensor m_mask;
+    torch::Tensor m_cache;
+    torch::Tensor m_ids;
+    int64_t m_filled = 0;
+};
+
+// The whole prefix through the decoder at every step, cross-attention keys and values
+// included: what a traced model without a cache does.
+class FullBackend : public detail::DecodeBackend {
+public:
+    FullBackend(torch::jit::Module& decoder, torch::Tensor encoderHidden, torch::Tensor encoderMask)
+        : m_decoder(decoder), m_hidden(std::move(encoderHidden)), m_mask(std::move(encoderMask)) {}
+
+    void begin(int batch, int) override {
+        // Beams get their own copy of the encoder output, as Hugging Face expands it.
+        m_hiddenB = m_hidden.expand({batch, m_hidden.size(1), m_hidden.size(2)}).contiguous();
+        m_maskB = m_mask.expand({batch, m_mask.size(1)}).contiguous();
+    }
+
+    torch::Tensor next(const std::vector<std::vector<int64_t>>& seqs) override {
+        const int64_t batch = static_cast<int64_t>(seqs.size());
+        const int64_t len = static_cast<int64_t>(seqs[0].size());
+        torch::Tensor ids = torch::empty({batch, len}, torch::kInt64);
+        int64_t* p = ids.data_ptr<int64_t>();
+        for (int64_t b = 0; b < batch; ++b)
+            std::memcpy(p + b * len, seqs[b].data(), sizeof(int64_t) * len);
+        return m_decoder.run_method("forward_full", ids, m_hiddenB, m_maskB, true).toTensor();
+    }
+
+    void reorder(const std::vector<int64_t>&) override {}
+
+private:
+    torch::jit::Module& m_decoder;
+    torch::Tensor m_hidden;
+    torch::Tensor m_mask;
+    torch::Tensor m_hiddenB;
+    torch::Tensor m_maskB;
+};
+
+} // namespace
+
+// ------------------------------------------------------------------------------------------
+// Session
+
+struct Session::State {
+    struct Features {
+        uint64_t key = 0;
+        torch::Tensor features;
+    };
+    std::list<Features> features; // most recent first
+    static constexpr size_t kMaxFeatures = 4;
+
+    torch::Tensor find(uint64_t key) {
+        for (auto it = features.begin(); it != features.end(); ++it)
+            if (it->key == key) {
+                features.splice(features.begin(), features, it);
+                return features.front().features;
+            }
+        return {};
+    }
+    void remember(uint64_t key, torch::Tensor f) {
+        features.push_front({key, std::move(f)});
+        if (features.size() > kMaxFeatures)
+            features.pop_back();
+    }
+};
+
+Session::Session(std::shared_ptr<const Model> model)
+    : m_model(std::move(model)), m_state(std::make_unique<State>()) {
+    if (!m_model)
+        throw EngineError("Session needs a loaded model");
+}
+
+Session::~Session() = default;
+
+void Session::clearFeatureCache() { m_state->features.clear(); }
+
+namespace {
+
+torch::Tensor pixelTensor(const Manifest& m, const std::vector<float>& pixelValues) {
+    const size_t expected = 3ull * m.imageWidth * m.imageHeight;
+    if (pixelValues.size() != expected)
+        throw EngineError("pixel values hold " + std::to_string(pixelValues.size()) +
+                          " numbers; this model takes 3x" + std::to_string(m.imageHeight) + "x" +
+                          std::to_string(m.imageWidth) + " = " + std::to_string(expected));
+    return toTensor(pixelValues, {1, 3, m.imageHeight, m.imageWidth});
+}
+
+torch::Tensor idTensor(const std::vector<int64_t>& ids) {
+    return torch::tensor(ids, torch::kInt64).unsqueeze(0);
+}
+
+void checkPrompt(const Manifest& m, const std::vector<int64_t>& ids) {
+    const int room = m.maxPositions - m.imageTokens;
+    if (static_cast<int>(ids.size()) > room)
+        throw EngineError("the prompt is " + std::to_string(ids.size()) +
+                          " tokens long; with the image this model takes at most " +
+                          std::to_string(room) + ". Shorten the text.");
+}
+
+} // namespace
+
+FloatArray Session::imageFeatures(const std::vector<float>& pixelValues) {
+    c10::InferenceMode guard;
+    return toArray(m_model->impl().imageFeatures(pixelTensor(m_model->manifest(), pixelValues)));
+}
+
+FloatArray Session::encoderHidden(const std::vector<float>& pixelValues,
+                                  const std::vector<int64_t>& promptIds) {
+    c10::InferenceMode guard;
+    checkPrompt(m_model->manifest(), promptIds);
+    const auto& impl = m_model->impl();
+    torch::Tensor f = impl.imageFeatures(pixelTensor(m_model->manifest(), pixelValues));
+    return toArray(impl.encode(f, idTensor(promptIds)));
+}
+
+FloatArray Session::decoderLogits(const std::vector<float>& pixelValues,
+                                  const std::vector<int64_t>& promptIds,
+                                  const std::vector<int64_t>& decoderIds) {
+    c10::InferenceMode guard;
+    checkPrompt(m_model->manifest(), promptIds);
+    const auto& impl = m_model->impl();
+    torch::Tensor f = impl.imageFeatures(pixelTensor(m_model->manifest(), pixelValues));
+    torch::Tensor h = impl.encode(f, idTensor(promptIds));
+    torch::Tensor mask = torch::ones({1, h.size(1)}, torch::kInt64);
+    torch::Tensor logits =
+        impl.decoder.run_method("forward_full", idTensor(decoderIds), h, mask, false).toTensor();
+    return toArray(logits.squeeze(0));
+}
+
+Result Session::generate(const Request& request, const GenerationOptions& options,
+                         const TokenCallback& onToken, const std::atomic<bool>* cancel) {
+    try {
+        return generateUnchecked(request, options, onToken, cancel);
+    } catch (const c10::Error& e) {
+        throw EngineError(std::string("the model failed to run: ") +
+                          std::string(e.what_without_backtrace()).substr(0, 300));
+    }
+}
+
+Result Session::generateUnchecked(const Request& request, const GenerationOptions& options,
+                                  const TokenCallback& onToken, const std::atomic<bool>* cancel) {
+    const auto start = Clock::now();
+    c10::InferenceMode guard;
+    const Model::Impl& impl = m_model->impl();
+    const Manifest& m = impl.manifest;
+    Result result;
+
+    if (options.numBeams < 1 || options.numBeams > 16)
+        throw EngineError("beams must be between 1 and 16, not " + std::to_string(options.numBeams));
+    if (options.maxNewTokens < 1)
+        throw EngineError("maximum new tokens must be at least 1");
+    if (options.maxNewTokens > m.maxPositions)
+        throw EngineError("maximum new tokens is " + std::to_string(options.maxNewTokens) +
+                          "; this model's decoder holds at most " + std::to_string(m.maxPositions));
+    if (request.pixelValues.empty() && request.image.empty())
+        throw EngineError("no image: load an image first");
+
+    result.promptIds = impl.tokenizer.encode(request.prompt);
+    checkPrompt(m, result.promptIds);
+
+    // Image features, reused when the same image was seen by this session before.
+    torch::Tensor features;
+    const bool fromImage = request.pixelValues.empty();
+    uint64_t key = 0;
+    if (fromImage && options.reuseFeatures) {
+        key = hashImage(request.image);
+        features = m_state->find(key);
+        result.timings.featuresReused = features.defined();
+    }
+    if (!features.defined()) {
+        auto t = Clock::now();
+        torch::Tensor pixels;
+        if (fromImage) {
+            std::vector<float> chw =
+                preprocess(request.image, m.imageWidth, m.imageHeight, m.imageMean, m.imageStd);
+            pixels = toTensor(chw, {1, 3, m.imageHeight, m.imageWidth});
+        } else {
+            pixels = pixelTensor(m, request.pixelValues);
+        }
+        result.timings.preprocessMs = msSince(t);
+        t = Clock::now();
+        features = impl.imageFeatures(pixels);
+        result.timings.visionMs = msSince(t);
+        if (fromImage && options.reuseFeatures)
+            m_state->remember(key, features);
+    }
+
+    auto t = Clock::now();
+    torch::Tensor hidden = impl.encode(features, idTensor(result.promptIds));
+    torch::Tensor mask = torch::ones({1, hidden.size(1)}, torch::kInt64);
+    result.timings.textEncoderMs = msSince(t);
+
+    detail::SearchSettings s;
+    s.numBeams = options.numBeams;
+    s.maxLength = options.maxNewTokens + 1;
+    s.noRepeatNgramSize = options.noRepeatNgramSize;
+    s.lengthPenalty = options.lengthPenalty;
+    s.earlyStopping = options.earlyStopping;
+    s.ignoreEos = options.ignoreEos;
+    s.decoderStartId = m.decoderStartId;
+    s.eosId = m.eosId;
+    s.forcedBosId = m.forcedBosId;
+    s.forcedEosId = m.forcedEosId;
+
+    std::string reported;
+    detail::SearchCallbacks callbacks;
+    callbacks.cancel = cancel;
+    callbacks.onStep = [&](int step, int64_t id, const std::vector<int64_t>& best, double ms) {
+        if (step == 0)
+            result.timings.firstTokenMs = msSince(start);
+        if (!onToken)
+            return true;
+        TokenEvent e;
+        e.step = step;
+        e.id = id;
+        e.stepMs = ms;
+        e.sequence = best;
+        std::string full = impl.tokenizer.decode(best);
+        full.resize(completeUtf8Prefix(full));
+        if (full.compare(0, reported.size(), reported) == 0) {
+            e.textDelta = full.substr(reported.size());
+        } else {
+            e.rewound = true;
+            e.textDelta = full;
+        }
+        e.text = full;
+        reported = std::move(full);
+        return onToken(e);
+    };
+
+    std::unique_ptr<detail::DecodeBackend> backend;
+    if (options.useCache) {
+        torch::Tensor crossKv = impl.decoder.run_method("cross_kv", hidden).toTensor();
+        backend = std::make_unique<CachedBackend>(impl.decoder, crossKv, mask);
+    } else {
+        backend = std::make_unique<FullBackend>(impl.decoder, hidden, mask);
+    }
+    t = Clock::now();
+    detail::SearchResult sr = options.numBeams == 1 ? detail::greedySearch(*backend, s, callbacks)
+                                                    : detail::beamSearch(*backend, s, callbacks);
+    result.timings.decodeMs = msSince(t);
+    result.timings.stepMs = std::move(sr.stepMs);
+    result.generatedIds = std::move(sr.sequence);
+    result.score = sr.score;
+    result.cancelled = sr.cancelled;
+    result.text = impl.tokenizer.decode(result.generatedIds);
+    result.timings.totalMs = msSince(start);
+    return result;
+}
+
+} // namespace florence

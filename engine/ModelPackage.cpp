@@ -1,0 +1,163 @@
+#include "ModelPackage.h"
+
+#include <QCryptographicHash>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+namespace florence {
+
+namespace {
+
+QString manifestPath(const std::string& dir) {
+    return QDir(QString::fromStdString(dir)).filePath("manifest.json");
+}
+
+[[noreturn]] void fail(const std::string& dir, const std::string& what) {
+    throw PackageError(manifestPath(dir).toStdString() + ": " + what);
+}
+
+QJsonObject object(const QJsonObject& parent, const char* key, const std::string& dir) {
+    const QJsonValue v = parent.value(key);
+    if (!v.isObject())
+        fail(dir, std::string("missing section \"") + key + "\"");
+    return v.toObject();
+}
+
+int integer(const QJsonObject& parent, const char* key, const std::string& dir) {
+    const QJsonValue v = parent.value(key);
+    if (!v.isDouble())
+        fail(dir, std::string("missing number \"") + key + "\"");
+    return v.toInt();
+}
+
+} // namespace
+
+std::string Manifest::path(const std::string& role) const {
+    auto it = files.find(role);
+    if (it == files.end())
+        throw PackageError(manifestPath(dir).toStdString() + ": lists no " + role + " file");
+    return QDir(QString::fromStdString(dir)).filePath(QString::fromStdString(it->second.name)).toStdString();
+}
+
+Manifest readManifest(const std::string& dir) {
+    QFileInfo info(QString::fromStdString(dir));
+    if (!info.exists())
+        throw PackageError("model folder " + dir + " does not exist");
+    if (!info.isDir())
+        throw PackageError(dir + " is not a model folder (it is a file)");
+    QFile file(manifestPath(dir));
+    if (!file.exists()) {
+        const bool hf = QFileInfo::exists(QDir(info.filePath()).filePath("config.json"));
+        throw PackageError(
+            "model folder " + dir + " lacks manifest.json" +
+            (hf ? ": it looks like a Hugging Face checkpoint; import it first "
+                  "(florence-studio-cli import --hf DIR --out PKG)"
+                : ": not a Florence Studio model package"));
+    }
+    if (!file.open(QIODevice::ReadOnly))
+        fail(dir, "cannot be read (" + file.errorString().toStdString() + ")");
+    QJsonParseError err;
+    const QJsonDocument doc = QJsonDocument::fromJson(file.readAll(), &err);
+    if (doc.isNull() || !doc.isObject())
+        fail(dir, "is not valid JSON (" + err.errorString().toStdString() + ")");
+    const QJsonObject root = doc.object();
+
+    Manifest m;
+    m.dir = info.absoluteFilePath().toStdString();
+    m.formatVersion = integer(root, "format_version", dir);
+    if (m.formatVersion != kPackageFormatVersion)
+        fail(dir, "package format version " + std::to_string(m.formatVersion) +
+                      ", this build reads version " + std::to_string(kPackageFormatVersion) +
+                      "; export the model again with this version's exporter");
+    m.name = root.value("name").toString().toStdString();
+    m.source = root.value("source").toString().toStdString();
+    m.precision = root.value("precision").toString("float32").toStdString();
+    m.parameterCount = static_cast<int64_t>(root.value("parameters").toDouble());
+
+    const QJsonObject dims = object(root, "dimensions", dir);
+    m.dModel = integer(dims, "d_model", dir);
+    m.encoderLayers = integer(dims, "encoder_layers", dir);
+    m.decoderLayers = integer(dims, "decoder_layers", dir);
+    m.encoderHeads = integer(dims, "encoder_heads", dir);
+    m.decoderHeads = integer(dims, "decoder_heads", dir);
+    m.vocabSize = integer(dims, "vocab_size", dir);
+    m.maxPositions = integer(dims, "max_positions", dir);
+    m.imageTokens = integer(dims, "image_tokens", dir);
+
+    const QJsonObject image = object(root, "image", dir);
+    m.imageWidth = integer(image, "width", dir);
+    m.imageHeight = integer(image, "height", dir);
+    const QJsonArray mean = image.value("mean").toArray();
+    const QJsonArray stdev = image.value("std").toArray();
+    if (mean.size() != 3 || stdev.size() != 3)
+        fail(dir, "image mean and std need three values each");
+    for (int i = 0; i < 3; ++i) {
+        m.imageMean[i] = static_cast<float>(mean[i].toDouble());
+        m.imageStd[i] = static_cast<float>(stdev[i].toDouble());
+        if (m.imageStd[i] <= 0)
+            fail(dir, "image std must be positive");
+    }
+    if (m.imageWidth < 32 || m.imageHeight < 32 || m.imageWidth > 4096 || m.imageHeight > 4096)
+        fail(dir, "image size " + std::to_string(m.imageWidth) + "x" +
+                      std::to_string(m.imageHeight) + " is out of range");
+
+    const QJsonObject tokens = object(root, "tokens", dir);
+    m.bosId = integer(tokens, "bos", dir);
+    m.padId = integer(tokens, "pad", dir);
+    m.eosId = integer(tokens, "eos", dir);
+    m.decoderStartId = integer(tokens, "decoder_start", dir);
+    m.forcedBosId = tokens.value("forced_bos").toInt(-1);
+    m.forcedEosId = tokens.value("forced_eos").toInt(-1);
+
+    const QJsonObject gen = object(root, "generation", dir);
+    m.numBeams = gen.value("num_beams").toInt(3);
+    m.noRepeatNgramSize = gen.value("no_repeat_ngram_size").toInt(3);
+    m.lengthPenalty = gen.value("length_penalty").toDouble(1.0);
+    m.earlyStopping = gen.value("early_stopping").toBool(true);
+    m.maxNewTokens = gen.value("max_new_tokens").toInt(1024);
+
+    const QJsonObject files = object(root, "files", dir);
+    for (auto it = files.begin(); it != files.end(); ++it) {
+        const QJsonObject f = it.value().toObject();
+        PackageFile pf;
+        pf.name = f.value("name").toString().toStdString();
+        pf.size = static_cast<int64_t>(f.value("size").toDouble(-1));
+        pf.sha256 = f.value("sha256").toString().toStdString();
+        if (pf.name.empty() || pf.name.find("..") != std::string::npos || pf.name[0] == '/')
+            fail(dir, "file entry \"" + it.key().toStdString() + "\" has an invalid name");
+        m.files[it.key().toStdString()] = pf;
+    }
+    for (const char* role : {"vision", "text_encoder", "decoder", "vocab", "merges"})
+        if (!m.files.count(role))
+            fail(dir, std::string("lists no ") + role + " file");
+    return m;
+}
+
+std::string sha256File(const std::string& path) {
+    QFile file(QString::fromStdString(path));
+    if (!file.open(QIODevice::ReadOnly))
+        throw PackageError(path + ": cannot be read (" + file.errorString().toStdString() + ")");
+    QCryptographicHash hash(QCryptographicHash::Sha256);
+    hash.addData(&file);
+    return hash.result().toHex().toStdString();
+}
+
+void verifyPackageFiles(const Manifest& manifest) {
+    for (const auto& [role, file] : manifest.files) {
+        const std::string path = manifest.path(role);
+        QFileInfo info(QString::fromStdString(path));
+        if (!info.exists())
+            throw PackageError("model package " + manifest.dir + " lacks " + file.name);
+        if (file.size >= 0 && info.size() != file.size)
+            throw PackageError(path + " has " + std::to_string(info.size()) + " bytes, the manifest says " +
+                               std::to_string(file.size) + " (truncated or replaced file)");
+        if (!file.sha256.empty() && sha256File(path) != file.sha256)
+            throw PackageError(path + " does not match its checksum in manifest.json (damaged or replaced file)");
+    }
+}
+
+} // namespace florence

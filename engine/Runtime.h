@@ -1,0 +1,28 @@
+// Process-wide runtime settings that must be in place before the model runs: the BLAS kernel
+// choice and the number of threads.
+//
+//   int main(int argc, char** argv) {
+//       florence::prepareProcess(argc, argv);   // first thing: may re-execute the program
+//       ...
+//   }
+#pragma once
+
+#include <string>
+
+namespace florence {
+
+// OpenBLAS 0.3.21 does not recognize recent CPUs and falls back to its slowest kernels; the
+// kernel is chosen when the library loads, before main(). When OpenBLAS would fall back and the
+// user has not set OPENBLAS_CORETYPE, this sets it for the CPU (SkylakeX on AVX-512, Haswell on
+// AVX2) and re-executes the program once so the library loads with it. Never overrides a value
+// the user set. Safe to call when OpenBLAS is not the BLAS in use (does nothing then).
+void prepareProcess(int argc, char** argv);
+
+// Intra-op threads LibTorch uses; 0 = every core of the machine.
+void setThreads(int threads);
+int threads();
+
+// One line describing the runtime ("LibTorch 1.13.1, 2 threads, OpenBLAS SkylakeX").
+std::string runtimeSummary();
+
+} // namespace florence

@@ -1,0 +1,557 @@
+// The engine against the original Florence-2 code: the fixture checkpoint, imported through the
+// exporter from both weight formats, must reproduce the reference image features, encoder
+// outputs, logits and every greedily generated token, with and without the key/value cache.
+// Also: beam search in both modes, streaming, cancel, feature reuse and every promised error.
+#include "Engine.h"
+#include "ImageInput.h"
+#include "Importer.h"
+#include "Safetensors.h"
+#include "Tasks.h"
+
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cmath>
+
+using namespace florence;
+
+namespace {
+
+const QString kFixture = QStringLiteral(FLORENCE_SHARED_DIR "/fixtures/florence2-tiny-random");
+
+std::vector<int64_t> toIds(const QJsonArray& a) {
+    std::vector<int64_t> v;
+    for (const auto& x : a)
+        v.push_back(x.toInteger());
+    return v;
+}
+
+void copyDir(const QString& from, const QString& to) {
+    QDir().mkpath(to);
+    for (const QFileInfo& fi : QDir(from).entryInfoList(QDir::Files))
+        QVERIFY(QFile::copy(fi.filePath(), to + "/" + fi.fileName()));
+}
+
+template <typename F> QString engineErrorOf(F&& f) {
+    try {
+        f();
+    } catch (const EngineError& e) {
+        return QString::fromStdString(e.what());
+    } catch (const std::exception& e) {
+        return QStringLiteral("wrong exception type: ") + e.what();
+    }
+    return QStringLiteral("no error");
+}
+
+struct TaskRef {
+    QString token;
+    std::string prompt;
+    std::vector<int64_t> inputIds;
+    std::vector<int64_t> generated;
+    std::string text;
+};
+
+} // namespace
+
+class TestEngine : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_tmp;
+    std::shared_ptr<const Model> m_models[2]; // 0: pytorch_model.bin, 1: model.safetensors
+    std::vector<TaskRef> m_tasks;
+    std::vector<float> m_pixels;
+    SafetensorsFile m_ref;
+
+    const Model& model(int format) { return *m_models[format]; }
+
+private slots:
+    void initTestCase();
+    void imageFeatures_data();
+    void imageFeatures();
+    void encoderAndLogits_data();
+    void encoderAndLogits();
+    void fullLogits();
+    void greedyGeneration_data();
+    void greedyGeneration();
+    void beamCachedMatchesUncached_data();
+    void beamCachedMatchesUncached();
+    void streamingTextIsUtf8Safe();
+    void cancelMidRun_data();
+    void cancelMidRun();
+    void callbackStops();
+    void featureReuse();
+    void realImageRuns();
+    void badPackages_data();
+    void badPackages();
+    void badRequests_data();
+    void badRequests();
+    void importErrors_data();
+    void importErrors();
+};
+
+void TestEngine::initTestCase() {
+    if (qEnvironmentVariableIsEmpty("FLORENCE_STUDIO_DATA"))
+        qputenv("FLORENCE_STUDIO_DATA", FLORENCE_BUILD_DATA_DIR);
+    QVERIFY(m_tmp.isValid());
+
+    // The fixture as published (pytorch_model.bin, tied weights under all four names).
+    ImportJob job;
+    job.hfDir = kFixture.toStdString();
+    job.outDir = (m_tmp.path() + "/pkg-bin").toStdString();
+    runImport(job);
+
+    // The same weights as model.safetensors with the embedding stored once.
+    QProcess convert;
+    convert.start(FLORENCE_PYTHON, {FLORENCE_SOURCE_DIR "/tests/engine/make_safetensors_checkpoint.py",
+                                    kFixture, m_tmp.path() + "/hf-st"});
+    QVERIFY(convert.waitForFinished(120000));
+    QCOMPARE(convert.exitCode(), 0);
+    QVERIFY(QFile::exists(m_tmp.path() + "/hf-st/model.safetensors"));
+    QVERIFY(!QFile::exists(m_tmp.path() + "/hf-st/pytorch_model.bin"));
+    job.hfDir = (m_tmp.path() + "/hf-st").toStdString();
+    job.outDir = (m_tmp.path() + "/pkg-st").toStdString();
+    runImport(job);
+
+    m_models[0] = Model::load(m_tmp.path().toStdString() + "/pkg-bin");
+    m_models[1] = Model::load(m_tmp.path().toStdString() + "/pkg-st");
+
+    m_ref = SafetensorsFile::open((kFixture + "/reference.safetensors").toStdString());
+    m_pixels = m_ref.toFloat("pixel_values");
+
+    QFile f(kFixture + "/reference.json");
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QJsonObject tasks = QJsonDocument::fromJson(f.readAll()).object()["tasks"].toObject();
+    for (const char* token : {"<CAPTION>", "<OD>", "<OCR_WITH_REGION>",
+                              "<CAPTION_TO_PHRASE_GROUNDING>", "<REGION_TO_DESCRIPTION>"}) {
+        const QJsonObject t = tasks[token].toObject();
+        m_tasks.push_back({token, t["prompt"].toString().toStdString(), toIds(t["input_ids"].toArray()),
+                           toIds(t["generated"].toArray()), t["text"].toString().toStdString()});
+    }
+    QCOMPARE(m_tasks.size(), size_t(5));
+}
+
+void TestEngine::imageFeatures_data() {
+    QTest::addColumn<int>("format");
+    QTest::newRow("pytorch_model.bin") << 0;
+    QTest::newRow("model.safetensors") << 1;
+}
+
+void TestEngine::imageFeatures() {
+    QFETCH(int, format);
+    Session s(m_models[format]);
+    const FloatArray f = s.imageFeatures(m_pixels);
+    const std::vector<float> ref = m_ref.toFloat("image_features");
+    QCOMPARE(f.shape, (std::vector<int64_t>{1, 577, 64}));
+    QCOMPARE(f.data.size(), ref.size());
+    double maxDiff = 0;
+    for (size_t i = 0; i < ref.size(); ++i)
+        maxDiff = std::max(maxDiff, double(std::abs(f.data[i] - ref[i])));
+    qInfo() << "image features max diff" << maxDiff;
+    QVERIFY2(maxDiff < 1e-3, qPrintable(QString::number(maxDiff)));
+}
+
+void TestEngine::encoderAndLogits_data() {
+    QTest::addColumn<int>("format");
+    QTest::addColumn<int>("task");
+    for (int format = 0; format < 2; ++format)
+        for (int t = 0; t < 5; ++t)
+            QTest::addRow("%s %d", format ? "safetensors" : "bin", t) << format << t;
+}
+
+void TestEngine::encoderAndLogits() {
+    QFETCH(int, format);
+    QFETCH(int, task);
+    const TaskRef& t = m_tasks[task];
+    QCOMPARE(model(format).tokenizer().encode(t.prompt), t.inputIds);
+    Session s(m_models[format]);
+
+    const FloatArray h = s.encoderHidden(m_pixels, t.inputIds);
+    const std::string key = "task" + std::to_string(task);
+    const std::vector<float> refH = m_ref.toFloat(key + ".encoder_hidden");
+    QCOMPARE(h.data.size(), refH.size());
+    double maxDiff = 0;
+    for (size_t i = 0; i < refH.size(); ++i)
+        maxDiff = std::max(maxDiff, double(std::abs(h.data[i] - refH[i])));
+    QVERIFY2(maxDiff < 1e-3, qPrintable(QString("encoder max diff %1").arg(maxDiff)));
+
+    // One decoder pass over generated[:-1]; the reference keeps the 16 best logits per step.
+    std::vector<int64_t> dec(t.generated.begin(), t.generated.end() - 1);
+    const FloatArray logits = s.decoderLogits(m_pixels, t.inputIds, dec);
+    const int64_t vocab = logits.shape[1];
+    QCOMPARE(logits.shape[0], int64_t(dec.size()));
+    const std::vector<int64_t> topIds = m_ref.toInt64(key + ".decoder_top16_ids");
+    const std::vector<float> topValues = m_ref.toFloat(key + ".decoder_top16_values");
+    double maxLogitDiff = 0;
+    for (size_t step = 0; step < dec.size(); ++step)
+        for (int k = 0; k < 16; ++k) {
+            const float v = logits.data[step * vocab + topIds[step * 16 + k]];
+            maxLogitDiff = std::max(maxLogitDiff, double(std::abs(v - topValues[step * 16 + k])));
+        }
+    QVERIFY2(maxLogitDiff < 1e-3, qPrintable(QString("top-16 logits max diff %1").arg(maxLogitDiff)));
+}
+
+void TestEngine::fullLogits() {
+    // task0's logits are stored whole, as f16: compare within f16's rounding of each value.
+    const TaskRef& t = m_tasks[0];
+    Session s(m_models[0]);
+    std::vector<int64_t> dec(t.generated.begin(), t.generated.end() - 1);
+    const FloatArray logits = s.decoderLogits(m_pixels, t.inputIds, dec);
+    const std::vector<float> ref = m_ref.toFloat("task0.decoder_logits");
+    QCOMPARE(logits.data.size(), ref.size());
+    int64_t outside = 0;
+    double maxDiff = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+        const double d = std::abs(logits.data[i] - ref[i]);
+        maxDiff = std::max(maxDiff, d);
+        const double f16Step = std::ldexp(1.0, std::ilogb(std::max(std::abs(ref[i]), 1e-4f)) - 10);
+        if (d > 1e-3 + f16Step)
+            ++outside;
+    }
+    qInfo() << "full logits max diff" << maxDiff;
+    QCOMPARE(outside, int64_t(0));
+}
+
+void TestEngine::greedyGeneration_data() {
+    QTest::addColumn<int>("format");
+    QTest::addColumn<int>("task");
+    QTest::addColumn<bool>("cache");
+    for (int format = 0; format < 2; ++format)
+        for (int t = 0; t < 5; ++t)
+            for (bool cache : {true, false})
+                QTest::addRow("%s task%d %s", format ? "safetensors" : "bin", t,
+                              cache ? "cache" : "no-cache")
+                    << format << t << cache;
+}
+
+void TestEngine::greedyGeneration() {
+    QFETCH(int, format);
+    QFETCH(int, task);
+    QFETCH(bool, cache);
+    const TaskRef& t = m_tasks[task];
+    Session s(m_models[format]);
+    Request req;
+    req.pixelValues = m_pixels;
+    req.prompt = t.prompt;
+    GenerationOptions o = model(format).defaultOptions();
+    o.numBeams = 1;
+    o.maxNewTokens = 24;
+    o.useCache = cache;
+    int events = 0;
+    const Result r = s.generate(req, o, [&](const TokenEvent&) {
+        ++events;
+        return true;
+    });
+    QCOMPARE(r.promptIds, t.inputIds);
+    QCOMPARE(r.generatedIds, t.generated);
+    QCOMPARE(r.text, t.text);
+    QCOMPARE(events, int(t.generated.size()) - 1);
+    QCOMPARE(r.timings.stepMs.size(), t.generated.size() - 1);
+    QVERIFY(!r.cancelled);
+}
+
+void TestEngine::beamCachedMatchesUncached_data() {
+    QTest::addColumn<int>("task");
+    QTest::addColumn<int>("beams");
+    QTest::addColumn<int>("maxNew");
+    QTest::newRow("caption 3 beams") << 0 << 3 << 40;
+    QTest::newRow("od 3 beams") << 1 << 3 << 40;
+    QTest::newRow("grounding 4 beams") << 3 << 4 << 30;
+    QTest::newRow("region 2 beams") << 4 << 2 << 30;
+}
+
+void TestEngine::beamCachedMatchesUncached() {
+    QFETCH(int, task);
+    QFETCH(int, beams);
+    QFETCH(int, maxNew);
+    Session s(m_models[0]);
+    Request req;
+    req.pixelValues = m_pixels;
+    req.prompt = m_tasks[task].prompt;
+    GenerationOptions o = model(0).defaultOptions();
+    o.numBeams = beams;
+    o.maxNewTokens = maxNew;
+    o.useCache = true;
+    std::vector<int64_t> lastShown;
+    const Result cached = s.generate(req, o, [&](const TokenEvent& e) {
+        lastShown = e.sequence;
+        return true;
+    });
+    o.useCache = false;
+    const Result full = s.generate(req, o);
+    QCOMPARE(cached.generatedIds, full.generatedIds);
+    QVERIFY(std::abs(cached.score - full.score) < 1e-3);
+    QCOMPARE(cached.generatedIds.front(), int64_t(2));
+    QCOMPARE(cached.generatedIds[1], int64_t(0)); // forced <s>
+    QCOMPARE(cached.generatedIds.back(), int64_t(2));
+    QVERIFY(int(cached.generatedIds.size()) <= maxNew + 1);
+    // What was streamed last is what was returned.
+    QCOMPARE(lastShown, cached.generatedIds);
+}
+
+void TestEngine::streamingTextIsUtf8Safe() {
+    // Task 4's answer has a character split across tokens ("の�").
+    Session s(m_models[0]);
+    Request req;
+    req.pixelValues = m_pixels;
+    req.prompt = m_tasks[4].prompt;
+    GenerationOptions o = model(0).defaultOptions();
+    o.numBeams = 1;
+    o.maxNewTokens = 24;
+    std::string streamed;
+    const Result r = s.generate(req, o, [&](const TokenEvent& e) {
+        if (e.rewound)
+            streamed.clear();
+        streamed += e.textDelta;
+        // Every delta is whole UTF-8: a QString round trip keeps it byte for byte.
+        const QString q = QString::fromUtf8(e.textDelta.data(), int(e.textDelta.size()));
+        if (q.toUtf8().toStdString() != e.textDelta)
+            return false;
+        return true;
+    });
+    QVERIFY(!r.cancelled);
+    QCOMPARE(streamed, r.text);
+}
+
+void TestEngine::cancelMidRun_data() {
+    QTest::addColumn<bool>("cache");
+    QTest::addColumn<int>("beams");
+    QTest::newRow("greedy cached") << true << 1;
+    QTest::newRow("greedy uncached") << false << 1;
+    QTest::newRow("beams cached") << true << 3;
+    QTest::newRow("beams uncached") << false << 3;
+}
+
+void TestEngine::cancelMidRun() {
+    QFETCH(bool, cache);
+    QFETCH(int, beams);
+    Session s(m_models[0]);
+    Request req;
+    req.pixelValues = m_pixels;
+    req.prompt = m_tasks[0].prompt;
+    GenerationOptions o = model(0).defaultOptions();
+    o.numBeams = beams;
+    o.maxNewTokens = 1024;
+    o.ignoreEos = true; // would run 1024 steps if the cancel were ignored
+    o.useCache = cache;
+    std::atomic<bool> cancel{false};
+    QElapsedTimer timer;
+    timer.start();
+    const Result r = s.generate(
+        req, o,
+        [&](const TokenEvent& e) {
+            if (e.step == 4)
+                cancel = true;
+            return true;
+        },
+        &cancel);
+    QVERIFY(r.cancelled);
+    QCOMPARE(r.timings.stepMs.size(), size_t(5));
+    QCOMPARE(r.generatedIds.size(), size_t(6)); // start token + the 5 generated before cancel
+    QVERIFY2(timer.elapsed() < 10000, qPrintable(QString::number(timer.elapsed())));
+}
+
+void TestEngine::callbackStops() {
+    Session s(m_models[0]);
+    Request req;
+    req.pixelValues = m_pixels;
+    req.prompt = m_tasks[1].prompt;
+    GenerationOptions o = model(0).defaultOptions();
+    o.numBeams = 1;
+    const Result r = s.generate(req, o, [](const TokenEvent& e) { return e.step < 2; });
+    QVERIFY(r.cancelled);
+    QCOMPARE(r.generatedIds.size(), size_t(4));
+    QCOMPARE(r.generatedIds, std::vector<int64_t>(m_tasks[1].generated.begin(),
+                                                  m_tasks[1].generated.begin() + 4));
+}
+
+void TestEngine::featureReuse() {
+    Session s(m_models[0]);
+    Request req;
+    req.image = loadImage(FLORENCE_SHARED_DIR "/samples/pier.png");
+    req.prompt = m_tasks[0].prompt;
+    GenerationOptions o = model(0).defaultOptions();
+    o.numBeams = 1;
+    o.maxNewTokens = 24;
+    const Result first = s.generate(req, o);
+    QVERIFY(!first.timings.featuresReused);
+    QVERIFY(first.timings.visionMs > 0);
+    req.prompt = m_tasks[1].prompt;
+    const Result second = s.generate(req, o);
+    QVERIFY(second.timings.featuresReused);
+    QCOMPARE(second.timings.visionMs, 0.0);
+    QCOMPARE(second.generatedIds, m_tasks[1].generated);
+    // Without reuse the same answer comes out of a fresh vision pass.
+    o.reuseFeatures = false;
+    const Result third = s.generate(req, o);
+    QVERIFY(!third.timings.featuresReused);
+    QCOMPARE(third.generatedIds, second.generatedIds);
+}
+
+void TestEngine::realImageRuns() {
+    // pier.png preprocessed in C++ gives the same tokens as the reference pixel values (the
+    // resize matches PIL's to the bit), through the public request path.
+    Session s(m_models[1]);
+    Request req;
+    req.image = loadImage(FLORENCE_SHARED_DIR "/samples/pier.png");
+    req.prompt = buildPrompt({"<OCR_WITH_REGION>", "", std::nullopt}, req.image.width, req.image.height);
+    GenerationOptions o = model(1).defaultOptions();
+    o.numBeams = 1;
+    o.maxNewTokens = 24;
+    const Result r = s.generate(req, o);
+    QCOMPARE(r.generatedIds, m_tasks[2].generated);
+    QVERIFY(r.timings.preprocessMs > 0);
+    QVERIFY(r.timings.totalMs >= r.timings.decodeMs);
+}
+
+void TestEngine::badPackages_data() {
+    QTest::addColumn<QString>("damage");
+    QTest::addColumn<QString>("expected");
+    QTest::newRow("missing folder") << "missing" << "does not exist";
+    QTest::newRow("a file") << "file" << "not a model folder";
+    QTest::newRow("hugging face folder") << "hf" << "import it first";
+    QTest::newRow("missing decoder") << "rm-decoder" << "lacks decoder.pt";
+    QTest::newRow("truncated decoder") << "truncate-decoder" << "decoder.pt has";
+    QTest::newRow("changed vision bytes") << "flip-vision" << "vision.pt does not match its checksum";
+    QTest::newRow("other format version") << "version" << "format version 99";
+    QTest::newRow("manifest not json") << "garbage-manifest" << "manifest.json: is not valid JSON";
+    QTest::newRow("empty folder") << "empty" << "lacks manifest.json";
+}
+
+void TestEngine::badPackages() {
+    QFETCH(QString, damage);
+    QFETCH(QString, expected);
+    QTemporaryDir dir;
+    const QString pkg = dir.path() + "/pkg";
+    const QString good = m_tmp.path() + "/pkg-bin";
+    QString path = pkg;
+    if (damage == "missing") {
+        path = dir.path() + "/nothing-here";
+    } else if (damage == "file") {
+        path = good + "/manifest.json";
+    } else if (damage == "hf") {
+        path = kFixture;
+    } else if (damage == "empty") {
+        QDir().mkpath(pkg);
+    } else {
+        copyDir(good, pkg);
+        if (damage == "rm-decoder") {
+            QVERIFY(QFile::remove(pkg + "/decoder.pt"));
+        } else if (damage == "truncate-decoder") {
+            QFile f(pkg + "/decoder.pt");
+            QVERIFY(f.resize(f.size() / 2));
+        } else if (damage == "flip-vision") {
+            QFile f(pkg + "/vision.pt");
+            QVERIFY(f.open(QIODevice::ReadWrite));
+            f.seek(f.size() / 2);
+            char c;
+            f.getChar(&c);
+            f.seek(f.size() / 2);
+            f.putChar(char(c ^ 0x55));
+        } else if (damage == "version" || damage == "garbage-manifest") {
+            QFile f(pkg + "/manifest.json");
+            QVERIFY(f.open(QIODevice::ReadOnly));
+            QByteArray text = f.readAll();
+            f.close();
+            if (damage == "version")
+                text.replace("\"format_version\": 1", "\"format_version\": 99");
+            else
+                text = "{ not json";
+            QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+            f.write(text);
+        }
+    }
+    const QString err = engineErrorOf([&] { Model::load(path.toStdString()); });
+    QVERIFY2(err.contains(expected), qPrintable(err));
+}
+
+void TestEngine::badRequests_data() {
+    QTest::addColumn<QString>("kind");
+    QTest::addColumn<QString>("expected");
+    QTest::newRow("pixel values of the wrong size") << "pixels" << "pixel values hold";
+    QTest::newRow("prompt too long") << "long" << "Shorten the text";
+    QTest::newRow("zero new tokens") << "zero" << "at least 1";
+    QTest::newRow("too many new tokens") << "many" << "holds at most";
+    QTest::newRow("zero beams") << "beams" << "beams must be";
+    QTest::newRow("no image") << "noimage" << "no image";
+}
+
+void TestEngine::badRequests() {
+    QFETCH(QString, kind);
+    QFETCH(QString, expected);
+    Session s(m_models[0]);
+    Request req;
+    req.pixelValues = m_pixels;
+    req.prompt = m_tasks[0].prompt;
+    GenerationOptions o = model(0).defaultOptions();
+    if (kind == "pixels")
+        req.pixelValues.resize(100);
+    if (kind == "long") {
+        req.prompt.clear();
+        for (int i = 0; i < 600; ++i)
+            req.prompt += " word";
+    }
+    if (kind == "zero")
+        o.maxNewTokens = 0;
+    if (kind == "many")
+        o.maxNewTokens = 5000;
+    if (kind == "beams")
+        o.numBeams = 0;
+    if (kind == "noimage")
+        req.pixelValues.clear();
+    const QString err = engineErrorOf([&] { s.generate(req, o); });
+    QVERIFY2(err.contains(expected), qPrintable(err));
+}
+
+void TestEngine::importErrors_data() {
+    QTest::addColumn<QString>("layout");
+    QTest::addColumn<QString>("expected");
+    QTest::newRow("not a folder") << "missing" << "is not a folder";
+    QTest::newRow("no config") << "noconfig" << "config.json is missing";
+    QTest::newRow("no weights") << "noweights" << "no weights found";
+    QTest::newRow("truncated weights") << "truncated" << "pytorch_model.bin";
+    QTest::newRow("not florence") << "wrongconfig" << "not a Florence-2 config";
+}
+
+void TestEngine::importErrors() {
+    QFETCH(QString, layout);
+    QFETCH(QString, expected);
+    QTemporaryDir dir;
+    const QString hf = dir.path() + "/hf";
+    if (layout != "missing")
+        QDir().mkpath(hf);
+    if (layout == "noweights" || layout == "truncated")
+        QVERIFY(QFile::copy(kFixture + "/config.json", hf + "/config.json"));
+    if (layout == "truncated") {
+        QVERIFY(QFile::copy(kFixture + "/pytorch_model.bin", hf + "/pytorch_model.bin"));
+        QFile f(hf + "/pytorch_model.bin");
+        QVERIFY(f.setPermissions(QFile::ReadOwner | QFile::WriteOwner));
+        QVERIFY(f.resize(1000));
+    }
+    if (layout == "wrongconfig") {
+        QFile f(hf + "/config.json");
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("{\"model_type\": \"bert\"}");
+    }
+    ImportJob job;
+    job.hfDir = hf.toStdString();
+    job.outDir = (dir.path() + "/out").toStdString();
+    QString err = "no error";
+    try {
+        runImport(job);
+    } catch (const ImportError& e) {
+        err = e.what();
+    }
+    QVERIFY2(err.contains(expected), qPrintable(err));
+    QVERIFY(!QFile::exists(dir.path() + "/out/manifest.json"));
+}
+
+QTEST_GUILESS_MAIN(TestEngine)
+#include "TestEngine.moc"
