@@ -72,10 +72,24 @@ FloatArray toArray(const torch::Tensor& t) {
     return a;
 }
 
-torch::jit::Module loadModule(const std::string& path) {
+torch::jit::Module loadModule(const std::string& path, const Manifest& manifest,
+                              Precision precision) {
     try {
         torch::jit::Module m = torch::jit::load(path, torch::kCPU);
         m.eval();
+        if (manifest.storage == "float16")
+            m.to(torch::kFloat32);
+        if (precision == Precision::BFloat16) {
+            // Only the linear layers: they carry nearly all the work and bytes, and the model's
+            // linear() helper runs them with oneDNN's bf16 kernels.
+            for (const auto& sub : m.named_modules()) {
+                const auto type = sub.value.type()->name();
+                if (!type || type->name() != "Linear")
+                    continue;
+                torch::jit::Module lin = sub.value;
+                lin.setattr("weight", lin.attr("weight").toTensor().to(torch::kBFloat16));
+            }
+        }
         return m;
     } catch (const c10::Error& e) {
         throw EngineError(path + " cannot be loaded as a TorchScript module (damaged, or written "
@@ -88,6 +102,10 @@ torch::jit::Module loadModule(const std::string& path) {
 
 // ------------------------------------------------------------------------------------------
 // Model
+
+const char* precisionName(Precision p) {
+    return p == Precision::BFloat16 ? "bfloat16" : "float32";
+}
 
 struct Model::Impl {
     Manifest manifest;
@@ -128,16 +146,16 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir, const Lo
         throw EngineError(d.manifest.path("vocab") + " has " + std::to_string(d.tokenizer.vocabSize()) +
                           " tokens with Florence-2's added ones, the model expects " +
                           std::to_string(d.manifest.vocabSize));
-    if (d.manifest.precision != "float32" && d.manifest.precision != "int8")
+    if (d.manifest.precision != "float32")
         throw EngineError(d.manifest.dir + "/manifest.json: unknown precision " + d.manifest.precision);
 
     setThreads(options.threads);
     // The simple executor: the profiling one re-specializes graphs for every new sequence length
     // during decoding, which costs more than it saves here.
     torch::jit::getProfilingMode() = false;
-    d.vision = loadModule(d.manifest.path("vision"));
-    d.textEncoder = loadModule(d.manifest.path("text_encoder"));
-    d.decoder = loadModule(d.manifest.path("decoder"));
+    d.vision = loadModule(d.manifest.path("vision"), d.manifest, options.precision);
+    d.textEncoder = loadModule(d.manifest.path("text_encoder"), d.manifest, options.precision);
+    d.decoder = loadModule(d.manifest.path("decoder"), d.manifest, options.precision);
     for (const char* method : {"step", "cross_kv", "new_cache", "forward_full"})
         if (!d.decoder.find_method(method))
             throw EngineError(d.manifest.path("decoder") + " has no " + method +

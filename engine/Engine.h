@@ -36,9 +36,12 @@ public:
 
 // How the model's weights are run.
 enum class Precision {
-    Float32, // as exported
-    Int8,    // dynamic int8 quantization of the linear layers
+    Float32,  // as exported
+    BFloat16, // linear layers in bfloat16 (AVX512-BF16 kernels); norms, softmax, residuals float32
 };
+
+// "float32" / "bfloat16"
+const char* precisionName(Precision p);
 
 struct LoadOptions {
     int threads = 0;                       // intra-op threads; 0 = all cores of the machine

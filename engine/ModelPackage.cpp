@@ -1,12 +1,19 @@
 #include "ModelPackage.h"
 
 #include <QCryptographicHash>
+#include <QDateTime>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QSaveFile>
+#include <QStandardPaths>
+#include <QTextStream>
+
+#include <mutex>
+#include <set>
 
 namespace florence {
 
@@ -76,6 +83,9 @@ Manifest readManifest(const std::string& dir) {
     m.name = root.value("name").toString().toStdString();
     m.source = root.value("source").toString().toStdString();
     m.precision = root.value("precision").toString("float32").toStdString();
+    m.storage = root.value("storage").toString("float32").toStdString();
+    if (m.storage != "float32" && m.storage != "float16")
+        fail(dir, "unknown weight storage \"" + m.storage + "\"");
     m.parameterCount = static_cast<int64_t>(root.value("parameters").toDouble());
 
     const QJsonObject dims = object(root, "dimensions", dir);
@@ -146,7 +156,64 @@ std::string sha256File(const std::string& path) {
     return hash.result().toHex().toStdString();
 }
 
-void verifyPackageFiles(const Manifest& manifest) {
+namespace {
+
+// Hashing a base-size package takes about two seconds, on every start. A file whose path, size,
+// modification time and expected hash were verified before is not hashed again: the record
+// lives in the user's cache folder, one line per file.
+QString verifiedRecordPath() {
+    QString base = QStandardPaths::writableLocation(QStandardPaths::GenericCacheLocation);
+    if (base.isEmpty())
+        return {};
+    return base + "/florence-studio/verified-files.txt";
+}
+
+QString recordKey(const QFileInfo& info, const std::string& sha256) {
+    return QString::fromStdString(sha256) + " " + QString::number(info.size()) + " " +
+           QString::number(info.lastModified().toMSecsSinceEpoch()) + " " + info.absoluteFilePath();
+}
+
+std::mutex g_recordMutex;
+
+std::set<QString> readRecords(const QString& path) {
+    std::set<QString> records;
+    QFile f(path);
+    if (f.open(QIODevice::ReadOnly | QIODevice::Text)) {
+        QTextStream in(&f);
+        while (!in.atEnd())
+            records.insert(in.readLine());
+    }
+    return records;
+}
+
+void addRecords(const QString& path, const std::vector<QString>& added) {
+    if (path.isEmpty() || added.empty())
+        return;
+    std::set<QString> records = readRecords(path);
+    records.insert(added.begin(), added.end());
+    QDir().mkpath(QFileInfo(path).absolutePath());
+    QSaveFile f(path);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Text))
+        return; // a cache: failing to write it only costs time
+    QTextStream out(&f);
+    // Keep the record small: the most recent entries suffice.
+    size_t skip = records.size() > 200 ? records.size() - 200 : 0;
+    for (const QString& r : records)
+        if (skip > 0)
+            --skip;
+        else
+            out << r << "\n";
+    out.flush();
+    f.commit();
+}
+
+} // namespace
+
+void verifyPackageFiles(const Manifest& manifest, bool useRecord) {
+    const QString recordPath = useRecord ? verifiedRecordPath() : QString();
+    std::lock_guard<std::mutex> lock(g_recordMutex);
+    const std::set<QString> records = recordPath.isEmpty() ? std::set<QString>() : readRecords(recordPath);
+    std::vector<QString> added;
     for (const auto& [role, file] : manifest.files) {
         const std::string path = manifest.path(role);
         QFileInfo info(QString::fromStdString(path));
@@ -155,9 +222,16 @@ void verifyPackageFiles(const Manifest& manifest) {
         if (file.size >= 0 && info.size() != file.size)
             throw PackageError(path + " has " + std::to_string(info.size()) + " bytes, the manifest says " +
                                std::to_string(file.size) + " (truncated or replaced file)");
-        if (!file.sha256.empty() && sha256File(path) != file.sha256)
+        if (file.sha256.empty())
+            continue;
+        const QString key = recordKey(info, file.sha256);
+        if (records.count(key))
+            continue;
+        if (sha256File(path) != file.sha256)
             throw PackageError(path + " does not match its checksum in manifest.json (damaged or replaced file)");
+        added.push_back(key);
     }
+    addRecords(recordPath, added);
 }
 
 } // namespace florence

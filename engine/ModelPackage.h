@@ -32,6 +32,7 @@ struct Manifest {
     std::string name;             // "florence2-base (random init)"
     std::string source;           // where the weights came from
     std::string precision;        // "float32"
+    std::string storage;          // how weights are stored: "float32" or "float16"
     // dimensions
     int dModel = 0;
     int encoderLayers = 0;
@@ -70,8 +71,10 @@ struct Manifest {
 // unreadable, not JSON, other format version, missing field).
 Manifest readManifest(const std::string& dir);
 // Checks every listed file exists with its size and checksum; throws PackageError naming the
-// first file that does not.
-void verifyPackageFiles(const Manifest& manifest);
+// first file that does not. With `useRecord`, files verified before (same path, size,
+// modification time and expected hash, recorded in the user's cache folder) are not hashed
+// again.
+void verifyPackageFiles(const Manifest& manifest, bool useRecord = true);
 
 std::string sha256File(const std::string& path);
 

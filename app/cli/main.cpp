@@ -50,6 +50,7 @@ Commands:
               --max-new-tokens N  generation length limit (default 1024)
               --no-cache          recompute the whole prefix every step (as a traced model)
               --threads N         intra-op threads (default: all cores)
+              --precision P       float32 (default) or bfloat16 (faster, AVX512-BF16)
               --json              print one JSON object with ids, text, result and timings
               --annotate OUT.png  write the image with the answer drawn on it
               --quiet             do not stream tokens to stderr
@@ -153,6 +154,14 @@ void printJson(const QJsonObject& o) {
     std::cout << QJsonDocument(o).toJson(QJsonDocument::Indented).toStdString();
 }
 
+florence::Precision parsePrecision(const std::string& s) {
+    if (s == "float32" || s == "fp32")
+        return florence::Precision::Float32;
+    if (s == "bfloat16" || s == "bf16")
+        return florence::Precision::BFloat16;
+    throw UsageError("--precision takes float32 or bfloat16, not '" + s + "'");
+}
+
 std::optional<florence::Box> parseRegion(const std::string& s) {
     std::vector<double> v;
     std::stringstream ss(s);
@@ -175,7 +184,7 @@ std::optional<florence::Box> parseRegion(const std::string& s) {
 int cmdRun(int argc, char** argv) {
     Args a = parseArgs(argc, argv, 2,
                        {"image", "pixel-values", "task", "text", "region", "model", "beams",
-                        "max-new-tokens", "threads", "annotate"},
+                        "max-new-tokens", "threads", "annotate", "precision"},
                        {"no-cache", "json", "quiet"});
     if (!a.positional.empty())
         throw UsageError("unexpected argument '" + a.positional[0] + "'");
@@ -205,6 +214,7 @@ int cmdRun(int argc, char** argv) {
 
     florence::LoadOptions lo;
     lo.threads = a.getInt("threads", 0);
+    lo.precision = parsePrecision(a.get("precision", "float32"));
     auto model = florence::Model::load(modelDir(a), lo);
     int w = width, h = height;
     if (req.image.empty()) {
@@ -252,6 +262,7 @@ int cmdRun(int argc, char** argv) {
         o["cancelled"] = r.cancelled;
         o["beams"] = opts.numBeams;
         o["cache"] = opts.useCache;
+        o["precision"] = florence::precisionName(lo.precision);
         o["image_size"] = QJsonArray{w, h};
         o["result"] = florence::toNativeJson(answer);
         o["hf_result"] = florence::toHuggingFaceJson(answer);

@@ -148,11 +148,10 @@ def sha256(path: str) -> str:
     return h.hexdigest()
 
 
-def verify(eager: Florence2, vision, text, decoder, config: dict) -> dict:
+def verify(eager: Florence2, vision, text, decoder, size) -> dict:
     """Runs the scripted modules against the eager ones on a fixed input; raises if they differ."""
     gen = torch.Generator().manual_seed(0)
-    size = image_size(config)
-    pixels = torch.randn(1, 3, size[0], size[1], generator=gen)
+    pixels = torch.randn(1, 3, size["height"], size["width"], generator=gen)
     ids = torch.tensor([[0, 2264, 473, 5, 2274, 6190, 116, 2]])
     mask = torch.ones_like(ids)
     report = {}
@@ -183,20 +182,34 @@ def verify(eager: Florence2, vision, text, decoder, config: dict) -> dict:
     return report
 
 
-def image_size(config: dict):
-    return (768, 768)
+def preprocessor(source_folder: str) -> dict:
+    """The folder's preprocessor_config.json, else the published one."""
+    path = os.path.join(source_folder, "preprocessor_config.json") if source_folder else ""
+    pre = read_json(path) if path and os.path.exists(path) else {}
+    size = pre.get("size", {"height": 768, "width": 768})
+    if size.get("height", 0) % 32 or size.get("width", 0) % 32 or size.get("height") != size.get("width"):
+        raise ExportError(f"{path}: image size {size} must be square and a multiple of 32")
+    pre["size"] = size
+    return pre
 
 
 def export(model: Florence2, config: dict, out: str, source_folder: str, name: str,
-           source: str) -> dict:
+           source: str, storage: str = "float32") -> dict:
     model.eval()
+    pre = preprocessor(source_folder)
     progress(30, "scripting modules")
     with torch.no_grad():
         vision = torch.jit.script(model.vision)
         text = torch.jit.script(model.text)
         decoder = torch.jit.script(model.dec)
     progress(50, "checking scripted against eager")
-    report = verify(model, vision, text, decoder, config)
+    report = verify(model, vision, text, decoder, pre["size"])
+    if storage == "float16":
+        # Half the size on disk; the engine turns the weights back to float32 when it loads
+        # them, so computation is unchanged apart from the rounding of the weights.
+        vision.half()
+        text.half()
+        decoder.half()
 
     parent = os.path.dirname(os.path.abspath(out)) or "."
     os.makedirs(parent, exist_ok=True)
@@ -212,7 +225,7 @@ def export(model: Florence2, config: dict, out: str, source_folder: str, name: s
         tokenizer_files(source_folder, tmp)
         with open(os.path.join(tmp, "config.json"), "w") as f:
             json.dump(config, f, indent=2)
-        write_manifest(tmp, model, config, source_folder, name, source, report)
+        write_manifest(tmp, model, config, pre, name, source, report, storage)
         if os.path.exists(out):
             if not os.path.exists(os.path.join(out, "manifest.json")) and os.listdir(out):
                 raise ExportError(f"{out} exists and is not a model package; choose another --out")
@@ -225,16 +238,10 @@ def export(model: Florence2, config: dict, out: str, source_folder: str, name: s
     return report
 
 
-def write_manifest(folder: str, model: Florence2, config: dict, source_folder: str, name: str,
-                   source: str, report: dict) -> None:
+def write_manifest(folder: str, model: Florence2, config: dict, pre: dict, name: str,
+                   source: str, report: dict, storage: str) -> None:
     tc = config["text_config"]
-    pre = {}
-    gen_path = ""
-    if source_folder:
-        p = os.path.join(source_folder, "preprocessor_config.json")
-        if os.path.exists(p):
-            pre = read_json(p)
-    size = pre.get("size", {"height": 768, "width": 768})
+    size = pre["size"]
     files = {}
     for role, fname in (("vision", "vision.pt"), ("text_encoder", "text_encoder.pt"),
                         ("decoder", "decoder.pt"), ("vocab", "vocab.json"),
@@ -249,6 +256,7 @@ def write_manifest(folder: str, model: Florence2, config: dict, source_folder: s
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "torch_version": torch.__version__,
         "precision": "float32",
+        "storage": storage,
         "parameters": params,
         "dimensions": {
             "d_model": tc["d_model"],
@@ -300,6 +308,8 @@ def main(argv=None) -> int:
                      help="seeded random weights at this size")
     parser.add_argument("--out", required=True, metavar="PKG", help="package folder to write")
     parser.add_argument("--seed", type=int, default=1234, help="seed for --random-init")
+    parser.add_argument("--storage", choices=["float32", "float16"], default="float32",
+                        help="how weights are stored in the package (float16 halves its size)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads or os.cpu_count() or 1)
@@ -308,7 +318,8 @@ def main(argv=None) -> int:
             folder = os.path.abspath(args.hf)
             model, config = load_hf_model(folder)
             base = os.path.basename(folder.rstrip("/"))
-            report = export(model, config, args.out, folder, base, f"Hugging Face folder {folder}")
+            report = export(model, config, args.out, folder, base, f"Hugging Face folder {folder}",
+                            args.storage)
         else:
             config = read_json(os.path.join(resources_dir(), RANDOM_CONFIGS[args.random_init]))
             progress(5, "initializing random weights")
@@ -318,7 +329,7 @@ def main(argv=None) -> int:
             model.tie_weights()
             report = export(model, config, args.out, "",
                             f"florence2-{args.random_init} (random weights, seed {args.seed})",
-                            f"random init, seed {args.seed}")
+                            f"random init, seed {args.seed}", args.storage)
     except (ExportError, OSError) as e:
         print(f"florence2_export: error: {e}", file=sys.stderr)
         return 1

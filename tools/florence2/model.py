@@ -26,6 +26,12 @@ def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
     product per row reads the weights at memory speed, where the GEMM that F.linear picks for a
     single row reaches about half of it (measured with OpenBLAS 0.3.21: 3.3 ms against 7.9 ms
     for the 51289x768 LM head)."""
+    if weight.dtype == torch.bfloat16:
+        # Reduced-precision mode (the engine converts linear weights after loading): oneDNN's
+        # AVX512-BF16 kernels; activations return to float32 so norms, softmax and residuals
+        # keep full precision.
+        b16 = bias.to(torch.bfloat16) if bias is not None else None
+        return F.linear(x.to(torch.bfloat16), weight, b16).to(torch.float32)
     k = x.shape[-1]
     rows = x.numel() // k
     if rows >= 256 and k >= 512 and weight.shape[0] >= 512:
