@@ -11,6 +11,7 @@
 #include <cstring>
 #include <list>
 #include <mutex>
+#include <set>
 
 namespace florence {
 
@@ -162,6 +163,30 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir, const Lo
                               " method: it was not exported by this project's exporter");
     d.loadMs = msSince(start);
     return model;
+}
+
+int64_t Model::decodeStepBytes(int encoderTokens) const {
+    const Manifest& m = m_impl->manifest;
+    std::set<const void*> seen;
+    int64_t bytes = 0;
+    for (const auto& p : m_impl->decoder.named_parameters(true)) {
+        const torch::Tensor& t = p.value;
+        if (!seen.insert(t.data_ptr()).second)
+            continue; // the LM head and the token embedding are one tensor
+        const std::string& name = p.name;
+        if (name.find("encoder_attn.k_proj") != std::string::npos ||
+            name.find("encoder_attn.v_proj") != std::string::npos)
+            continue; // computed once per request, not per step
+        if (name.find("embed_positions") != std::string::npos)
+            bytes += t.size(1) * t.element_size(); // one row per step
+        else
+            bytes += t.numel() * t.element_size();
+    }
+    for (const auto& b : m_impl->decoder.named_buffers(true))
+        bytes += b.value.numel() * b.value.element_size();
+    // Cross-attention keys and values, float32.
+    bytes += int64_t(m.decoderLayers) * 2 * encoderTokens * m.dModel * 4;
+    return bytes;
 }
 
 const Manifest& Model::manifest() const { return m_impl->manifest; }

@@ -117,6 +117,12 @@ public:
     GenerationOptions defaultOptions() const; // from the package's generation settings
     double loadMs() const;
 
+    // Bytes one cached decoding step must read for one hypothesis: every decoder weight it
+    // multiplies (the LM head included, the precomputed cross-attention projections not), one
+    // embedding row each, and the cross-attention keys/values of `encoderTokens` positions.
+    // Divided by the memory bandwidth this is the floor no implementation can beat.
+    int64_t decodeStepBytes(int encoderTokens) const;
+
     struct Impl;
     const Impl& impl() const { return *m_impl; }
 

@@ -7,6 +7,8 @@
 //   }
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace florence {
@@ -21,6 +23,13 @@ void prepareProcess(int argc, char** argv);
 // Intra-op threads LibTorch uses; 0 = every core of the machine.
 void setThreads(int threads);
 int threads();
+
+// Memory read bandwidth of this machine in bytes per second: the best of a few timed sums over
+// a buffer much larger than the caches, with the current thread count.
+double measureReadBandwidth(size_t bufferBytes = size_t(1) << 30);
+
+// Peak resident memory of this process so far, in bytes.
+int64_t peakResidentBytes();
 
 // One line describing the runtime ("LibTorch 1.13.1, 2 threads, OpenBLAS SkylakeX").
 std::string runtimeSummary();

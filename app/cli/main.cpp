@@ -1,5 +1,7 @@
 // florence-studio-cli: the engine from the command line (import, run, tokenize, parse, bench).
 #include "AnswerParser.h"
+#include "Args.h"
+#include "Bench.h"
 #include "Annotate.h"
 #include "Engine.h"
 #include "ImageInput.h"
@@ -32,10 +34,9 @@
 
 namespace {
 
-class UsageError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
+using florence::cli::Args;
+using florence::cli::parseArgs;
+using florence::cli::UsageError;
 
 const char* kUsage = R"(usage: florence-studio-cli COMMAND [OPTIONS]
 
@@ -68,71 +69,6 @@ Commands:
 std::atomic<bool> g_cancel{false};
 
 void onSignal(int) { g_cancel.store(true); }
-
-// Minimal option parser: --name value, --flag, and positional arguments.
-struct Args {
-    std::map<std::string, std::vector<std::string>> values;
-    std::set<std::string> flags;
-    std::vector<std::string> positional;
-
-    bool has(const std::string& k) const { return values.count(k) || flags.count(k); }
-    std::string get(const std::string& k, const std::string& def = "") const {
-        auto it = values.find(k);
-        return it == values.end() ? def : it->second.back();
-    }
-    int getInt(const std::string& k, int def) const {
-        if (!values.count(k))
-            return def;
-        const std::string v = get(k);
-        try {
-            size_t pos = 0;
-            int n = std::stoi(v, &pos);
-            if (pos != v.size())
-                throw std::invalid_argument(v);
-            return n;
-        } catch (const std::exception&) {
-            throw UsageError("--" + k + " needs a whole number, not '" + v + "'");
-        }
-    }
-};
-
-Args parseArgs(int argc, char** argv, int first, const std::set<std::string>& valued,
-               const std::set<std::string>& flags, const std::map<std::string, int>& multi = {}) {
-    Args a;
-    for (int i = first; i < argc; ++i) {
-        std::string s = argv[i];
-        if (s.rfind("--", 0) == 0 && s.size() > 2) {
-            std::string name = s.substr(2);
-            std::string inlineValue;
-            bool hasInline = false;
-            if (auto eq = name.find('='); eq != std::string::npos) {
-                inlineValue = name.substr(eq + 1);
-                name = name.substr(0, eq);
-                hasInline = true;
-            }
-            if (flags.count(name)) {
-                a.flags.insert(name);
-            } else if (valued.count(name)) {
-                int count = multi.count(name) ? multi.at(name) : 1;
-                if (hasInline) {
-                    a.values[name].push_back(inlineValue);
-                    continue;
-                }
-                for (int k = 0; k < count; ++k) {
-                    if (i + 1 >= argc)
-                        throw UsageError("--" + name + " needs " +
-                                         (count > 1 ? std::to_string(count) + " values" : "a value"));
-                    a.values[name].push_back(argv[++i]);
-                }
-            } else {
-                throw UsageError("unknown option --" + name);
-            }
-        } else {
-            a.positional.push_back(s);
-        }
-    }
-    return a;
-}
 
 std::string modelDir(const Args& a) {
     if (a.has("model"))
@@ -400,6 +336,8 @@ int main(int argc, char** argv) {
             return cmdParse(argc, argv);
         if (cmd == "tasks")
             return cmdTasks();
+        if (cmd == "bench")
+            return florence::cli::runBench(argc, argv);
         throw UsageError("unknown command '" + cmd + "' (try --help)");
     } catch (const UsageError& e) {
         std::cerr << "florence-studio-cli: " << e.what() << "\n";

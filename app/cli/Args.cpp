@@ -1,0 +1,63 @@
+#include "Args.h"
+
+namespace florence::cli {
+
+std::string Args::get(const std::string& k, const std::string& def) const {
+    auto it = values.find(k);
+    return it == values.end() ? def : it->second.back();
+}
+
+int Args::getInt(const std::string& k, int def) const {
+    if (!values.count(k))
+        return def;
+    const std::string v = get(k);
+    try {
+        size_t pos = 0;
+        int n = std::stoi(v, &pos);
+        if (pos != v.size())
+            throw std::invalid_argument(v);
+        return n;
+    } catch (const std::exception&) {
+        throw UsageError("--" + k + " needs a whole number, not '" + v + "'");
+    }
+}
+
+Args parseArgs(int argc, char** argv, int first, const std::set<std::string>& valued,
+               const std::set<std::string>& flags, const std::map<std::string, int>& multi) {
+    Args a;
+    for (int i = first; i < argc; ++i) {
+        std::string s = argv[i];
+        if (s.rfind("--", 0) == 0 && s.size() > 2) {
+            std::string name = s.substr(2);
+            std::string inlineValue;
+            bool hasInline = false;
+            if (auto eq = name.find('='); eq != std::string::npos) {
+                inlineValue = name.substr(eq + 1);
+                name = name.substr(0, eq);
+                hasInline = true;
+            }
+            if (flags.count(name)) {
+                a.flags.insert(name);
+            } else if (valued.count(name)) {
+                int count = multi.count(name) ? multi.at(name) : 1;
+                if (hasInline) {
+                    a.values[name].push_back(inlineValue);
+                    continue;
+                }
+                for (int k = 0; k < count; ++k) {
+                    if (i + 1 >= argc)
+                        throw UsageError("--" + name + " needs " +
+                                         (count > 1 ? std::to_string(count) + " values" : "a value"));
+                    a.values[name].push_back(argv[++i]);
+                }
+            } else {
+                throw UsageError("unknown option --" + name);
+            }
+        } else {
+            a.positional.push_back(s);
+        }
+    }
+    return a;
+}
+
+} // namespace florence::cli
