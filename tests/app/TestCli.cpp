@@ -1,0 +1,283 @@
+// florence-studio-cli as a user runs it: every task end to end on the bundled model, the
+// answer parser through `parse` on every fixture case, and one-line errors with a non-zero exit
+// for wrong arguments, unknown tasks and bad files.
+#include "AnswerParser.h"
+#include "Tasks.h"
+
+#include <QRegularExpression>
+
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cmath>
+
+namespace {
+
+const QString kCli = QStringLiteral(FLORENCE_BINARY_DIR "/bin/florence-studio-cli");
+const QString kSamples = QStringLiteral(FLORENCE_SOURCE_DIR "/resources/samples");
+
+struct Output {
+    int exitCode = -1;
+    QByteArray out;
+    QByteArray err;
+};
+
+Output runCli(const QStringList& args, int timeoutMs = 120000) {
+    QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    if (!env.contains("FLORENCE_STUDIO_DATA"))
+        env.insert("FLORENCE_STUDIO_DATA", FLORENCE_BUILD_DATA_DIR);
+    p.setProcessEnvironment(env);
+    p.start(kCli, args);
+    Output o;
+    if (!p.waitForFinished(timeoutMs)) {
+        p.kill();
+        p.waitForFinished();
+        return o;
+    }
+    o.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2;
+    o.out = p.readAllStandardOutput();
+    o.err = p.readAllStandardError();
+    return o;
+}
+
+// Numbers within 1e-3, everything else equal.
+bool sameJson(const QJsonValue& a, const QJsonValue& b, QString& where) {
+    if (a.isDouble() && b.isDouble()) {
+        if (std::abs(a.toDouble() - b.toDouble()) <= 1e-3)
+            return true;
+        where = QString("%1 != %2").arg(a.toDouble()).arg(b.toDouble());
+        return false;
+    }
+    if (a.type() != b.type()) {
+        where = "type differs";
+        return false;
+    }
+    if (a.isArray()) {
+        const QJsonArray x = a.toArray(), y = b.toArray();
+        if (x.size() != y.size()) {
+            where = QString("array sizes %1 and %2").arg(x.size()).arg(y.size());
+            return false;
+        }
+        for (int i = 0; i < x.size(); ++i)
+            if (!sameJson(x[i], y[i], where))
+                return false;
+        return true;
+    }
+    if (a.isObject()) {
+        const QJsonObject x = a.toObject(), y = b.toObject();
+        if (x.keys() != y.keys()) {
+            where = "keys " + x.keys().join(",") + " vs " + y.keys().join(",");
+            return false;
+        }
+        for (const QString& k : x.keys())
+            if (!sameJson(x[k], y[k], where))
+                return false;
+        return true;
+    }
+    if (a != b)
+        where = a.toString() + " != " + b.toString();
+    return a == b;
+}
+
+} // namespace
+
+class TestCli : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase() { QVERIFY2(QFile::exists(kCli), qPrintable(kCli)); }
+
+    void parseMatchesOriginal_data();
+    void parseMatchesOriginal();
+    void everyTaskEndToEnd_data();
+    void everyTaskEndToEnd();
+    void runJsonHasTimingsAndAnnotates();
+    void noCacheGivesSameTokens();
+    void tokenize();
+    void badArguments_data();
+    void badArguments();
+    void version();
+};
+
+void TestCli::parseMatchesOriginal_data() {
+    QTest::addColumn<QString>("task");
+    QTest::addColumn<QString>("text");
+    QTest::addColumn<int>("width");
+    QTest::addColumn<int>("height");
+    QTest::addColumn<QJsonValue>("expected");
+    QFile f(FLORENCE_SHARED_DIR "/fixtures/postprocess-cases.json");
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QJsonArray cases = QJsonDocument::fromJson(f.readAll()).array();
+    QVERIFY(cases.size() >= 16);
+    int i = 0;
+    for (const auto& v : cases) {
+        const QJsonObject c = v.toObject();
+        const QJsonArray size = c["image_size"].toArray();
+        QTest::addRow("%d %s", i++, qPrintable(c["task"].toString()))
+            << c["task"].toString() << c["text"].toString() << size[0].toInt() << size[1].toInt()
+            << c["expected"];
+    }
+}
+
+void TestCli::parseMatchesOriginal() {
+    QFETCH(QString, task);
+    QFETCH(QString, text);
+    QFETCH(int, width);
+    QFETCH(int, height);
+    QFETCH(QJsonValue, expected);
+    const Output o = runCli({"parse", "--task", task, "--image-size", QString::number(width),
+                             QString::number(height), text});
+    QCOMPARE(o.exitCode, 0);
+    const QJsonObject got = QJsonDocument::fromJson(o.out).object();
+    QVERIFY2(got.contains(task), o.out.constData());
+    QString where;
+    QVERIFY2(sameJson(got[task], expected, where), qPrintable(where));
+}
+
+void TestCli::everyTaskEndToEnd_data() {
+    QTest::addColumn<QString>("task");
+    QTest::addColumn<QStringList>("extra");
+    QTest::addColumn<QString>("type");
+    for (const auto& t : florence::allTasks()) {
+        QStringList extra;
+        if (t.input == florence::TaskInput::Text)
+            extra << "--text" << "a wooden pier";
+        if (t.input == florence::TaskInput::Region)
+            extra << "--region" << "100,150,700,600";
+        QTest::addRow("%s", t.token.c_str())
+            << QString::fromStdString(t.token) << extra
+            << QString::fromStdString(florence::answerTypeName(t.answerType));
+    }
+}
+
+void TestCli::everyTaskEndToEnd() {
+    QFETCH(QString, task);
+    QFETCH(QStringList, extra);
+    QFETCH(QString, type);
+    const Output o = runCli(QStringList{"run", "--image", kSamples + "/pier.png", "--task", task,
+                                        "--max-new-tokens", "24", "--json", "--quiet"} +
+                            extra);
+    QVERIFY2(o.exitCode == 0, o.err.constData());
+    const QJsonObject r = QJsonDocument::fromJson(o.out).object();
+    QCOMPARE(r["task"].toString(), task);
+    const QJsonArray ids = r["generated_ids"].toArray();
+    QVERIFY(ids.size() >= 3);
+    QCOMPARE(ids.first().toInt(), 2);         // decoder start
+    QCOMPARE(ids.at(1).toInt(), 0);           // forced <s>
+    QCOMPARE(ids.last().toInt(), 2);          // ended by </s>
+    QVERIFY(ids.size() <= 25);
+    QCOMPARE(r["result"].toObject()["answerType"].toString(), type);
+    QVERIFY(r["hf_result"].toObject().contains(task));
+    if (!extra.isEmpty() && extra.first() == "--region")
+        QVERIFY2(r["prompt"].toString().contains(QRegularExpression("(<loc_\\d+>){4}")),
+                 qPrintable(r["prompt"].toString()));
+    if (!extra.isEmpty() && extra.first() == "--text")
+        QVERIFY(r["prompt"].toString().contains("a wooden pier"));
+}
+
+void TestCli::runJsonHasTimingsAndAnnotates() {
+    QTemporaryDir dir;
+    const QString png = dir.path() + "/out.png";
+    const Output o = runCli({"run", "--image", kSamples + "/chelsea.png", "--task", "<OD>",
+                             "--beams", "3", "--max-new-tokens", "30", "--json", "--annotate", png});
+    QVERIFY2(o.exitCode == 0, o.err.constData());
+    const QJsonObject r = QJsonDocument::fromJson(o.out).object();
+    const QJsonObject t = r["timings"].toObject();
+    for (const char* k : {"load_ms", "preprocess_ms", "vision_ms", "text_encoder_ms",
+                          "first_token_ms", "decode_ms", "total_ms"})
+        QVERIFY2(t[k].toDouble() > 0, k);
+    QCOMPARE(r["beams"].toInt(), 3);
+    QVERIFY(!t["step_ms"].toArray().isEmpty());
+    QCOMPARE(r["image_size"].toArray(), (QJsonArray{451, 300}));
+    QVERIFY(QFile(png).size() > 1000);
+    // Tokens streamed to stderr while generating: the decoded text appears there.
+    QVERIFY(!o.err.trimmed().isEmpty());
+}
+
+void TestCli::noCacheGivesSameTokens() {
+    QJsonArray ids[2];
+    for (int i = 0; i < 2; ++i) {
+        QStringList args{"run", "--image", kSamples + "/coffee.png", "--task", "<CAPTION>",
+                         "--beams", "3", "--max-new-tokens", "40", "--json", "--quiet"};
+        if (i)
+            args << "--no-cache";
+        const Output o = runCli(args);
+        QVERIFY2(o.exitCode == 0, o.err.constData());
+        ids[i] = QJsonDocument::fromJson(o.out).object()["generated_ids"].toArray();
+    }
+    QCOMPARE(ids[0], ids[1]);
+}
+
+void TestCli::tokenize() {
+    const Output o = runCli({"tokenize", "What does the image describe?"});
+    QCOMPARE(o.exitCode, 0);
+    QCOMPARE(QJsonDocument::fromJson(o.out).array(),
+             (QJsonArray{0, 2264, 473, 5, 2274, 6190, 116, 2}));
+}
+
+void TestCli::badArguments_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<int>("exitCode");
+    QTest::addColumn<QString>("message");
+    const QString pier = kSamples + "/pier.png";
+    QTest::newRow("no command") << QStringList{} << 2 << "usage:";
+    QTest::newRow("unknown command") << QStringList{"fly"} << 2 << "unknown command 'fly'";
+    QTest::newRow("unknown option") << QStringList{"run", "--image", pier, "--colour", "red"} << 2
+                                    << "unknown option --colour";
+    QTest::newRow("unknown task") << QStringList{"run", "--image", pier, "--task", "<FOO>"} << 1
+                                  << "unknown task";
+    QTest::newRow("missing input") << QStringList{"run", "--image", pier, "--task",
+                                                  "<CAPTION_TO_PHRASE_GROUNDING>"}
+                                   << 1 << "needs";
+    QTest::newRow("missing image") << QStringList{"run", "--task", "<CAPTION>"} << 2
+                                   << "needs --image";
+    QTest::newRow("unreadable image") << QStringList{"run", "--image", FLORENCE_SOURCE_DIR "/CMakeLists.txt"}
+                                      << 1 << "CMakeLists.txt";
+    QTest::newRow("missing image file") << QStringList{"run", "--image", "/nonexistent/x.png"} << 1
+                                        << "/nonexistent/x.png";
+    QTest::newRow("bad model folder") << QStringList{"run", "--image", pier, "--model", "/nonexistent"}
+                                      << 1 << "does not exist";
+    QTest::newRow("bad number") << QStringList{"run", "--image", pier, "--beams", "three"} << 2
+                                << "whole number";
+    QTest::newRow("bad region") << QStringList{"run", "--image", pier, "--task",
+                                               "<REGION_TO_CATEGORY>", "--region", "1,2,3"}
+                                << 2 << "four numbers";
+    QTest::newRow("empty region") << QStringList{"run", "--image", pier, "--task",
+                                                 "<REGION_TO_CATEGORY>", "--region", "5000,5000,6000,6000"}
+                                  << 1 << "empty";
+    QTest::newRow("parse without size") << QStringList{"parse", "--task", "<OD>", "x"} << 2
+                                        << "--image-size";
+    QTest::newRow("import without source") << QStringList{"import", "--out", "/tmp/x"} << 2
+                                           << "--hf DIR or --random-init";
+    QTest::newRow("import of a non-florence folder")
+        << QStringList{"import", "--hf", FLORENCE_SOURCE_DIR "/engine", "--out", "/tmp/never-written"}
+        << 1 << "config.json";
+}
+
+void TestCli::badArguments() {
+    QFETCH(QStringList, args);
+    QFETCH(int, exitCode);
+    QFETCH(QString, message);
+    const Output o = runCli(args);
+    QCOMPARE(o.exitCode, exitCode);
+    const QString err = QString::fromUtf8(o.err).trimmed();
+    QVERIFY2(err.contains(message), qPrintable(err));
+    if (!args.isEmpty()) // a usage screen is several lines; an error is one
+        QVERIFY2(!err.contains('\n'), qPrintable(err));
+}
+
+void TestCli::version() {
+    const Output o = runCli({"--version"});
+    QCOMPARE(o.exitCode, 0);
+    QVERIFY(o.out.startsWith("florence-studio-cli " FLORENCE_VERSION));
+}
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "TestCli.moc"
