@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <algorithm>
 #include <list>
 #include <mutex>
 #include <set>
@@ -378,21 +379,47 @@ FloatArray Session::decoderLogits(const std::vector<float>& pixelValues,
 
 Result Session::generate(const Request& request, const GenerationOptions& options,
                          const TokenCallback& onToken, const std::atomic<bool>* cancel) {
+    BatchTokenCallback batchCallback;
+    if (onToken)
+        batchCallback = [&](size_t, const TokenEvent& e) { return onToken(e); };
+    return std::move(generateBatch({request}, options, batchCallback, cancel)[0]);
+}
+
+std::vector<Result> Session::generateBatch(const std::vector<Request>& requests,
+                                           const GenerationOptions& options,
+                                           const BatchTokenCallback& onToken,
+                                           const std::atomic<bool>* cancel) {
+    if (requests.empty())
+        return {};
     try {
-        return generateUnchecked(request, options, onToken, cancel);
+        if (options.numBeams > 1 && requests.size() > 1) {
+            // Beam search keeps its beams in the batch dimension; requests go one by one.
+            std::vector<Result> results;
+            for (size_t i = 0; i < requests.size(); ++i) {
+                BatchTokenCallback one;
+                if (onToken)
+                    one = [&, i](size_t, const TokenEvent& e) { return onToken(i, e); };
+                results.push_back(std::move(generateRows({requests[i]}, options, one, cancel)[0]));
+            }
+            return results;
+        }
+        return generateRows(requests, options, onToken, cancel);
     } catch (const c10::Error& e) {
         throw EngineError(std::string("the model failed to run: ") +
                           std::string(e.what_without_backtrace()).substr(0, 300));
     }
 }
 
-Result Session::generateUnchecked(const Request& request, const GenerationOptions& options,
-                                  const TokenCallback& onToken, const std::atomic<bool>* cancel) {
+std::vector<Result> Session::generateRows(const std::vector<Request>& requests,
+                                          const GenerationOptions& options,
+                                          const BatchTokenCallback& onToken,
+                                          const std::atomic<bool>* cancel) {
     const auto start = Clock::now();
     c10::InferenceMode guard;
     const Model::Impl& impl = m_model->impl();
     const Manifest& m = impl.manifest;
-    Result result;
+    const int batch = static_cast<int>(requests.size());
+    std::vector<Result> results(batch);
 
     if (options.numBeams < 1 || options.numBeams > 16)
         throw EngineError("beams must be between 1 and 16, not " + std::to_string(options.numBeams));
@@ -401,43 +428,79 @@ Result Session::generateUnchecked(const Request& request, const GenerationOption
     if (options.maxNewTokens > m.maxPositions)
         throw EngineError("maximum new tokens is " + std::to_string(options.maxNewTokens) +
                           "; this model's decoder holds at most " + std::to_string(m.maxPositions));
-    if (request.pixelValues.empty() && request.image.empty())
-        throw EngineError("no image: load an image first");
-
-    result.promptIds = impl.tokenizer.encode(request.prompt);
-    checkPrompt(m, result.promptIds);
-
-    // Image features, reused when the same image was seen by this session before.
-    torch::Tensor features;
-    const bool fromImage = request.pixelValues.empty();
-    uint64_t key = 0;
-    if (fromImage && options.reuseFeatures) {
-        key = hashImage(request.image);
-        features = m_state->find(key);
-        result.timings.featuresReused = features.defined();
+    size_t longestPrompt = 0;
+    for (int b = 0; b < batch; ++b) {
+        const Request& request = requests[b];
+        if (request.pixelValues.empty() && request.image.empty())
+            throw EngineError("no image: load an image first");
+        results[b].promptIds = impl.tokenizer.encode(request.prompt);
+        checkPrompt(m, results[b].promptIds);
+        longestPrompt = std::max(longestPrompt, results[b].promptIds.size());
     }
-    if (!features.defined()) {
-        auto t = Clock::now();
-        torch::Tensor pixels;
-        if (fromImage) {
-            std::vector<float> chw =
-                preprocess(request.image, m.imageWidth, m.imageHeight, m.imageMean, m.imageStd);
-            pixels = toTensor(chw, {1, 3, m.imageHeight, m.imageWidth});
-        } else {
-            pixels = pixelTensor(m, request.pixelValues);
+
+    // Image features: reused when the same image was seen by this session before; the others
+    // go through the vision encoder together.
+    std::vector<torch::Tensor> features(batch);
+    std::vector<uint64_t> keys(batch, 0);
+    std::vector<torch::Tensor> pixels;
+    std::vector<int> pending;
+    double preprocessMs = 0, visionMs = 0;
+    {
+        const auto t = Clock::now();
+        for (int b = 0; b < batch; ++b) {
+            const Request& request = requests[b];
+            const bool fromImage = request.pixelValues.empty();
+            if (fromImage && options.reuseFeatures) {
+                keys[b] = hashImage(request.image);
+                features[b] = m_state->find(keys[b]);
+                // The same image twice in one batch is encoded once.
+                for (int e = 0; e < b && !features[b].defined(); ++e)
+                    if (keys[e] == keys[b] && std::find(pending.begin(), pending.end(), e) == pending.end())
+                        features[b] = features[e];
+                results[b].timings.featuresReused = features[b].defined();
+                if (features[b].defined())
+                    continue;
+            }
+            if (fromImage) {
+                std::vector<float> chw =
+                    preprocess(request.image, m.imageWidth, m.imageHeight, m.imageMean, m.imageStd);
+                pixels.push_back(toTensor(chw, {1, 3, m.imageHeight, m.imageWidth}));
+            } else {
+                pixels.push_back(pixelTensor(m, request.pixelValues));
+            }
+            pending.push_back(b);
         }
-        result.timings.preprocessMs = msSince(t);
-        t = Clock::now();
-        features = impl.imageFeatures(pixels);
-        result.timings.visionMs = msSince(t);
-        if (fromImage && options.reuseFeatures)
-            m_state->remember(key, features);
+        preprocessMs = msSince(t);
+    }
+    if (!pending.empty()) {
+        const auto t = Clock::now();
+        torch::Tensor all = impl.imageFeatures(torch::cat(pixels, 0));
+        for (size_t i = 0; i < pending.size(); ++i) {
+            const int b = pending[i];
+            features[b] = all.narrow(0, static_cast<int64_t>(i), 1);
+            if (options.reuseFeatures && requests[b].pixelValues.empty())
+                m_state->remember(keys[b], features[b]);
+        }
+        visionMs = msSince(t);
     }
 
-    auto t = Clock::now();
-    torch::Tensor hidden = impl.encode(features, idTensor(result.promptIds));
-    torch::Tensor mask = torch::ones({1, hidden.size(1)}, torch::kInt64);
-    result.timings.textEncoderMs = msSince(t);
+    // Prompts padded to the longest with <pad>; the mask keeps padding out of attention, so a
+    // batched request sees exactly what it would alone.
+    const auto tEnc = Clock::now();
+    const int64_t promptLen = static_cast<int64_t>(longestPrompt);
+    torch::Tensor ids = torch::full({batch, promptLen}, m.padId, torch::kInt64);
+    torch::Tensor promptMask = torch::zeros({batch, promptLen}, torch::kInt64);
+    for (int b = 0; b < batch; ++b) {
+        const auto& p = results[b].promptIds;
+        const int64_t n = static_cast<int64_t>(p.size());
+        ids[b].narrow(0, 0, n).copy_(torch::tensor(p, torch::kInt64));
+        promptMask[b].narrow(0, 0, n).fill_(1);
+    }
+    torch::Tensor featureBatch = torch::cat(features, 0);
+    torch::Tensor hidden = impl.textEncoder.forward({featureBatch, ids, promptMask}).toTensor();
+    torch::Tensor mask =
+        torch::cat({torch::ones({batch, featureBatch.size(1)}, torch::kInt64), promptMask}, 1);
+    const double textEncoderMs = msSince(tEnc);
 
     detail::SearchSettings s;
     s.numBeams = options.numBeams;
@@ -448,15 +511,17 @@ Result Session::generateUnchecked(const Request& request, const GenerationOption
     s.ignoreEos = options.ignoreEos;
     s.decoderStartId = m.decoderStartId;
     s.eosId = m.eosId;
+    s.padId = m.padId;
     s.forcedBosId = m.forcedBosId;
     s.forcedEosId = m.forcedEosId;
 
-    std::string reported;
+    std::vector<std::string> reported(batch);
     detail::SearchCallbacks callbacks;
     callbacks.cancel = cancel;
-    callbacks.onStep = [&](int step, int64_t id, const std::vector<int64_t>& best, double ms) {
+    callbacks.onStep = [&](int index, int step, int64_t id, const std::vector<int64_t>& best,
+                           double ms) {
         if (step == 0)
-            result.timings.firstTokenMs = msSince(start);
+            results[index].timings.firstTokenMs = msSince(start);
         if (!onToken)
             return true;
         TokenEvent e;
@@ -466,15 +531,16 @@ Result Session::generateUnchecked(const Request& request, const GenerationOption
         e.sequence = best;
         std::string full = impl.tokenizer.decode(best);
         full.resize(completeUtf8Prefix(full));
-        if (full.compare(0, reported.size(), reported) == 0) {
-            e.textDelta = full.substr(reported.size());
+        std::string& seen = reported[index];
+        if (full.compare(0, seen.size(), seen) == 0) {
+            e.textDelta = full.substr(seen.size());
         } else {
             e.rewound = true;
             e.textDelta = full;
         }
         e.text = full;
-        reported = std::move(full);
-        return onToken(e);
+        seen = std::move(full);
+        return onToken(static_cast<size_t>(index), e);
     };
 
     std::unique_ptr<detail::DecodeBackend> backend;
@@ -484,17 +550,29 @@ Result Session::generateUnchecked(const Request& request, const GenerationOption
     } else {
         backend = std::make_unique<FullBackend>(impl.decoder, hidden, mask);
     }
-    t = Clock::now();
-    detail::SearchResult sr = options.numBeams == 1 ? detail::greedySearch(*backend, s, callbacks)
-                                                    : detail::beamSearch(*backend, s, callbacks);
-    result.timings.decodeMs = msSince(t);
-    result.timings.stepMs = std::move(sr.stepMs);
-    result.generatedIds = std::move(sr.sequence);
-    result.score = sr.score;
-    result.cancelled = sr.cancelled;
-    result.text = impl.tokenizer.decode(result.generatedIds);
-    result.timings.totalMs = msSince(start);
-    return result;
+    const auto tDecode = Clock::now();
+    std::vector<detail::SearchResult> found;
+    if (options.numBeams > 1)
+        found.push_back(detail::beamSearch(*backend, s, callbacks));
+    else
+        found = detail::greedySearchBatch(*backend, s, batch, callbacks);
+    const double decodeMs = msSince(tDecode);
+    const double totalMs = msSince(start);
+
+    for (int b = 0; b < batch; ++b) {
+        Result& r = results[b];
+        r.generatedIds = std::move(found[b].sequence);
+        r.score = found[b].score;
+        r.cancelled = found[b].cancelled;
+        r.text = impl.tokenizer.decode(r.generatedIds);
+        r.timings.stepMs = std::move(found[b].stepMs);
+        r.timings.preprocessMs = preprocessMs;
+        r.timings.visionMs = visionMs;
+        r.timings.textEncoderMs = textEncoderMs;
+        r.timings.decodeMs = decodeMs;
+        r.timings.totalMs = totalMs;
+    }
+    return results;
 }
 
 } // namespace florence

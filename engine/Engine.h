@@ -71,6 +71,8 @@ struct TokenEvent {
 };
 // Return false to stop generation after this step.
 using TokenCallback = std::function<bool(const TokenEvent&)>;
+// The same for a batch: `index` is the request's position in the batch.
+using BatchTokenCallback = std::function<bool(size_t index, const TokenEvent&)>;
 
 struct Timings {
     double preprocessMs = 0;     // image resize and normalization
@@ -147,6 +149,16 @@ public:
     Result generate(const Request& request, const GenerationOptions& options,
                     const TokenCallback& onToken = {}, const std::atomic<bool>* cancel = nullptr);
 
+    // Several requests decoded together: images through the vision encoder as one batch,
+    // prompts padded to the longest with a mask that keeps the padding out of attention, greedy
+    // decoding of all rows at once. Each result equals what generate() gives for its request.
+    // With beams > 1 the requests run one after another. Timings other than the steps are the
+    // batch's.
+    std::vector<Result> generateBatch(const std::vector<Request>& requests,
+                                      const GenerationOptions& options,
+                                      const BatchTokenCallback& onToken = {},
+                                      const std::atomic<bool>* cancel = nullptr);
+
     // Diagnostics (parity tests): the stages on their own.
     FloatArray imageFeatures(const std::vector<float>& pixelValues);
     FloatArray encoderHidden(const std::vector<float>& pixelValues,
@@ -160,8 +172,10 @@ public:
     void clearFeatureCache();
 
 private:
-    Result generateUnchecked(const Request& request, const GenerationOptions& options,
-                             const TokenCallback& onToken, const std::atomic<bool>* cancel);
+    std::vector<Result> generateRows(const std::vector<Request>& requests,
+                                     const GenerationOptions& options,
+                                     const BatchTokenCallback& onToken,
+                                     const std::atomic<bool>* cancel);
 
     std::shared_ptr<const Model> m_model;
     struct State;

@@ -119,39 +119,62 @@ std::vector<int64_t> bannedNgramTokens(const std::vector<int64_t>& sequence, int
     return banned;
 }
 
-SearchResult greedySearch(DecodeBackend& backend, const SearchSettings& s,
-                          const SearchCallbacks& callbacks) {
-    SearchResult result;
-    std::vector<std::vector<int64_t>> seqs{{s.decoderStartId}};
-    backend.begin(1, s.maxLength);
-    while (static_cast<int>(seqs[0].size()) < s.maxLength) {
+std::vector<SearchResult> greedySearchBatch(DecodeBackend& backend, const SearchSettings& s,
+                                            int batch, const SearchCallbacks& callbacks) {
+    std::vector<SearchResult> results(batch);
+    std::vector<std::vector<int64_t>> seqs(batch, std::vector<int64_t>{s.decoderStartId});
+    std::vector<bool> finished(batch, false);
+    int open = batch;
+    backend.begin(batch, s.maxLength);
+    int step = 0;
+    bool stopped = false;
+    while (open > 0 && static_cast<int>(seqs[0].size()) < s.maxLength) {
         if (cancelled(callbacks)) {
-            result.cancelled = true;
+            stopped = true;
             break;
         }
         const auto start = Clock::now();
         torch::Tensor logits = backend.next(seqs).to(torch::kFloat32).contiguous();
         const int64_t vocab = logits.size(1);
-        float* row = logits.data_ptr<float>();
-        processRow(row, vocab, seqs[0], s);
-        const int64_t id = std::max_element(row, row + vocab) - row;
-        if (row[id] == kNegInf)
-            break; // everything banned: nothing sensible to emit
-        seqs[0].push_back(id);
+        std::vector<int64_t> chosen(batch, s.padId);
+        for (int b = 0; b < batch; ++b) {
+            if (finished[b])
+                continue;
+            float* row = logits.data_ptr<float>() + b * vocab;
+            processRow(row, vocab, seqs[b], s);
+            chosen[b] = std::max_element(row, row + vocab) - row;
+        }
+        for (int b = 0; b < batch; ++b)
+            seqs[b].push_back(chosen[b]);
         const double ms = msSince(start);
-        result.stepMs.push_back(ms);
-        const bool keepGoing =
-            !callbacks.onStep ||
-            callbacks.onStep(static_cast<int>(result.stepMs.size()) - 1, id, seqs[0], ms);
-        if (id == s.eosId && !s.ignoreEos)
+        for (int b = 0; b < batch; ++b) {
+            if (finished[b])
+                continue;
+            results[b].stepMs.push_back(ms);
+            if (callbacks.onStep && !callbacks.onStep(b, step, chosen[b], seqs[b], ms))
+                stopped = true;
+            if (chosen[b] == s.eosId && !s.ignoreEos) {
+                finished[b] = true;
+                --open;
+                results[b].sequence = seqs[b];
+            }
+        }
+        ++step;
+        if (stopped)
             break;
-        if (!keepGoing) {
-            result.cancelled = true;
-            break;
+    }
+    for (int b = 0; b < batch; ++b) {
+        if (!finished[b]) {
+            results[b].sequence = seqs[b];
+            results[b].cancelled = stopped;
         }
     }
-    result.sequence = std::move(seqs[0]);
-    return result;
+    return results;
+}
+
+SearchResult greedySearch(DecodeBackend& backend, const SearchSettings& s,
+                          const SearchCallbacks& callbacks) {
+    return std::move(greedySearchBatch(backend, s, 1, callbacks)[0]);
 }
 
 SearchResult beamSearch(DecodeBackend& backend, const SearchSettings& s,
@@ -232,7 +255,7 @@ SearchResult beamSearch(DecodeBackend& backend, const SearchSettings& s,
         }
         const int64_t id = shown.back();
         if (callbacks.onStep &&
-            !callbacks.onStep(static_cast<int>(result.stepMs.size()) - 1, id, shown, ms)) {
+            !callbacks.onStep(0, static_cast<int>(result.stepMs.size()) - 1, id, shown, ms)) {
             result.cancelled = true;
             break;
         }

@@ -36,14 +36,17 @@ struct SearchSettings {
     bool ignoreEos = false;
     int64_t decoderStartId = 2;
     int64_t eosId = 2;
+    int64_t padId = 1;          // fed to batch rows that have finished
     int64_t forcedBosId = 0;    // -1: none
     int64_t forcedEosId = 2;    // -1: none
 };
 
 struct SearchCallbacks {
-    // Called after every step with the token appended to the best hypothesis and that
-    // hypothesis; return false to stop.
-    std::function<bool(int step, int64_t id, const std::vector<int64_t>& best, double stepMs)> onStep;
+    // Called after every step, for every unfinished row of the batch (`index`), with the token
+    // appended to its best hypothesis and that hypothesis; return false to stop.
+    std::function<bool(int index, int step, int64_t id, const std::vector<int64_t>& best,
+                       double stepMs)>
+        onStep;
     const std::atomic<bool>* cancel = nullptr;
 };
 
@@ -56,6 +59,10 @@ struct SearchResult {
 
 SearchResult greedySearch(DecodeBackend& backend, const SearchSettings& settings,
                           const SearchCallbacks& callbacks);
+// Greedy search over `batch` independent requests decoded together (the backend's rows); a row
+// that has finished is fed <pad> until all have, as Hugging Face does.
+std::vector<SearchResult> greedySearchBatch(DecodeBackend& backend, const SearchSettings& settings,
+                                            int batch, const SearchCallbacks& callbacks);
 SearchResult beamSearch(DecodeBackend& backend, const SearchSettings& settings,
                         const SearchCallbacks& callbacks);
 
