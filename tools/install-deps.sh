@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
     cmake ninja-build g++ pkg-config
     qt6-base-dev qt6-charts-dev libqt6opengl6-dev libgl-dev qt6-qpa-plugins
+    # draws the SVG window icon (the .deb recommends it)
+    libqt6svg6
     libtorch-dev python3-torch
     libopencv-dev
     # LibTorch runs on whatever libblas.so.3 points to; without OpenBLAS that is the reference
@@ -13,6 +15,10 @@ packages=(
     libopenblas0-openmp
     # screenshots of the real window (tools/screenshot.sh)
     xvfb xauth
+    # packaging (packaging/, tools/test-package.sh): dependencies of the .deb from what the
+    # binaries link (dpkg-shlibdeps), PNG icons rendered from the SVG, checks of the package and
+    # of its desktop and AppStream files
+    dpkg-dev librsvg2-bin lintian desktop-file-utils appstream
 )
 
 missing=()
