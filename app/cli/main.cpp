@@ -41,8 +41,11 @@ using florence::cli::UsageError;
 const char* kUsage = R"(usage: florence-studio-cli COMMAND [OPTIONS]
 
 Commands:
-  run       Run a Florence-2 task on an image
+  run       Run a Florence-2 task on an image, or on many in batches
               --image FILE | --pixel-values FILE.safetensors   (one is required)
+              --image FILE --image FILE2 ... | --images DIR    several images: greedy requests
+                                  run in batches, one JSON array / one line per image
+              --batch-size N      images decoded together (default 4)
               --task TOKEN        task token, e.g. "<CAPTION>" (default <CAPTION>)
               --text STR          input text for tasks that take it
               --region X1,Y1,X2,Y2  region in pixels for region tasks
@@ -117,30 +120,87 @@ std::optional<florence::Box> parseRegion(const std::string& s) {
     return florence::Box{v[0], v[1], v[2], v[3]};
 }
 
+QJsonObject resultJson(const std::string& task, const florence::Request& req, const florence::Result& r,
+                       const florence::ParsedAnswer& answer, const florence::GenerationOptions& opts,
+                       const florence::LoadOptions& lo, const florence::Model& model, int w, int h) {
+    QJsonObject o;
+    o["task"] = QString::fromStdString(task);
+    o["prompt"] = QString::fromStdString(req.prompt);
+    o["prompt_ids"] = idsJson(r.promptIds);
+    o["generated_ids"] = idsJson(r.generatedIds);
+    o["text"] = QString::fromStdString(r.text);
+    o["cancelled"] = r.cancelled;
+    o["beams"] = opts.numBeams;
+    o["cache"] = opts.useCache;
+    o["precision"] = florence::precisionName(lo.precision);
+    o["image_size"] = QJsonArray{w, h};
+    o["result"] = florence::toNativeJson(answer);
+    o["hf_result"] = florence::toHuggingFaceJson(answer);
+    QJsonObject t;
+    t["load_ms"] = model.loadMs();
+    t["preprocess_ms"] = r.timings.preprocessMs;
+    t["vision_ms"] = r.timings.visionMs;
+    t["text_encoder_ms"] = r.timings.textEncoderMs;
+    t["first_token_ms"] = r.timings.firstTokenMs;
+    t["decode_ms"] = r.timings.decodeMs;
+    t["total_ms"] = r.timings.totalMs;
+    t["features_reused"] = r.timings.featuresReused;
+    QJsonArray steps;
+    for (double s : r.timings.stepMs)
+        steps.append(s);
+    t["step_ms"] = steps;
+    o["timings"] = t;
+    o["runtime"] = QString::fromStdString(florence::runtimeSummary());
+    return o;
+}
+
+// Every image file in a folder, sorted by name.
+std::vector<std::string> imagesInFolder(const std::string& dir) {
+    QDir d(QString::fromStdString(dir));
+    if (!d.exists())
+        throw std::runtime_error("folder " + dir + " does not exist");
+    std::vector<std::string> files;
+    for (const QFileInfo& fi : d.entryInfoList({"*.png", "*.jpg", "*.jpeg", "*.bmp", "*.tif", "*.tiff",
+                                                "*.webp", "*.PNG", "*.JPG", "*.JPEG"},
+                                               QDir::Files, QDir::Name))
+        files.push_back(fi.filePath().toStdString());
+    if (files.empty())
+        throw std::runtime_error("folder " + dir + " holds no images");
+    return files;
+}
+
 int cmdRun(int argc, char** argv) {
     Args a = parseArgs(argc, argv, 2,
-                       {"image", "pixel-values", "task", "text", "region", "model", "beams",
-                        "max-new-tokens", "threads", "annotate", "precision"},
+                       {"image", "images", "pixel-values", "task", "text", "region", "model", "beams",
+                        "max-new-tokens", "threads", "annotate", "precision", "batch-size"},
                        {"no-cache", "json", "quiet"});
     if (!a.positional.empty())
         throw UsageError("unexpected argument '" + a.positional[0] + "'");
-    if (!a.has("image") && !a.has("pixel-values"))
-        throw UsageError("run needs --image FILE (or --pixel-values FILE)");
+    std::vector<std::string> paths = a.values.count("image") ? a.values["image"] : std::vector<std::string>{};
+    if (a.has("images")) {
+        const auto more = imagesInFolder(a.get("images"));
+        paths.insert(paths.end(), more.begin(), more.end());
+    }
+    if (paths.empty() && !a.has("pixel-values"))
+        throw UsageError("run needs --image FILE (or --images DIR, or --pixel-values FILE)");
+    const bool many = paths.size() > 1;
+    if (many && (a.has("pixel-values") || a.has("annotate")))
+        throw UsageError("--pixel-values and --annotate take a single image");
+    const int batchSize = a.getInt("batch-size", 4);
+    if (batchSize < 1)
+        throw UsageError("--batch-size must be at least 1");
     const std::string task = a.get("task", "<CAPTION>");
     florence::taskInfo(task); // unknown task: fail before loading anything
 
-    florence::Request req;
-    if (a.has("image"))
-        req.image = florence::loadImage(a.get("image"));
+    std::vector<florence::Request> reqs(std::max<size_t>(1, paths.size()));
+    for (size_t i = 0; i < paths.size(); ++i)
+        reqs[i].image = florence::loadImage(paths[i]);
     if (a.has("pixel-values")) {
         const auto file = florence::SafetensorsFile::open(a.get("pixel-values"));
         if (!file.contains("pixel_values"))
             throw std::runtime_error(a.get("pixel-values") + " has no pixel_values tensor");
-        req.pixelValues = file.toFloat("pixel_values");
+        reqs[0].pixelValues = file.toFloat("pixel_values");
     }
-    // Location tokens map to the original image; with pixel values only, assume the model size.
-    const int width = req.image.empty() ? 768 : req.image.width;
-    const int height = req.image.empty() ? 768 : req.image.height;
 
     florence::TaskRequest tr;
     tr.task = task;
@@ -151,13 +211,20 @@ int cmdRun(int argc, char** argv) {
     florence::LoadOptions lo;
     lo.threads = a.getInt("threads", 0);
     lo.precision = parsePrecision(a.get("precision", "float32"));
-    auto model = florence::Model::load(modelDir(a), lo);
-    int w = width, h = height;
-    if (req.image.empty()) {
-        w = model->manifest().imageWidth;
-        h = model->manifest().imageHeight;
+    // Prompts first: a task missing its input fails before the model loads.
+    std::vector<std::pair<int, int>> sizes;
+    for (auto& req : reqs) {
+        // Location tokens map to the original image; with pixel values only, to the model input.
+        const int w = req.image.empty() ? 768 : req.image.width;
+        const int h = req.image.empty() ? 768 : req.image.height;
+        sizes.emplace_back(w, h);
+        req.prompt = florence::buildPrompt(tr, w, h);
     }
-    req.prompt = florence::buildPrompt(tr, w, h);
+    auto model = florence::Model::load(modelDir(a), lo);
+    if (reqs[0].image.empty()) {
+        sizes[0] = {model->manifest().imageWidth, model->manifest().imageHeight};
+        reqs[0].prompt = florence::buildPrompt(tr, sizes[0].first, sizes[0].second);
+    }
 
     florence::GenerationOptions opts = model->defaultOptions();
     opts.numBeams = a.getInt("beams", opts.numBeams);
@@ -165,65 +232,62 @@ int cmdRun(int argc, char** argv) {
     opts.useCache = !a.has("no-cache");
 
     florence::Session session(model);
-    const bool stream = !a.has("quiet");
+    const bool stream = !a.has("quiet") && !many;
     std::signal(SIGINT, onSignal);
-    florence::Result r = session.generate(
-        req, opts,
-        [&](const florence::TokenEvent& e) {
-            if (stream) {
-                if (e.rewound)
-                    std::cerr << "\n";
-                std::cerr << e.textDelta << std::flush;
-            }
-            return true;
-        },
-        &g_cancel);
+    std::vector<florence::Result> results;
+    for (size_t first = 0; first < reqs.size(); first += batchSize) {
+        const size_t n = std::min<size_t>(batchSize, reqs.size() - first);
+        std::vector<florence::Request> chunk(reqs.begin() + first, reqs.begin() + first + n);
+        auto got = session.generateBatch(
+            chunk, opts,
+            [&](size_t, const florence::TokenEvent& e) {
+                if (stream) {
+                    if (e.rewound)
+                        std::cerr << "\n";
+                    std::cerr << e.textDelta << std::flush;
+                }
+                return true;
+            },
+            &g_cancel);
+        for (auto& r : got)
+            results.push_back(std::move(r));
+        if (many && !a.has("quiet"))
+            std::cerr << "[" << results.size() << "/" << reqs.size() << "] images\n";
+        if (g_cancel)
+            break;
+    }
     if (stream)
         std::cerr << "\n";
 
-    const florence::ParsedAnswer answer = florence::parseAnswer(task, r.text, w, h);
-    if (a.has("annotate")) {
-        if (req.image.empty())
-            throw UsageError("--annotate needs --image");
-        florence::saveAnnotatedImage(req.image, answer, a.get("annotate"));
+    QJsonArray all;
+    bool cancelled = false;
+    for (size_t i = 0; i < results.size(); ++i) {
+        const florence::Result& r = results[i];
+        cancelled = cancelled || r.cancelled;
+        const auto [w, h] = sizes[i];
+        const florence::ParsedAnswer answer = florence::parseAnswer(task, r.text, w, h);
+        if (a.has("annotate")) {
+            if (reqs[i].image.empty())
+                throw UsageError("--annotate needs --image");
+            florence::saveAnnotatedImage(reqs[i].image, answer, a.get("annotate"));
+        }
+        if (a.has("json")) {
+            QJsonObject o = resultJson(task, reqs[i], r, answer, opts, lo, *model, w, h);
+            if (many)
+                o["image"] = QString::fromStdString(paths[i]);
+            all.append(o);
+        } else {
+            if (many)
+                std::cout << paths[i] << "\t";
+            std::cout << QJsonDocument(florence::toHuggingFaceJson(answer)).toJson(QJsonDocument::Compact).toStdString()
+                      << "\n";
+        }
     }
-
-    if (a.has("json")) {
-        QJsonObject o;
-        o["task"] = QString::fromStdString(task);
-        o["prompt"] = QString::fromStdString(req.prompt);
-        o["prompt_ids"] = idsJson(r.promptIds);
-        o["generated_ids"] = idsJson(r.generatedIds);
-        o["text"] = QString::fromStdString(r.text);
-        o["cancelled"] = r.cancelled;
-        o["beams"] = opts.numBeams;
-        o["cache"] = opts.useCache;
-        o["precision"] = florence::precisionName(lo.precision);
-        o["image_size"] = QJsonArray{w, h};
-        o["result"] = florence::toNativeJson(answer);
-        o["hf_result"] = florence::toHuggingFaceJson(answer);
-        QJsonObject t;
-        t["load_ms"] = model->loadMs();
-        t["preprocess_ms"] = r.timings.preprocessMs;
-        t["vision_ms"] = r.timings.visionMs;
-        t["text_encoder_ms"] = r.timings.textEncoderMs;
-        t["first_token_ms"] = r.timings.firstTokenMs;
-        t["decode_ms"] = r.timings.decodeMs;
-        t["total_ms"] = r.timings.totalMs;
-        QJsonArray steps;
-        for (double s : r.timings.stepMs)
-            steps.append(s);
-        t["step_ms"] = steps;
-        o["timings"] = t;
-        o["runtime"] = QString::fromStdString(florence::runtimeSummary());
-        printJson(o);
-    } else {
-        std::cout << QJsonDocument(florence::toHuggingFaceJson(answer))
-                         .toJson(QJsonDocument::Compact)
-                         .toStdString()
-                  << "\n";
-    }
-    return r.cancelled ? 130 : 0;
+    if (a.has("json"))
+        std::cout << (many ? QJsonDocument(all) : QJsonDocument(all[0].toObject()))
+                             .toJson(QJsonDocument::Indented)
+                             .toStdString();
+    return cancelled ? 130 : 0;
 }
 
 int cmdImport(int argc, char** argv) {

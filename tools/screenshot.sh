@@ -1,0 +1,26 @@
+#!/bin/sh
+# Takes a screenshot of Florence Studio after a run, under a virtual X server (Xvfb), for the
+# docs. Usage:
+#   tools/screenshot.sh [BUILD_DIR] [OUT.png] [IMAGE] [TASK] [extra florence-studio options…]
+# Defaults: build-ui, docs/screenshot.png, the pier sample, "<OD>". Example:
+#   tools/screenshot.sh build-ui docs/screenshot.png "" "<CAPTION>" --compare
+# The app runs the task, waits until the run ends, grabs its window with QWidget::grab() and
+# exits; settings go to a throwaway folder so the shot never depends on (or changes) yours.
+set -eu
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$here/build-ui}
+out=${2:-$here/docs/screenshot.png}
+image=${3:-}
+task=${4:-<OD>}
+[ $# -gt 4 ] && shift 4 || set --
+case $build in /*) ;; *) build=$here/$build ;; esac
+case $out in /*) ;; *) out=$(pwd)/$out ;; esac
+[ -n "$image" ] || image=$build/share/florence-studio/samples/pier.png
+settings=$(mktemp -d)
+trap 'rm -rf "$settings"' EXIT
+mkdir -p "$(dirname "$out")"
+XDG_CONFIG_HOME=$settings QT_QPA_PLATFORM=xcb QT_SCALE_FACTOR=${QT_SCALE_FACTOR:-1} \
+    xvfb-run -a -s "-screen 0 1600x1000x24 -dpi 96" \
+    "$build/bin/florence-studio" --size 1440x900 --image "$image" --task "$task" \
+    --screenshot "$out" "$@"
+echo "screenshot: $out"

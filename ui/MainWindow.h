@@ -1,0 +1,247 @@
+// Florence Studio's main window: image, task, generation settings, streamed answer with overlays,
+// live latency and the cached/uncached comparison. All model work happens in EngineWorker on
+// the window's "engine" thread; this class only sends requests and shows what comes back.
+//
+//   florence::ui::MainWindow w;
+//   w.openModelPackage(QString::fromStdString(florence::bundledModelDir()));
+//   w.openImageFile("pier.png");
+//   w.setTask("<OD>");
+//   w.startRun();                                     // tokens stream in; runCompleted() at the
+//   end
+//
+// Tests drive the same public slots the menus use, and replace the file dialogs with
+// setFileChooser().
+#pragma once
+
+#include "AnswerParser.h"
+#include "WorkerThread.h"
+#include "WorkerTypes.h"
+
+#include <QMainWindow>
+#include <QStringList>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+class QAction;
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QMenu;
+class QMimeData;
+class QPushButton;
+class QSpinBox;
+class QSplitter;
+class QTabWidget;
+class QTimer;
+
+namespace florence::ui {
+
+class EngineWorker;
+class ImageView;
+class ResultsPanel;
+class LatencyChart;
+class CompareView;
+class ImportDialog;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+    // Keeps generating to the token limit (benchmarks and tests that need a long run).
+    Q_PROPERTY(bool ignoreEos READ ignoreEos WRITE setIgnoreEos)
+
+public:
+    enum class FileChoice { OpenImage, OpenModel, SaveJson, SavePng };
+    // Returns the chosen path, or "" when the user cancelled. Replaces the modal file dialogs.
+    using FileChooser = std::function<QString(FileChoice choice, const QString& caption,
+                                              const QString& dir, const QString& filter)>;
+
+    explicit MainWindow(QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    void setFileChooser(FileChooser chooser) { m_fileChooser = std::move(chooser); }
+    bool ignoreEos() const { return m_ignoreEos; }
+    void setIgnoreEos(bool on) { m_ignoreEos = on; }
+
+    bool hasImage() const { return static_cast<bool>(m_image); }
+    QString imagePath() const { return m_imagePath; }
+    QSize imageSize() const;
+    bool isRunning() const { return m_activeRunId != 0; }
+    bool isModelReady() const { return m_modelReady; }
+    const ModelInfo& modelInfo() const { return m_modelInfo; }
+    QString currentTask() const;
+    // The prompt of the last request sent to the engine (region tasks: with its <loc_N> tokens).
+    QString lastPrompt() const { return QString::fromStdString(m_lastPrompt); }
+    const GenerationOptions& lastOptions() const { return m_lastOptions; }
+    const ParsedAnswer& answer() const { return m_answer; }
+    QString messageText() const;
+    int tokensReceived() const { return m_tokensReceived; }
+    QStringList recentFiles() const { return m_recentFiles; }
+    QString aboutText() const;
+
+    ImageView* imageView() const { return m_view; }
+    ResultsPanel* resultsPanel() const { return m_results; }
+    LatencyChart* latencyChart() const { return m_latency; }
+    CompareView* compareView() const { return m_compare; }
+
+    // Shows `text` as if a run of `task` had generated it: the same path streamed tokens and
+    // finished runs take (parse, table, overlay), without the model. Used by tests and demos.
+    void showAnswerText(const QString& task, const std::string& text);
+
+public slots:
+    bool openImageFile(const QString& path);
+    bool openImageData(const QImage& image, const QString& name);
+    bool openMimeData(const QMimeData* mime);
+    void openModelPackage(const QString& dir);
+    void loadDefaultModel();
+    void setTask(const QString& token);
+    void setTaskText(const QString& text);
+    void setRegion(const QRectF& imageRect);
+    bool startRun();
+    bool startComparison();
+    void cancelRun();
+    bool exportJson(const QString& path);
+    bool saveAnnotatedImage(const QString& path);
+    void copyResultText();
+    void showMessage(const QString& text, bool isError = false);
+    // Opens the import dialog (window-modal, not blocking); the imported package is loaded.
+    ImportDialog* showImportDialog();
+
+signals:
+    void modelReady(const QString& name);
+    void modelFailed(const QString& message);
+    void tokenArrived(quint64 runId, int step);
+    void runCompleted(bool cancelled);
+    void comparisonCompleted(bool identical);
+    void runErrored(const QString& message);
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+    void changeEvent(QEvent* event) override;
+
+private:
+    void createActions();
+    void createMenus();
+    void createToolBar();
+    void createCentral();
+    void connectWorker();
+    void restoreSettings();
+    void saveSettings() const;
+    void populateModels();
+    void addModelEntry(const QString& dir, const QString& name, bool select);
+    void updateTaskInput();
+    void updateActions();
+    void updateRecentMenu();
+    void addRecentFile(const QString& path);
+    QString chooseFile(FileChoice choice, const QString& caption, const QString& filter);
+    bool startRequest(RunKind kind);
+    void setImage(std::shared_ptr<const RgbImage> image, const QString& path, const QString& name);
+    void beginResults();
+    void refreshStreaming();
+    void applyAnswer(const std::string& text);
+    void finishRun(const QString& status, bool cancelled);
+    void showAbout();
+    void chooseAndOpenImage();
+    void chooseAndOpenModel();
+    void chooseAndExportJson();
+    void chooseAndSavePng();
+    void paste();
+
+    void onModelLoading(const QString& dir);
+    void onModelLoaded(const florence::ui::ModelInfo& info);
+    void onModelFailed(const QString& dir, const QString& message);
+    void onRunStarted(quint64 runId);
+    void onToken(const florence::ui::TokenUpdate& update);
+    void onRunFinished(const florence::ui::RunOutcome& outcome);
+    void onCompareFinished(const florence::ui::CompareOutcome& outcome);
+    void onRunFailed(quint64 runId, const QString& message);
+
+    // Widgets (owned by Qt parents).
+    ImageView* m_view = nullptr;
+    ResultsPanel* m_results = nullptr;
+    LatencyChart* m_latency = nullptr;
+    CompareView* m_compare = nullptr;
+    QTabWidget* m_bottomTabs = nullptr;
+    QSplitter* m_mainSplit = nullptr;
+    QSplitter* m_topSplit = nullptr;
+    QComboBox* m_modelCombo = nullptr;
+    QLabel* m_modelLabel = nullptr;
+    QComboBox* m_taskCombo = nullptr;
+    QLabel* m_inputLabel = nullptr;
+    QLineEdit* m_inputEdit = nullptr;
+    QLabel* m_regionLabel = nullptr;
+    QLabel* m_promptLabel = nullptr;
+    QSpinBox* m_beamsSpin = nullptr;
+    QSpinBox* m_maxTokensSpin = nullptr;
+    QCheckBox* m_cacheCheck = nullptr;
+    QPushButton* m_runButton = nullptr;
+    QPushButton* m_cancelButton = nullptr;
+    QPushButton* m_compareButton = nullptr;
+    QLabel* m_messageLabel = nullptr;
+    QLabel* m_statusModel = nullptr;
+    QLabel* m_statusZoom = nullptr;
+    QLabel* m_statusRun = nullptr;
+    QMenu* m_recentMenu = nullptr;
+    QTimer* m_refreshTimer = nullptr;
+
+    QAction* m_openAction = nullptr;
+    QAction* m_pasteAction = nullptr;
+    QAction* m_openModelAction = nullptr;
+    QAction* m_importAction = nullptr;
+    QAction* m_exportJsonAction = nullptr;
+    QAction* m_savePngAction = nullptr;
+    QAction* m_copyTextAction = nullptr;
+    QAction* m_quitAction = nullptr;
+    QAction* m_runAction = nullptr;
+    QAction* m_cancelAction = nullptr;
+    QAction* m_compareAction = nullptr;
+    QAction* m_zoomInAction = nullptr;
+    QAction* m_zoomOutAction = nullptr;
+    QAction* m_fitAction = nullptr;
+    QAction* m_aboutAction = nullptr;
+
+    // Image and answer.
+    std::shared_ptr<const RgbImage> m_image;
+    QString m_imagePath;                           // "" for pasted images
+    QString m_imageName;                           // for titles and COCO export
+    std::shared_ptr<const RgbImage> m_answerImage; // the image the shown answer belongs to
+    QString m_answerImageName;
+    ParsedAnswer m_answer;
+    QString m_answerTask;
+    std::string m_answerText;
+    std::optional<QRectF> m_region;
+
+    // The run in flight: at most one; tokens of older runs are ignored by id.
+    quint64 m_lastRunId = 0;
+    quint64 m_activeRunId = 0;
+    RunKind m_activeKind = RunKind::Single;
+    QString m_activeTask;
+    std::shared_ptr<std::atomic<bool>> m_activeCancel;
+    bool m_resultsCleared = false;
+    bool m_dirty = false;
+    int m_tokensReceived = 0;
+    std::string m_lastPrompt;
+    GenerationOptions m_lastOptions;
+    bool m_ignoreEos = false;
+
+    // Model.
+    ModelInfo m_modelInfo;
+    bool m_modelReady = false;
+    bool m_modelLoading = false;
+
+    QString m_lastFolder;
+    QStringList m_recentFiles;
+    QStringList m_extraModels;
+    FileChooser m_fileChooser;
+
+    // Declared last so they are destroyed first: the thread is stopped (after the run in flight
+    // was cancelled) before the worker it runs, and both before the members above.
+    std::unique_ptr<EngineWorker> m_worker;
+    ThreadPtr m_thread;
+};
+
+} // namespace florence::ui
