@@ -472,7 +472,7 @@ std::vector<Result> Session::generateRows(const std::vector<Request>& requests,
         }
         preprocessMs = msSince(t);
     }
-    if (!pending.empty()) {
+    if (!pending.empty() && !(cancel && cancel->load())) {
         const auto t = Clock::now();
         torch::Tensor all = impl.imageFeatures(torch::cat(pixels, 0));
         for (size_t i = 0; i < pending.size(); ++i) {
@@ -483,6 +483,20 @@ std::vector<Result> Session::generateRows(const std::vector<Request>& requests,
         }
         visionMs = msSince(t);
     }
+
+    auto stopNow = [&] {
+        if (!cancel || !cancel->load())
+            return false;
+        for (Result& r : results) {
+            r.cancelled = true;
+            r.timings.preprocessMs = preprocessMs;
+            r.timings.visionMs = visionMs;
+            r.timings.totalMs = msSince(start);
+        }
+        return true;
+    };
+    if (stopNow())
+        return results;
 
     // Prompts padded to the longest with <pad>; the mask keeps padding out of attention, so a
     // batched request sees exactly what it would alone.
@@ -501,6 +515,8 @@ std::vector<Result> Session::generateRows(const std::vector<Request>& requests,
     torch::Tensor mask =
         torch::cat({torch::ones({batch, featureBatch.size(1)}, torch::kInt64), promptMask}, 1);
     const double textEncoderMs = msSince(tEnc);
+    if (stopNow())
+        return results;
 
     detail::SearchSettings s;
     s.numBeams = options.numBeams;
@@ -528,6 +544,9 @@ std::vector<Result> Session::generateRows(const std::vector<Request>& requests,
         e.step = step;
         e.id = id;
         e.stepMs = ms;
+        e.preprocessMs = preprocessMs;
+        e.visionMs = visionMs;
+        e.textEncoderMs = textEncoderMs;
         e.sequence = best;
         std::string full = impl.tokenizer.decode(best);
         full.resize(completeUtf8Prefix(full));

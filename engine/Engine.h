@@ -68,6 +68,11 @@ struct TokenEvent {
     std::string text;                // the best hypothesis so far, decoded
     std::vector<int64_t> sequence;   // the best hypothesis so far, decoder start token included
     double stepMs = 0;               // wall time of this step
+    // The stages before decoding, known from the first token on (0 for a stage that was
+    // skipped, e.g. the vision encoder when features were reused).
+    double preprocessMs = 0;
+    double visionMs = 0;
+    double textEncoderMs = 0;
 };
 // Return false to stop generation after this step.
 using TokenCallback = std::function<bool(const TokenEvent&)>;
@@ -144,8 +149,9 @@ public:
 
     const Model& model() const { return *m_model; }
 
-    // Runs one request. `cancel`, when set, is checked before every step; a cancelled run
-    // returns what was generated so far with `cancelled` set. Throws EngineError or ImageError.
+    // Runs one request. `cancel`, when set, is checked between the stages and before every
+    // decoding step; a cancelled run returns what was generated so far with `cancelled` set.
+    // Throws EngineError or ImageError.
     Result generate(const Request& request, const GenerationOptions& options,
                     const TokenCallback& onToken = {}, const std::atomic<bool>* cancel = nullptr);
 
