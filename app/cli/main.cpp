@@ -13,6 +13,7 @@
 
 #include <QCoreApplication>
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -57,6 +58,7 @@ Commands:
               --precision P       float32 (default) or bfloat16 (faster, AVX512-BF16)
               --json              print one JSON object with ids, text, result and timings
               --annotate OUT.png  write the image with the answer drawn on it
+              --coco OUT.json     write the answer as COCO annotations
               --quiet             do not stream tokens to stderr
   import    Make a model package
               --hf DIR | --random-init tiny|base|large  [--seed N]  --out PKG
@@ -154,6 +156,13 @@ QJsonObject resultJson(const std::string& task, const florence::Request& req, co
     return o;
 }
 
+void writeJsonFile(const std::string& path, const QJsonObject& o) {
+    QFile f(QString::fromStdString(path));
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) ||
+        f.write(QJsonDocument(o).toJson(QJsonDocument::Indented)) < 0)
+        throw std::runtime_error("cannot write " + path + ": " + f.errorString().toStdString());
+}
+
 // Every image file in a folder, sorted by name.
 std::vector<std::string> imagesInFolder(const std::string& dir) {
     QDir d(QString::fromStdString(dir));
@@ -172,7 +181,7 @@ std::vector<std::string> imagesInFolder(const std::string& dir) {
 int cmdRun(int argc, char** argv) {
     Args a = parseArgs(argc, argv, 2,
                        {"image", "images", "pixel-values", "task", "text", "region", "model", "beams",
-                        "max-new-tokens", "threads", "annotate", "precision", "batch-size"},
+                        "max-new-tokens", "threads", "annotate", "precision", "batch-size", "coco"},
                        {"no-cache", "json", "quiet"});
     if (!a.positional.empty())
         throw UsageError("unexpected argument '" + a.positional[0] + "'");
@@ -184,8 +193,8 @@ int cmdRun(int argc, char** argv) {
     if (paths.empty() && !a.has("pixel-values"))
         throw UsageError("run needs --image FILE (or --images DIR, or --pixel-values FILE)");
     const bool many = paths.size() > 1;
-    if (many && (a.has("pixel-values") || a.has("annotate")))
-        throw UsageError("--pixel-values and --annotate take a single image");
+    if (many && (a.has("pixel-values") || a.has("annotate") || a.has("coco")))
+        throw UsageError("--pixel-values, --annotate and --coco take a single image");
     const int batchSize = a.getInt("batch-size", 4);
     if (batchSize < 1)
         throw UsageError("--batch-size must be at least 1");
@@ -270,6 +279,11 @@ int cmdRun(int argc, char** argv) {
             if (reqs[i].image.empty())
                 throw UsageError("--annotate needs --image");
             florence::saveAnnotatedImage(reqs[i].image, answer, a.get("annotate"));
+        }
+        if (a.has("coco")) {
+            const std::string name =
+                paths.empty() ? "pixel_values" : QFileInfo(QString::fromStdString(paths[i])).fileName().toStdString();
+            writeJsonFile(a.get("coco"), florence::toCocoJson(answer, name, w, h));
         }
         if (a.has("json")) {
             QJsonObject o = resultJson(task, reqs[i], r, answer, opts, lo, *model, w, h);

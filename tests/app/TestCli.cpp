@@ -100,6 +100,7 @@ private slots:
     void everyTaskEndToEnd();
     void runJsonHasTimingsAndAnnotates();
     void noCacheGivesSameTokens();
+    void batchOfImages();
     void tokenize();
     void badArguments_data();
     void badArguments();
@@ -185,8 +186,10 @@ void TestCli::everyTaskEndToEnd() {
 void TestCli::runJsonHasTimingsAndAnnotates() {
     QTemporaryDir dir;
     const QString png = dir.path() + "/out.png";
+    const QString coco = dir.path() + "/coco.json";
     const Output o = runCli({"run", "--image", kSamples + "/chelsea.png", "--task", "<OD>",
-                             "--beams", "3", "--max-new-tokens", "30", "--json", "--annotate", png});
+                             "--beams", "3", "--max-new-tokens", "30", "--json", "--annotate", png,
+                             "--coco", coco});
     QVERIFY2(o.exitCode == 0, o.err.constData());
     const QJsonObject r = QJsonDocument::fromJson(o.out).object();
     const QJsonObject t = r["timings"].toObject();
@@ -197,6 +200,12 @@ void TestCli::runJsonHasTimingsAndAnnotates() {
     QVERIFY(!t["step_ms"].toArray().isEmpty());
     QCOMPARE(r["image_size"].toArray(), (QJsonArray{451, 300}));
     QVERIFY(QFile(png).size() > 1000);
+    QFile cocoFile(coco);
+    QVERIFY(cocoFile.open(QIODevice::ReadOnly));
+    const QJsonObject c = QJsonDocument::fromJson(cocoFile.readAll()).object();
+    QCOMPARE(c["images"].toArray().first().toObject()["file_name"].toString(), QString("chelsea.png"));
+    QCOMPARE(c["images"].toArray().first().toObject()["width"].toInt(), 451);
+    QVERIFY(c.contains("annotations") && c.contains("categories"));
     // Tokens streamed to stderr while generating: the decoded text appears there.
     QVERIFY(!o.err.trimmed().isEmpty());
 }
@@ -213,6 +222,23 @@ void TestCli::noCacheGivesSameTokens() {
         ids[i] = QJsonDocument::fromJson(o.out).object()["generated_ids"].toArray();
     }
     QCOMPARE(ids[0], ids[1]);
+}
+
+void TestCli::batchOfImages() {
+    // A folder in batches of 3 gives, per image, what a run on that image alone gives.
+    const Output all = runCli({"run", "--images", kSamples, "--task", "<OD>", "--beams", "1",
+                               "--max-new-tokens", "20", "--batch-size", "3", "--json", "--quiet"},
+                              300000);
+    QVERIFY2(all.exitCode == 0, all.err.constData());
+    const QJsonArray results = QJsonDocument::fromJson(all.out).array();
+    QCOMPARE(results.size(), QDir(kSamples).entryList({"*.png", "*.jpg"}, QDir::Files).size());
+    for (qsizetype i : {qsizetype(0), results.size() - 1}) {
+        const QJsonObject r = results[i].toObject();
+        const Output one = runCli({"run", "--image", r["image"].toString(), "--task", "<OD>", "--beams",
+                                   "1", "--max-new-tokens", "20", "--json", "--quiet"});
+        QVERIFY2(one.exitCode == 0, one.err.constData());
+        QCOMPARE(QJsonDocument::fromJson(one.out).object()["generated_ids"], r["generated_ids"]);
+    }
 }
 
 void TestCli::tokenize() {
