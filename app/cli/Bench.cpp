@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -45,6 +46,7 @@ bfloat16 mode with its logit agreement.
   --no-python             skip the Python eager baseline
   --no-uncached           skip uncached decoding (slow at large sizes)
   --no-bf16               skip the bfloat16 mode
+  --no-batch              skip batching (4 sample images together vs one by one)
   --json                  print one JSON object instead of the table
 )";
 
@@ -181,7 +183,7 @@ int runBench(int argc, char** argv) {
             return 0;
         }
     Args a = parseArgs(argc, argv, 2, {"size", "lengths", "threads", "image", "model"},
-                       {"no-python", "no-uncached", "no-bf16", "json"});
+                       {"no-python", "no-uncached", "no-bf16", "no-batch", "json"});
     if (!a.positional.empty())
         throw UsageError("unexpected argument '" + a.positional[0] + "'");
     const std::string size = a.get("size", "base");
@@ -217,7 +219,9 @@ int runBench(int argc, char** argv) {
     const bool python = !a.has("no-python");
     const bool uncached = !a.has("no-uncached");
     const bool bf16 = !a.has("no-bf16");
-    Progress progress(3 + int(lengths.size()) * (uncached ? 2 : 1) + (python ? 1 : 0) + (bf16 ? 3 : 0));
+    const bool batching = !a.has("no-batch");
+    Progress progress(4 + int(lengths.size()) * (uncached ? 2 : 1) + (python ? 1 : 0) + (bf16 ? 3 : 0) +
+                      (batching ? 2 : 0));
 
     QJsonObject out;
     const RgbImage img = loadImage(image);
@@ -276,6 +280,68 @@ int runBench(int argc, char** argv) {
             ratioJson[QString::number(len)] = u.timings.decodeMs / r.timings.decodeMs;
         }
     }
+    // Feature reuse: a second task on the same image skips preprocessing and the vision encoder.
+    QJsonObject reuseJson;
+    {
+        GenerationOptions o = model->defaultOptions();
+        o.numBeams = 1;
+        o.maxNewTokens = 1;
+        Request second = req;
+        second.prompt = buildPrompt({"<OD>", "", std::nullopt}, img.width, img.height);
+        o.reuseFeatures = false;
+        const Result cold = session->generate(second, o);
+        o.reuseFeatures = true;
+        session->generate(req, o); // remembers the features
+        const Result warm = session->generate(second, o);
+        reuseJson["first_token_ms_without_reuse"] =
+            cold.timings.preprocessMs + cold.timings.visionMs + cold.timings.textEncoderMs;
+        reuseJson["first_token_ms_with_reuse"] =
+            warm.timings.preprocessMs + warm.timings.visionMs + warm.timings.textEncoderMs;
+        reuseJson["reused"] = warm.timings.featuresReused;
+        progress.step("feature reuse");
+    }
+
+    // Batching: four different images with a fixed number of tokens, together and one by one.
+    QJsonObject batchJson;
+    if (batching && !samplesDir().empty()) {
+        std::vector<Request> reqs;
+        for (const char* name : {"pier.png", "chelsea.png", "coffee.png", "rocket.jpg"}) {
+            Request r;
+            r.image = loadImage(samplesDir() + "/" + name);
+            r.prompt = buildPrompt({"<CAPTION>", "", std::nullopt}, r.image.width, r.image.height);
+            reqs.push_back(r);
+        }
+        GenerationOptions o = model->defaultOptions();
+        o.numBeams = 1;
+        o.maxNewTokens = 32;
+        o.ignoreEos = true;
+        o.noRepeatNgramSize = 0;
+        o.reuseFeatures = false;
+        const auto t0 = std::chrono::steady_clock::now();
+        std::vector<Result> alone;
+        for (const Request& r : reqs)
+            alone.push_back(session->generate(r, o));
+        const double oneByOneMs =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        progress.step("batching: one by one");
+        const auto t1 = std::chrono::steady_clock::now();
+        const std::vector<Result> together = session->generateBatch(reqs, o);
+        const double batchMs =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+        progress.step("batching: together");
+        bool same = true;
+        for (size_t i = 0; i < reqs.size(); ++i)
+            same = same && alone[i].generatedIds == together[i].generatedIds;
+        batchJson["images"] = int(reqs.size());
+        batchJson["tokens_each"] = o.maxNewTokens;
+        batchJson["one_by_one_ms"] = oneByOneMs;
+        batchJson["batched_ms"] = batchMs;
+        batchJson["one_by_one_images_per_s"] = 1000.0 * reqs.size() / oneByOneMs;
+        batchJson["batched_images_per_s"] = 1000.0 * reqs.size() / batchMs;
+        batchJson["speedup"] = oneByOneMs / batchMs;
+        batchJson["same_tokens"] = same;
+    }
+
     const int64_t peak = peakResidentBytes();
     // After the peak is taken: the measurement's own 1 GiB buffer must not count.
     const double bandwidth = measureReadBandwidth();
@@ -300,6 +366,9 @@ int runBench(int argc, char** argv) {
         out["uncached"] = uncachedJson;
         out["uncached_over_cached"] = ratioJson;
     }
+    out["feature_reuse"] = reuseJson;
+    if (!batchJson.isEmpty())
+        out["batching"] = batchJson;
     out["peak_rss_bytes"] = double(peak);
     out["read_bandwidth_gbps"] = bandwidth / 1e9;
     out["step_bytes"] = double(stepBytes);
@@ -412,6 +481,15 @@ int runBench(int argc, char** argv) {
                  ms(uncachedTotal[len]) + " (" + ms(cachedTotal[len]) + "), " +
                      num(ratioJson[QString::number(len)].toDouble(), "%.1fx slower"));
     }
+    line("first token of a 2nd task, without / with reuse",
+         ms(reuseJson["first_token_ms_without_reuse"].toDouble()) + " / " +
+             ms(reuseJson["first_token_ms_with_reuse"].toDouble()));
+    if (!batchJson.isEmpty())
+        line("4 images x 32 tokens: one by one / batched",
+             num(batchJson["one_by_one_images_per_s"].toDouble(), "%.2f img/s") + " / " +
+                 num(batchJson["batched_images_per_s"].toDouble(), "%.2f img/s") + " (" +
+                 num(batchJson["speedup"].toDouble(), "%.2fx") +
+                 (batchJson["same_tokens"].toBool() ? ", same tokens)" : ", TOKENS DIFFER)"));
     line("peak resident memory (float32 runs)", num(peak / 1048576.0, "%.0f MiB"));
     line("memory read bandwidth", num(bandwidth / 1e9, "%.1f GB/s"));
     line("bytes one cached step reads", num(stepBytes / 1048576.0, "%.0f MiB"));
