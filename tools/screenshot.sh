@@ -2,13 +2,13 @@
 # Takes a screenshot of Florence Studio after a run, under a virtual X server (Xvfb), for the
 # docs. Usage:
 #   tools/screenshot.sh [BUILD_DIR] [OUT.png] [IMAGE] [TASK] [extra florence-studio options…]
-# Defaults: build-ui, docs/screenshot.png, the pier sample, "<OD>". Example:
-#   tools/screenshot.sh build-ui docs/screenshot.png "" "<CAPTION>" --compare
+# Defaults: build, docs/screenshot.png, the pier sample, "<OD>". Example:
+#   tools/screenshot.sh build docs/screenshot.png "" "<CAPTION>" --compare
 # The app runs the task, waits until the run ends, grabs its window with QWidget::grab() and
 # exits; settings go to a throwaway folder so the shot never depends on (or changes) yours.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$here/build-ui}
+build=${1:-$here/build}
 out=${2:-$here/docs/screenshot.png}
 image=${3:-}
 task=${4:-<OD>}
