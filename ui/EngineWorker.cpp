@@ -10,10 +10,12 @@ EngineWorker::EngineWorker(QObject* parent) : QObject(parent) {}
 
 EngineWorker::~EngineWorker() = default;
 
-void EngineWorker::loadModel(const QString& packageDir) {
+void EngineWorker::loadModel(const QString& packageDir, Precision precision) {
     emit modelLoading(packageDir);
     try {
-        auto model = Model::load(packageDir.toStdString());
+        LoadOptions options;
+        options.precision = precision;
+        auto model = Model::load(packageDir.toStdString(), options);
         // Drop the old session first so two models are never resident longer than needed.
         m_session.reset();
         m_model = std::move(model);
@@ -22,7 +24,10 @@ void EngineWorker::loadModel(const QString& packageDir) {
         ModelInfo info;
         info.dir = QString::fromStdString(m.dir.empty() ? packageDir.toStdString() : m.dir);
         info.name = QString::fromStdString(m.name);
-        info.precision = QString::fromStdString(m.precision);
+        info.source = QString::fromStdString(m.source);
+        // The precision the weights run in, not the manifest's (which is how they are stored).
+        info.precisionMode = m_model->loadOptions().precision;
+        info.precision = QString::fromLatin1(precisionName(info.precisionMode));
         info.parameterCount = m.parameterCount;
         info.maxPositions = m.maxPositions;
         info.loadMs = m_model->loadMs();
@@ -55,6 +60,9 @@ RunOutcome EngineWorker::runPass(const RunRequest& request, const GenerationOpti
             u.text = e.text;
             u.stepMs = e.stepMs;
             u.elapsedMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
+            u.preprocessMs = e.preprocessMs;
+            u.visionMs = e.visionMs;
+            u.textEncoderMs = e.textEncoderMs;
             emit tokenReady(u);
             return true;
         },
@@ -84,6 +92,16 @@ void EngineWorker::run(const RunRequest& request) {
         out.task = request.task;
         out.cancelled = true;
         emit runFinished(out);
+        if (request.kind == RunKind::Compare) {
+            // The window ends a comparison on compareFinished only.
+            CompareOutcome cmp;
+            cmp.runId = request.runId;
+            cmp.cached = out;
+            cmp.uncached = out;
+            cmp.uncached.pass = 1;
+            cmp.cancelled = true;
+            emit compareFinished(cmp);
+        }
         return;
     }
     if (!m_session) {

@@ -34,7 +34,9 @@ public:
 
 public slots:
     // Loads a package and replaces the current model; on failure the previous model stays.
-    void loadModel(const QString& packageDir);
+    // Reloading the same package with another precision takes the same path.
+    void loadModel(const QString& packageDir,
+                   florence::Precision precision = florence::Precision::Float32);
     // Runs a single request or a cached/uncached comparison.
     void run(const florence::ui::RunRequest& request);
 

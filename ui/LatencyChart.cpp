@@ -72,7 +72,7 @@ LatencyChart::LatencyChart(QWidget* parent) : QWidget(parent) {
     m_total = valueLabel(QStringLiteral("totalLabel"), stats);
     m_tokens = valueLabel(QStringLiteral("tokensLabel"), stats);
     form->addRow(tr("First token:"), m_ttft);
-    // The stages are known once the run ends (the engine reports them with the result).
+    // The stages are known from the first token on (the engine reports them with every token).
     form->addRow(tr("  preprocessing:"), m_preprocess);
     form->addRow(tr("  vision encoder:"), m_vision);
     form->addRow(tr("  text encoder:"), m_textEncoder);
@@ -98,6 +98,7 @@ void LatencyChart::startRun() {
     m_lastElapsedMs = 0;
     m_maxMs = 0;
     m_finished = false;
+    m_stagesKnown = false;
     m_series->clear();
     m_axisX->setRange(0, 10);
     m_axisY->setRange(0, 10);
@@ -116,6 +117,13 @@ void LatencyChart::addStep(int step, double stepMs, double elapsedMs) {
     m_steps.push_back(stepMs);
     m_lastElapsedMs = elapsedMs;
     m_maxMs = std::max(m_maxMs, stepMs);
+}
+
+void LatencyChart::setStages(double preprocessMs, double visionMs, double textEncoderMs) {
+    m_stagesKnown = true;
+    m_preprocessMs = preprocessMs;
+    m_visionMs = visionMs;
+    m_textEncoderMs = textEncoderMs;
 }
 
 void LatencyChart::refresh() {
@@ -142,6 +150,17 @@ void LatencyChart::updateStats() {
     m_tokens->setText(QString::number(s.count));
     if (!m_finished && s.count)
         m_total->setText(ms(m_lastElapsedMs));
+    // The engine skips the vision encoder (and so preprocessing) exactly when it reuses the
+    // image features; that is the only way its time is 0.
+    if (!m_finished && m_stagesKnown)
+        showStages(m_preprocessMs, m_visionMs, m_textEncoderMs, m_visionMs <= 0);
+}
+
+void LatencyChart::showStages(double preprocessMs, double visionMs, double textEncoderMs,
+                              bool reused) {
+    m_preprocess->setText(reused ? tr("– (features reused)") : ms(preprocessMs));
+    m_vision->setText(reused ? tr("– (features reused)") : ms(visionMs));
+    m_textEncoder->setText(ms(textEncoderMs));
 }
 
 void LatencyChart::finishRun(const Timings& timings, bool cancelled) {
@@ -155,10 +174,8 @@ void LatencyChart::finishRun(const Timings& timings, bool cancelled) {
     m_firstTokenMs = timings.firstTokenMs;
     refresh();
     m_ttft->setText(ms(timings.firstTokenMs));
-    m_preprocess->setText(timings.featuresReused ? tr("– (features reused)")
-                                                 : ms(timings.preprocessMs));
-    m_vision->setText(timings.featuresReused ? tr("– (features reused)") : ms(timings.visionMs));
-    m_textEncoder->setText(ms(timings.textEncoderMs));
+    showStages(timings.preprocessMs, timings.visionMs, timings.textEncoderMs,
+               timings.featuresReused);
     m_total->setText(ms(timings.totalMs));
     m_chart->setTitle(cancelled ? tr("Per-token latency (cancelled)") : tr("Per-token latency"));
 }

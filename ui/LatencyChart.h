@@ -1,9 +1,10 @@
 // Live per-token latency of the current run: a line chart of every decoding step's wall time,
-// and beside it the time to first token (split into its stages once the run ends), tokens per
-// second, median and p95 step time and the total.
+// and beside it the time to first token split into its stages (known from the first token on),
+// tokens per second, median and p95 step time and the total.
 //
 //   chart->startRun();
 //   chart->addStep(update.step, update.stepMs, update.elapsedMs);   // per token
+//   chart->setStages(update.preprocessMs, update.visionMs, update.textEncoderMs);
 //   chart->refresh();                                               // at most ~30 times a second
 //   chart->finishRun(outcome.timings, outcome.cancelled);
 #pragma once
@@ -30,6 +31,8 @@ public:
 
     void startRun();
     void addStep(int step, double stepMs, double elapsedMs);
+    // The stages before the first token; a vision time of 0 means the features were reused.
+    void setStages(double preprocessMs, double visionMs, double textEncoderMs);
     // Pushes the steps added since the last refresh into the chart and the numbers.
     void refresh();
     void finishRun(const Timings& timings, bool cancelled);
@@ -42,6 +45,7 @@ protected:
 
 private:
     void updateStats();
+    void showStages(double preprocessMs, double visionMs, double textEncoderMs, bool reused);
     void applyPalette();
 
     QChart* m_chart = nullptr; // owned by m_view
@@ -65,6 +69,8 @@ private:
     double m_lastElapsedMs = 0;
     double m_maxMs = 0;
     bool m_finished = false;
+    bool m_stagesKnown = false;
+    double m_preprocessMs = 0, m_visionMs = 0, m_textEncoderMs = 0;
 };
 
 } // namespace florence::ui

@@ -91,6 +91,23 @@ QString itemCountText(const ParsedAnswer& a) {
     return n == 1 ? QObject::tr("1 item") : QObject::tr("%1 items").arg(n);
 }
 
+// What the About box says about a model when none is loaded yet: the bundled package's manifest.
+std::optional<ModelInfo> bundledModelInfo() {
+    const std::string dir = bundledModelDir();
+    if (dir.empty())
+        return std::nullopt;
+    try {
+        const Manifest m = readManifest(dir);
+        ModelInfo info;
+        info.dir = QString::fromStdString(dir);
+        info.name = QString::fromStdString(m.name);
+        info.source = QString::fromStdString(m.source);
+        return info;
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
 QString capitalized(const std::string& s) {
     QString q = QString::fromStdString(s);
     if (!q.isEmpty())
@@ -344,10 +361,29 @@ void MainWindow::createCentral() {
     m_cacheCheck->setObjectName(QStringLiteral("cacheCheck"));
     m_cacheCheck->setChecked(true);
     m_cacheCheck->setToolTip(tr("Off: the whole prefix runs through the decoder at every step"));
+    m_precisionCombo = new QComboBox(genBox);
+    m_precisionCombo->setObjectName(QStringLiteral("precisionCombo"));
+    for (const Precision p : {Precision::Float32, Precision::BFloat16})
+        m_precisionCombo->addItem(QString::fromLatin1(precisionName(p)), static_cast<int>(p));
+    m_precisionCombo->setToolTip(
+        tr("bfloat16 runs the linear layers with oneDNN's AVX512-BF16 kernels: faster on CPUs "
+           "that have them, and the answers can differ slightly from float32. Changing it "
+           "reloads the model."));
     auto* genLayout = new QFormLayout(genBox);
     genLayout->addRow(tr("Beams:"), m_beamsSpin);
     genLayout->addRow(tr("Max new tokens:"), m_maxTokensSpin);
+    genLayout->addRow(tr("Precision:"), m_precisionCombo);
     genLayout->addRow(m_cacheCheck);
+    connect(m_precisionCombo, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] {
+        // Before the first model request (settings being restored) there is nothing to reload:
+        // the first load uses the chosen precision.
+        if (m_requestedModelDir.isEmpty())
+            return;
+        if (m_modelReady && !m_modelLoading && m_modelInfo.precisionMode == chosenPrecision() &&
+            cleanDir(m_modelInfo.dir) == cleanDir(m_requestedModelDir))
+            return;
+        openModelPackage(m_requestedModelDir);
+    });
 
     m_runButton = new QPushButton(m_runAction->icon(), tr("Run"), controls);
     m_runButton->setObjectName(QStringLiteral("runButton"));
@@ -472,6 +508,12 @@ void MainWindow::restoreSettings() {
     m_beamsSpin->setValue(s.value(QStringLiteral("generation/beams"), 3).toInt());
     m_maxTokensSpin->setValue(s.value(QStringLiteral("generation/maxNewTokens"), 1024).toInt());
     m_cacheCheck->setChecked(s.value(QStringLiteral("generation/useCache"), true).toBool());
+    const int precision =
+        m_precisionCombo->findText(s.value(QStringLiteral("generation/precision"),
+                                           QLatin1String(precisionName(Precision::Float32)))
+                                       .toString());
+    if (precision >= 0)
+        m_precisionCombo->setCurrentIndex(precision);
     updateRecentMenu();
     const QString lastImage = s.value(QStringLiteral("files/lastImage")).toString();
     if (!lastImage.isEmpty() && QFileInfo::exists(lastImage))
@@ -493,6 +535,7 @@ void MainWindow::saveSettings() const {
     s.setValue(QStringLiteral("generation/beams"), m_beamsSpin->value());
     s.setValue(QStringLiteral("generation/maxNewTokens"), m_maxTokensSpin->value());
     s.setValue(QStringLiteral("generation/useCache"), m_cacheCheck->isChecked());
+    s.setValue(QStringLiteral("generation/precision"), m_precisionCombo->currentText());
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
@@ -587,16 +630,30 @@ void MainWindow::openModelPackage(const QString& dir) {
         !m_extraModels.contains(cleanDir(dir)))
         m_extraModels << cleanDir(dir);
     m_modelLoading = true;
+    m_requestedModelDir = dir;
     // Queued behind any run still finishing on the engine thread; the worker never runs two
     // things at once.
     QMetaObject::invokeMethod(
-        m_worker.get(), [w = m_worker.get(), dir] { w->loadModel(dir); }, Qt::QueuedConnection);
+        m_worker.get(),
+        [w = m_worker.get(), dir, precision = chosenPrecision()] { w->loadModel(dir, precision); },
+        Qt::QueuedConnection);
     updateActions();
+}
+
+Precision MainWindow::chosenPrecision() const {
+    return static_cast<Precision>(m_precisionCombo->currentData().toInt());
+}
+
+void MainWindow::setPrecision(Precision precision) {
+    // The combo's change handler reloads the model, as when the user picks it.
+    const int index = m_precisionCombo->findData(static_cast<int>(precision));
+    if (index >= 0)
+        m_precisionCombo->setCurrentIndex(index);
 }
 
 void MainWindow::onModelLoading(const QString& dir) {
     m_statusModel->setText(tr("Loading model from %1…").arg(QDir::toNativeSeparators(dir)));
-    m_modelLabel->setText(tr("Loading…"));
+    m_modelLabel->setText(tr("Loading (%1)…").arg(m_precisionCombo->currentText()));
 }
 
 void MainWindow::onModelLoaded(const ModelInfo& info) {
@@ -605,7 +662,9 @@ void MainWindow::onModelLoaded(const ModelInfo& info) {
     m_modelLoading = false;
     const QString desc = describeModel(info);
     m_modelLabel->setText(tr("%1\nloaded in %2").arg(desc, ms(info.loadMs)));
-    m_modelLabel->setToolTip(QDir::toNativeSeparators(info.dir));
+    m_modelLabel->setToolTip(tr("%1\n\n%2\n\nPackage: %3")
+                                 .arg(explainModelWeights(info), importCheckpointHint(),
+                                      QDir::toNativeSeparators(info.dir)));
     m_statusModel->setText(desc);
     m_maxTokensSpin->setMaximum(std::max(1, info.maxPositions));
     addModelEntry(info.dir, m_modelCombo->currentText(), true);
@@ -618,6 +677,13 @@ void MainWindow::onModelFailed(const QString& dir, const QString& message) {
     m_modelLoading = false;
     showMessage(
         tr("Could not load the model in %1: %2").arg(QDir::toNativeSeparators(dir), message), true);
+    if (m_modelReady && cleanDir(dir) == cleanDir(m_requestedModelDir)) {
+        // The model in use stays, and so does the precision it runs in.
+        m_requestedModelDir = m_modelInfo.dir;
+        const QSignalBlocker block(m_precisionCombo);
+        m_precisionCombo->setCurrentIndex(
+            m_precisionCombo->findData(static_cast<int>(m_modelInfo.precisionMode)));
+    }
     if (m_modelReady) {
         m_modelLabel->setText(describeModel(m_modelInfo));
         m_statusModel->setText(describeModel(m_modelInfo));
@@ -919,9 +985,10 @@ void MainWindow::onToken(const TokenUpdate& u) {
     if (!m_resultsCleared)
         beginResults();
     ++m_tokensReceived;
-    if (m_activeKind == RunKind::Single)
+    if (m_activeKind == RunKind::Single) {
         m_latency->addStep(u.step, u.stepMs, u.elapsedMs);
-    else
+        m_latency->setStages(u.preprocessMs, u.visionMs, u.textEncoderMs);
+    } else
         m_compare->addStep(u.pass, u.step, u.stepMs);
     if (u.pass == 0) {
         // Parsing the partial text each token: a box appears as soon as its fourth location
@@ -986,8 +1053,9 @@ void MainWindow::onRunFinished(const RunOutcome& o) {
         return; // compareFinished ends the run
     }
     if (!m_resultsCleared) {
-        // Cancelled before the first token: what was shown before stays.
-        finishRun(tr("Cancelled"), true);
+        // Cancelled before the first token (still queued, or between the engine's stages):
+        // what was shown before stays.
+        finishRun(tr("Cancelled before the first token"), true);
         emit runCompleted(true);
         return;
     }
@@ -1228,25 +1296,54 @@ ImportDialog* MainWindow::showImportDialog() {
     return dlg;
 }
 
+QString MainWindow::firstRunImage(const QString& samplesDir) {
+    if (samplesDir.isEmpty())
+        return {};
+    const QDir samples(samplesDir);
+    const QDir scenes(samples.filePath(QStringLiteral("scenes")));
+    if (scenes.exists()) {
+        const QStringList pngs =
+            scenes.entryList({QStringLiteral("*.png")}, QDir::Files | QDir::Readable, QDir::Name);
+        if (!pngs.isEmpty())
+            return scenes.filePath(pngs.constFirst());
+    }
+    const QString pier = samples.filePath(QStringLiteral("pier.png"));
+    return QFileInfo::exists(pier) ? pier : QString();
+}
+
 QString MainWindow::aboutText() const {
+    // The model paragraph comes from the manifest of the model in use (before the first load:
+    // of the bundled one), so a demo model, random weights and a real checkpoint each get the
+    // right expectations.
+    const QString bundledDir = cleanDir(QString::fromStdString(bundledModelDir()));
+    std::optional<ModelInfo> model;
+    if (m_modelReady)
+        model = m_modelInfo;
+    else
+        model = bundledModelInfo();
+    QString modelParagraph = tr("<p>No model is loaded.</p>");
+    if (model)
+        modelParagraph = tr("<p><b>%1</b> %2</p>")
+                             .arg(!bundledDir.isEmpty() && cleanDir(model->dir) == bundledDir
+                                      ? tr("The bundled model:")
+                                      : tr("The loaded model:"),
+                                  explainModelWeights(*model).toHtmlEscaped());
     return tr("<h3>Florence Studio %1</h3>"
               "<p>A desktop studio for Microsoft's Florence-2 vision-language model: captions, "
               "detection, grounding, segmentation and OCR, with live token streaming and "
               "latency measurements.</p>"
               "<p><b>Runtime:</b> %2</p>"
-              "<p><b>The bundled model</b> is a tiny Florence-2 (Florence-2's architecture at a "
-              "reduced size) with <i>random weights</i>. It exercises the whole pipeline—image "
-              "preprocessing, vision encoder, text encoder, KV-cached beam search, parsing and "
-              "overlays—but its answers are nonsense text.</p>"
-              "<p><b>For real answers</b>, import a real checkpoint: download "
+              "%3"
+              "<p><b>For real answers on photographs</b>, import a real checkpoint: download "
               "<code>microsoft/Florence-2-base</code> or <code>Florence-2-large</code> from "
               "Hugging Face (for example <code>git clone "
               "https://huggingface.co/microsoft/Florence-2-base</code>), then choose "
               "<i>File › Import Hugging Face Model…</i> and pick that folder. The converted "
-              "package is stored in <code>%3</code> and appears in the model list. From a "
-              "terminal: <code>florence-studio-cli import --hf DIR --out PKG</code>.</p>")
+              "package is stored in <code>%4</code> and appears in the model list. From a "
+              "terminal: <code>florence-studio-cli import --hf DIR --out PKG</code>. Importing "
+              "needs PyTorch for the system Python (the <code>python3-torch</code> package).</p>")
         .arg(QStringLiteral(FLORENCE_VERSION),
-             QString::fromStdString(runtimeSummary()).toHtmlEscaped(),
+             QString::fromStdString(runtimeSummary()).toHtmlEscaped(), modelParagraph,
              QDir::toNativeSeparators(QString::fromStdString(userModelsDir())).toHtmlEscaped());
 }
 

@@ -80,11 +80,20 @@ public:
     int tokensReceived() const { return m_tokensReceived; }
     QStringList recentFiles() const { return m_recentFiles; }
     QString aboutText() const;
+    // The precision chosen in the Generation group (the model in use may still be loading it).
+    Precision chosenPrecision() const;
+    // The image a first start shows: the first PNG of `samplesDir`/scenes (sample scenes the
+    // bundled demo model understands) when that folder has one, else `samplesDir`/pier.png;
+    // "" when neither exists.
+    static QString firstRunImage(const QString& samplesDir);
 
     ImageView* imageView() const { return m_view; }
     ResultsPanel* resultsPanel() const { return m_results; }
     LatencyChart* latencyChart() const { return m_latency; }
     CompareView* compareView() const { return m_compare; }
+    // For tests that must act on the engine thread at a precise moment (e.g. between runStarted
+    // and the first stage); everything else goes through the window's slots.
+    EngineWorker* engineWorker() const { return m_worker.get(); }
 
     // Shows `text` as if a run of `task` had generated it: the same path streamed tokens and
     // finished runs take (parse, table, overlay), without the model. Used by tests and demos.
@@ -99,6 +108,8 @@ public slots:
     void setTask(const QString& token);
     void setTaskText(const QString& text);
     void setRegion(const QRectF& imageRect);
+    // Reloads the current model with `precision` (cancelling a run in flight).
+    void setPrecision(florence::Precision precision);
     bool startRun();
     bool startComparison();
     void cancelRun();
@@ -178,6 +189,7 @@ private:
     QSpinBox* m_beamsSpin = nullptr;
     QSpinBox* m_maxTokensSpin = nullptr;
     QCheckBox* m_cacheCheck = nullptr;
+    QComboBox* m_precisionCombo = nullptr;
     QPushButton* m_runButton = nullptr;
     QPushButton* m_cancelButton = nullptr;
     QPushButton* m_compareButton = nullptr;
@@ -229,6 +241,7 @@ private:
     bool m_ignoreEos = false;
 
     // Model.
+    QString m_requestedModelDir; // the package last sent to the worker; "" before the first
     ModelInfo m_modelInfo;
     bool m_modelReady = false;
     bool m_modelLoading = false;

@@ -45,6 +45,11 @@ struct TokenUpdate {
     std::string text;     // best hypothesis so far
     double stepMs = 0;
     double elapsedMs = 0; // since the run started (the first one is the time to first token)
+    // The stages before decoding (the same in every update of a run; 0 for a skipped stage,
+    // e.g. the vision encoder when the image features were reused).
+    double preprocessMs = 0;
+    double visionMs = 0;
+    double textEncoderMs = 0;
 };
 
 struct RunOutcome {
@@ -71,8 +76,10 @@ struct CompareOutcome {
 
 struct ModelInfo {
     QString dir;
-    QString name;
-    QString precision;
+    QString name;   // the manifest's name, e.g. "florence2-tiny (random weights, seed 1234)"
+    QString source; // the manifest's account of where the weights came from
+    Precision precisionMode = Precision::Float32; // how the weights are run
+    QString precision;                            // precisionName(precisionMode)
     qint64 parameterCount = 0;
     int maxPositions = 0;
     double loadMs = 0;
@@ -84,6 +91,13 @@ void registerWorkerTypes();
 
 // "florence2-tiny (random init) · 12.3 M parameters · float32"
 QString describeModel(const ModelInfo& info);
+
+// What kind of weights these are and what answers to expect, from the manifest's name and
+// source: a demo model trained on synthetic scenes, random weights, or a real checkpoint.
+// Plain text, one or two sentences.
+QString explainModelWeights(const ModelInfo& info);
+// How to get real answers: importing a Hugging Face checkpoint from the app or the CLI.
+QString importCheckpointHint();
 
 } // namespace florence::ui
 

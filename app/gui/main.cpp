@@ -140,6 +140,9 @@ int main(int argc, char** argv) {
     parser.process(*application); // exits after --help / --version
     auto& app = static_cast<QApplication&>(*application);
     QApplication::setApplicationDisplayName(QStringLiteral("Florence Studio"));
+    // The packaging's .desktop file id: lets Wayland compositors and docks match the window to
+    // its launcher (icon, name, grouping).
+    QGuiApplication::setDesktopFileName(QStringLiteral("invalid.example.FlorenceStudio"));
     QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/florence-studio.svg")));
 
     if (parser.isSet(darkOpt))
@@ -162,9 +165,11 @@ int main(int argc, char** argv) {
     if (!image.isEmpty()) {
         window.openImageFile(image);
     } else if (!window.hasImage()) {
+        // First start (no image restored from the settings): a sample the bundled model can
+        // answer on.
         const QString sample =
-            QString::fromStdString(florence::samplesDir()) + QStringLiteral("/pier.png");
-        if (QFileInfo::exists(sample))
+            florence::ui::MainWindow::firstRunImage(QString::fromStdString(florence::samplesDir()));
+        if (!sample.isEmpty())
             window.openImageFile(sample);
     }
     if (parser.isSet(taskOpt))

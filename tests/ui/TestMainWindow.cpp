@@ -3,6 +3,7 @@
 // assertion needs a known answer, the answer goes through the same token/finish path a run
 // takes (MainWindow::showAnswerText).
 #include "CompareView.h"
+#include "EngineWorker.h"
 #include "ImageView.h"
 #include "ImportDialog.h"
 #include "LatencyChart.h"
@@ -30,6 +31,8 @@
 #include <QPlainTextEdit>
 #include <QRadioButton>
 #include <QRegularExpression>
+#include <QScopeGuard>
+#include <QSemaphore>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -41,6 +44,7 @@
 
 #include <memory>
 
+using florence::ui::EngineWorker;
 using florence::ui::MainWindow;
 
 namespace {
@@ -81,6 +85,9 @@ private slots:
     void detectionRunFillsTableAndOverlayEndToEnd();
     void knownAnswerFillsTableHighlightsAndExports();
     void cancelMidRunWithEscape();
+    void cancelBeforeFirstTokenKeepsResults();
+    void stageTimingsShowFromFirstToken();
+    void precisionSwitchReloadsModel();
     void newRunWhileRunningReplacesTheOldOne();
     void closeMidRunDoesNotHang();
     void regionTaskByMouseDrag();
@@ -94,12 +101,16 @@ private slots:
     void zoomShortcuts();
     void settingsPersist();
     void aboutExplainsBundledModel();
+    void demoModelIsDescribedFromItsManifest();
+    void firstRunImagePrefersSampleScenes();
     void importDialogCancelsAndImports();
 
 private:
     std::unique_ptr<MainWindow> makeWindow();
     void setSpin(const char* name, int value);
     void pressKey(Qt::Key key, Qt::KeyboardModifiers mods = Qt::NoModifier);
+
+    bool isDuration(const char* labelName);
 
     QTemporaryDir m_tmp;
     std::unique_ptr<MainWindow> m_w;
@@ -155,6 +166,13 @@ void TestMainWindow::setSpin(const char* name, int value) {
     QVERIFY(spin);
     spin->setValue(value);
     QCOMPARE(spin->value(), value);
+}
+
+bool TestMainWindow::isDuration(const char* labelName) {
+    // "12.3 ms" or, on a busy machine, "12.34 s": a measured duration, not the placeholder.
+    static const QRegularExpression duration("^\\d+(\\.\\d+)? m?s$");
+    auto* label = child<QLabel>(m_w.get(), labelName);
+    return label && duration.match(label->text()).hasMatch();
 }
 
 void TestMainWindow::pressKey(Qt::Key key, Qt::KeyboardModifiers mods) {
@@ -294,6 +312,158 @@ void TestMainWindow::cancelMidRunWithEscape() {
     QVERIFY(m_w->startRun());
     QTRY_COMPARE_WITH_TIMEOUT(done.count(), 2, kRunTimeoutMs);
     QCOMPARE(done.at(1).at(0).toBool(), false);
+}
+
+void TestMainWindow::cancelBeforeFirstTokenKeepsResults() {
+    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    m_w->showAnswerText("<OD>", "</s><s>car<loc_52><loc_333><loc_932><loc_774></s>");
+    auto* table = child<QTableWidget>(m_w.get(), "itemsTable");
+    auto* raw = child<QPlainTextEdit>(m_w.get(), "rawText");
+    auto* status = child<QLabel>(m_w.get(), "statusRun");
+    auto resultsKept = [&] {
+        return table->rowCount() == 1 && m_w->imageView()->overlayItemCount() == 1 &&
+               raw->toPlainText().contains("car<loc_52>") &&
+               child<QLabel>(m_w.get(), "resultSummary")->text().startsWith("<OD>");
+    };
+    QVERIFY(resultsKept());
+    m_w->setTask("<CAPTION>");
+    setSpin("maxTokensSpin", 5);
+    QSignalSpy tokens(m_w.get(), &MainWindow::tokenArrived);
+    QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
+
+    EngineWorker* worker = m_w->engineWorker();
+    QVERIFY(worker);
+    // Keeps the engine thread busy until released, so a request sent meanwhile stays queued.
+    auto holdEngine = [worker] {
+        auto gate = std::make_shared<QSemaphore>(0);
+        QMetaObject::invokeMethod(
+            worker, [gate] { gate->acquire(); }, Qt::QueuedConnection);
+        return qScopeGuard([gate] { gate->release(); });
+    };
+
+    // Esc right after Run, while the request is still queued for the engine thread.
+    {
+        auto release = holdEngine();
+        QVERIFY(m_w->startRun());
+        pressKey(Qt::Key_Escape);
+    }
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, 30'000);
+    QCOMPARE(done.at(0).at(0).toBool(), true);
+    QCOMPARE(tokens.count(), 0);
+    QVERIFY2(status->text().contains("Cancelled"), qPrintable(status->text()));
+    QVERIFY(resultsKept());
+    QVERIFY(!m_w->isRunning());
+    QVERIFY(child<QAbstractButton>(m_w.get(), "runButton")->isEnabled());
+
+    // Cancelled inside the engine, before its first stage ends: the cancel lands as soon as the
+    // worker has taken the request (it has checked the flag and announced the run), so the
+    // engine itself returns a cancelled result without tokens.
+    MainWindow* window = m_w.get();
+    const QMetaObject::Connection hook = connect(
+        worker, &EngineWorker::runStarted, worker,
+        [window](quint64) {
+            QMetaObject::invokeMethod(window, &MainWindow::cancelRun, Qt::BlockingQueuedConnection);
+        },
+        Qt::DirectConnection);
+    QVERIFY(m_w->startRun());
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 2, kRunTimeoutMs);
+    disconnect(hook);
+    QCOMPARE(done.at(1).at(0).toBool(), true);
+    QCOMPARE(tokens.count(), 0);
+    QVERIFY2(status->text().contains("Cancelled"), qPrintable(status->text()));
+    QVERIFY(resultsKept());
+
+    // The same for a comparison cancelled while queued.
+    QSignalSpy compared(m_w.get(), &MainWindow::comparisonCompleted);
+    {
+        auto release = holdEngine();
+        QVERIFY(m_w->startComparison());
+        pressKey(Qt::Key_Escape);
+    }
+    QTRY_COMPARE_WITH_TIMEOUT(compared.count(), 1, 30'000);
+    QVERIFY(!m_w->isRunning());
+    QVERIFY2(status->text().contains("cancelled"), qPrintable(status->text()));
+    QVERIFY(resultsKept());
+
+    // The window still runs afterwards, and the new answer replaces the kept one.
+    QVERIFY(m_w->startRun());
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 3, kRunTimeoutMs);
+    QCOMPARE(done.at(2).at(0).toBool(), false);
+    QVERIFY(tokens.count() >= 1);
+    QVERIFY(!raw->toPlainText().contains("car<loc_52>"));
+}
+
+void TestMainWindow::stageTimingsShowFromFirstToken() {
+    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    m_w->setTask("<CAPTION>");
+    m_w->setIgnoreEos(true);
+    setSpin("maxTokensSpin", 1024);
+    QSignalSpy tokens(m_w.get(), &MainWindow::tokenArrived);
+    QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
+    QVERIFY(m_w->startRun());
+    QCOMPARE(child<QLabel>(m_w.get(), "visionLabel")->text(), QString("–"));
+    QTRY_VERIFY_WITH_TIMEOUT(tokens.count() >= 1, kRunTimeoutMs);
+    QTRY_VERIFY_WITH_TIMEOUT(isDuration("visionLabel"), 5'000);
+    QVERIFY(isDuration("preprocessLabel"));
+    QVERIFY(isDuration("textEncoderLabel"));
+    QVERIFY(isDuration("ttftLabel"));
+    QVERIFY2(m_w->isRunning(), "the stages must show while generating, not only at the end");
+    m_w->cancelRun();
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, 30'000);
+
+    // The same image again: the engine reuses its features and the split says so at once.
+    QVERIFY(m_w->startRun());
+    QTRY_VERIFY_WITH_TIMEOUT(m_w->tokensReceived() >= 1, kRunTimeoutMs);
+    QTRY_VERIFY_WITH_TIMEOUT(child<QLabel>(m_w.get(), "visionLabel")->text().contains("reused"),
+                             5'000);
+    QVERIFY(isDuration("textEncoderLabel"));
+    QVERIFY(m_w->isRunning());
+    m_w->cancelRun();
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 2, 30'000);
+}
+
+void TestMainWindow::precisionSwitchReloadsModel() {
+    auto* combo = child<QComboBox>(m_w.get(), "precisionCombo");
+    auto* label = child<QLabel>(m_w.get(), "modelLabel");
+    QVERIFY(combo);
+    QCOMPARE(combo->currentText(), QString("float32"));
+    QCOMPARE(m_w->modelInfo().precision, QString("float32"));
+    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    m_w->setTask("<CAPTION>");
+    m_w->setIgnoreEos(true);
+    setSpin("maxTokensSpin", 1024);
+    QSignalSpy tokens(m_w.get(), &MainWindow::tokenArrived);
+    QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
+    QSignalSpy ready(m_w.get(), &MainWindow::modelReady);
+    QVERIFY(m_w->startRun());
+    QTRY_VERIFY_WITH_TIMEOUT(tokens.count() >= 2, kRunTimeoutMs);
+
+    // Switching mid-run, from the keyboard: the run is cancelled, then the model reloads.
+    combo->setFocus();
+    QTest::keyClick(combo, Qt::Key_Down);
+    QCOMPARE(combo->currentText(), QString("bfloat16"));
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, 30'000);
+    QCOMPARE(done.at(0).at(0).toBool(), true);
+    QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 1, 60'000);
+    QCOMPARE(m_w->modelInfo().precision, QString("bfloat16"));
+    QVERIFY2(label->text().contains("bfloat16"), qPrintable(label->text()));
+    QVERIFY(child<QLabel>(m_w.get(), "statusModel")->text().contains("bfloat16"));
+
+    // The bfloat16 model runs to the end.
+    m_w->setIgnoreEos(false);
+    setSpin("maxTokensSpin", 8);
+    const int before = tokens.count();
+    QVERIFY(m_w->startRun());
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 2, kRunTimeoutMs);
+    QCOMPARE(done.at(1).at(0).toBool(), false);
+    QVERIFY(tokens.count() > before);
+    QVERIFY(!child<QPlainTextEdit>(m_w.get(), "rawText")->toPlainText().isEmpty());
+
+    // And back: float32 again, without a run in flight.
+    m_w->setPrecision(florence::Precision::Float32);
+    QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 2, 60'000);
+    QCOMPARE(m_w->modelInfo().precision, QString("float32"));
+    QVERIFY2(label->text().contains("float32"), qPrintable(label->text()));
 }
 
 void TestMainWindow::newRunWhileRunningReplacesTheOldOne() {
@@ -523,6 +693,9 @@ void TestMainWindow::settingsPersist() {
     setSpin("beamsSpin", 2);
     setSpin("maxTokensSpin", 77);
     child<QAbstractButton>(m_w.get(), "cacheCheck")->setChecked(false);
+    QSignalSpy reloaded(m_w.get(), &MainWindow::modelReady);
+    m_w->setPrecision(florence::Precision::BFloat16);
+    QTRY_COMPARE_WITH_TIMEOUT(reloaded.count(), 1, 60'000);
     m_w->close();
     m_w.reset();
     m_w = makeWindow();
@@ -530,6 +703,9 @@ void TestMainWindow::settingsPersist() {
     QCOMPARE(child<QSpinBox>(m_w.get(), "beamsSpin")->value(), 2);
     QCOMPARE(child<QSpinBox>(m_w.get(), "maxTokensSpin")->value(), 77);
     QVERIFY(!child<QAbstractButton>(m_w.get(), "cacheCheck")->isChecked());
+    // The model is loaded in the saved precision from the start.
+    QCOMPARE(child<QComboBox>(m_w.get(), "precisionCombo")->currentText(), QString("bfloat16"));
+    QCOMPARE(m_w->modelInfo().precision, QString("bfloat16"));
     QVERIFY(m_w->imagePath().endsWith("coffee.png"));
     QVERIFY(m_w->recentFiles().value(0).endsWith("coffee.png"));
 }
@@ -538,8 +714,75 @@ void TestMainWindow::aboutExplainsBundledModel() {
     const QString about = m_w->aboutText();
     QVERIFY(about.contains(QStringLiteral(FLORENCE_VERSION_FOR_TEST)));
     QVERIFY(about.contains("random weights"));
+    QVERIFY(about.contains("nonsense"));
+    QVERIFY(about.contains("The bundled model"));
+    QVERIFY(!about.contains("synthetic scenes"));
     QVERIFY(about.contains("Import Hugging Face Model"));
+    QVERIFY(about.contains("florence-studio-cli import --hf DIR --out PKG"));
+    QVERIFY(about.contains("python3-torch"));
     QVERIFY(about.contains("LibTorch"));
+    // The model panel says the same where the model is shown.
+    const QString tip = child<QLabel>(m_w.get(), "modelLabel")->toolTip();
+    QVERIFY2(tip.contains("nonsense"), qPrintable(tip));
+    QVERIFY(tip.contains("florence-studio-cli import --hf DIR --out PKG"));
+    QVERIFY(tip.contains("python3-torch"));
+}
+
+void TestMainWindow::demoModelIsDescribedFromItsManifest() {
+    // The bundled package's files under a manifest that names a demo model, as the demo
+    // trainer's package does.
+    const QDir bundled(QString::fromStdString(florence::bundledModelDir()));
+    const QString dir = m_tmp.filePath("demo-package");
+    QVERIFY(QDir().mkpath(dir));
+    for (const QString& f : bundled.entryList(QDir::Files))
+        if (f != "manifest.json")
+            QVERIFY(QFile::link(bundled.filePath(f), QDir(dir).filePath(f)));
+    QFile in(bundled.filePath("manifest.json"));
+    QVERIFY(in.open(QIODevice::ReadOnly));
+    QJsonObject manifest = QJsonDocument::fromJson(in.readAll()).object();
+    manifest["name"] = "florence2-demo-shapes";
+    manifest["source"] = "tools/demo/train.py";
+    QFile out(QDir(dir).filePath("manifest.json"));
+    QVERIFY(out.open(QIODevice::WriteOnly));
+    out.write(QJsonDocument(manifest).toJson());
+    out.close();
+
+    QSignalSpy ready(m_w.get(), &MainWindow::modelReady);
+    m_w->openModelPackage(dir);
+    QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 1, 60'000);
+    QCOMPARE(m_w->modelInfo().name, QString("florence2-demo-shapes"));
+    const QString tip = child<QLabel>(m_w.get(), "modelLabel")->toolTip();
+    QVERIFY2(tip.contains("synthetic scenes of simple shapes, colors and printed words"),
+             qPrintable(tip));
+    QVERIFY(tip.contains("not on photographs"));
+    QVERIFY(!tip.contains("nonsense"));
+    QVERIFY(tip.contains("florence-studio-cli import --hf DIR --out PKG"));
+    const QString about = m_w->aboutText();
+    QVERIFY(about.contains("The loaded model"));
+    QVERIFY(about.contains("synthetic scenes"));
+    QVERIFY(!about.contains("nonsense"));
+    QVERIFY(about.contains("Import Hugging Face Model"));
+}
+
+void TestMainWindow::firstRunImagePrefersSampleScenes() {
+    const QDir samples(m_tmp.filePath("samples"));
+    QVERIFY(QDir().mkpath(samples.path()));
+    QCOMPARE(MainWindow::firstRunImage(samples.path()), QString());
+    QCOMPARE(MainWindow::firstRunImage(QString()), QString());
+    QVERIFY(QFile::copy(samplePath("pier.png"), samples.filePath("pier.png")));
+    QCOMPARE(MainWindow::firstRunImage(samples.path()), samples.filePath("pier.png"));
+    // A scenes folder without PNGs changes nothing.
+    QVERIFY(samples.mkdir("scenes"));
+    QFile notes(samples.filePath("scenes/ground_truth.json"));
+    QVERIFY(notes.open(QIODevice::WriteOnly));
+    notes.close();
+    QCOMPARE(MainWindow::firstRunImage(samples.path()), samples.filePath("pier.png"));
+    // With scenes: the first by name.
+    QVERIFY(QFile::copy(samplePath("coffee.png"), samples.filePath("scenes/scene_01.png")));
+    QVERIFY(QFile::copy(samplePath("pier.png"), samples.filePath("scenes/scene_00.png")));
+    const QString first = MainWindow::firstRunImage(samples.path());
+    QCOMPARE(first, samples.filePath("scenes/scene_00.png"));
+    QVERIFY(m_w->openImageFile(first));
 }
 
 void TestMainWindow::importDialogCancelsAndImports() {
