@@ -64,6 +64,18 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> Tensor:
     return torch.matmul(scores.softmax(dim=-1), v)
 
 
+def feed_forward(x: Tensor, w1: Tensor, b1: Optional[Tensor], w2: Tensor,
+                 b2: Optional[Tensor]) -> Tensor:
+    """fc1, GELU, fc2 (the original uses exact GELU in both towers)."""
+    if w1.dtype == torch.bfloat16:
+        # The hidden layer is four times wider than the input: it stays bfloat16 between the two
+        # products instead of going to float32 and back.
+        h = F.gelu(F.linear(x.to(torch.bfloat16), w1, b1.to(torch.bfloat16) if b1 is not None else None))
+        out = F.linear(h, w2, b2.to(torch.bfloat16) if b2 is not None else None)
+        return out.to(torch.float32)
+    return linear(F.gelu(linear(x, w1, b1)), w2, b2)
+
+
 # --------------------------------------------------------------------------------------------
 # Vision tower (DaViT)
 # --------------------------------------------------------------------------------------------
@@ -129,8 +141,8 @@ class Mlp(nn.Module):
         self.net.add_module("fc2", nn.Linear(hidden, dim))
 
     def forward(self, x: Tensor) -> Tensor:
-        x = linear(x, self.net.fc1.weight, self.net.fc1.bias)
-        return linear(F.gelu(x), self.net.fc2.weight, self.net.fc2.bias)
+        return feed_forward(x, self.net.fc1.weight, self.net.fc1.bias, self.net.fc2.weight,
+                            self.net.fc2.bias)
 
 
 class ResidualMlp(nn.Module):
@@ -345,10 +357,6 @@ class VisionEncoder(nn.Module):
 # --------------------------------------------------------------------------------------------
 
 
-def gelu(x: Tensor) -> Tensor:
-    return F.gelu(x)
-
-
 class Attention(nn.Module):
     def __init__(self, dim: int, heads: int):
         super().__init__()
@@ -395,7 +403,7 @@ class EncoderLayer(nn.Module):
         return self.final_layer_norm(x + self.ffn(x))
 
     def ffn(self, x: Tensor) -> Tensor:
-        return linear(gelu(linear(x, self.fc1.weight, self.fc1.bias)), self.fc2.weight, self.fc2.bias)
+        return feed_forward(x, self.fc1.weight, self.fc1.bias, self.fc2.weight, self.fc2.bias)
 
 
 class DecoderLayer(nn.Module):
@@ -424,7 +432,7 @@ class DecoderLayer(nn.Module):
         return self.final_layer_norm(x + self.ffn(x))
 
     def ffn(self, x: Tensor) -> Tensor:
-        return linear(gelu(linear(x, self.fc1.weight, self.fc1.bias)), self.fc2.weight, self.fc2.bias)
+        return feed_forward(x, self.fc1.weight, self.fc1.bias, self.fc2.weight, self.fc2.bias)
 
 
 POSITION_OFFSET = 2  # BART's learned positions start at row 2
