@@ -1,0 +1,292 @@
+"""Evaluates an exported model package on held-out synthetic scenes.
+
+    /usr/bin/python3 tools/demo/evaluate.py --package /tmp/demo-pkg --n 200 --seed 1001
+    /usr/bin/python3 tools/demo/evaluate.py --package /tmp/demo-pkg --data tests/engine/data/scenes
+
+Runs the package's TorchScript modules (vision.pt, text_encoder.pt, decoder.pt) the way the C++
+engine does: PIL bicubic resize to the package's input size, mean/std from manifest.json,
+greedy decoding with the cached decoder step, decoder start </s>, forced <s> first and </s> at
+the length limit, no-repeat-ngram 3. Scenes come from scenes.py with a seed training never used
+(training draws from random.Random(1)), or from a folder with ground_truth.json.
+
+Metrics:
+- caption: the set of (colour, shape) pairs named in <CAPTION> equals the scene's set;
+- detection: mAP@0.5 of <OD> over the four shape classes (greedy output, every box score 1);
+- OCR: <OCR> equals the word, on scenes with a word; empty answers on scenes without one;
+- also: <OCR_WITH_REGION> (text right and quad IoU >= 0.5), <REGION_TO_CATEGORY> (colour and
+  shape right for a ground-truth box), <CAPTION_TO_PHRASE_GROUNDING> (every phrase of the full
+  caption found with IoU >= 0.5), <DETAILED_CAPTION> (exact text).
+"""
+import argparse
+import json
+import os
+import random
+import re
+import sys
+import time
+
+import torch
+from PIL import Image
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import bpe  # noqa: E402
+import scenes  # noqa: E402
+
+LOC_RE = re.compile(r"<loc_(\d+)>")
+
+
+class Package:
+    def __init__(self, folder):
+        with open(os.path.join(folder, "manifest.json")) as f:
+            self.manifest = json.load(f)
+        self.vision = torch.jit.load(os.path.join(folder, "vision.pt")).float().eval()
+        self.text = torch.jit.load(os.path.join(folder, "text_encoder.pt")).float().eval()
+        self.decoder = torch.jit.load(os.path.join(folder, "decoder.pt")).float().eval()
+        self.tok = bpe.Tokenizer(folder)
+        im = self.manifest["image"]
+        self.size = im["width"]
+        self.mean = torch.tensor(im["mean"]).view(1, 3, 1, 1)
+        self.std = torch.tensor(im["std"]).view(1, 3, 1, 1)
+
+    def pixels(self, img):
+        img = img.convert("RGB")
+        if img.size != (self.size, self.size):
+            img = img.resize((self.size, self.size), resample=Image.BICUBIC)
+        t = torch.frombuffer(bytearray(img.tobytes()), dtype=torch.uint8).view(
+            self.size, self.size, 3).permute(2, 0, 1).float().unsqueeze(0) / 255.0
+        return (t - self.mean) / self.std
+
+    def features(self, img):
+        with torch.no_grad():
+            return self.vision(self.pixels(img))
+
+    def generate(self, feats, prompt, max_new=128, ngram=3):
+        ids = torch.tensor([self.tok.prompt(prompt)])
+        with torch.no_grad():
+            enc = self.text(feats, ids, torch.ones_like(ids))
+            enc_mask = torch.ones(1, enc.shape[1], dtype=torch.long)
+            cross = self.decoder.cross_kv(enc)
+            cache = self.decoder.new_cache(1, max_new + 2)
+            seq = [2]
+            for past in range(max_new + 1):
+                logits, cache = self.decoder.step(torch.tensor([[seq[-1]]]), past, cache, cross, enc_mask)
+                logits = logits[0].clone()
+                if len(seq) == 1:
+                    nxt = 0
+                elif len(seq) >= max_new:
+                    nxt = 2
+                else:
+                    if ngram and len(seq) >= ngram:
+                        prefix = tuple(seq[len(seq) - ngram + 1:])
+                        for i in range(len(seq) - ngram + 1):
+                            if tuple(seq[i:i + ngram - 1]) == prefix:
+                                logits[seq[i + ngram - 1]] = -float("inf")
+                    nxt = int(logits.argmax())
+                seq.append(nxt)
+                if nxt == 2:
+                    break
+        text = self.tok.decode(seq)
+        return text.replace("</s>", "").replace("<s>", "")
+
+
+def to_px(b, size):
+    return (b + 0.5) * size / 1000.0
+
+
+def parse_boxes(text, size, n=4):
+    """label<loc>*n groups -> [(label, [coords])], like the original post-processor."""
+    out = []
+    pat = re.compile(r"([^<]*(?:<(?!loc_)[^<]*)*)((?:<loc_\d+>){%d})" % n)
+    for m in pat.finditer(text):
+        vals = [to_px(int(v), size) for v in LOC_RE.findall(m.group(2))]
+        out.append((m.group(1).strip(), vals))
+    return out
+
+
+def iou(a, b):
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    u = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / u if u > 0 else 0.0
+
+
+def pairs_in(text):
+    cols = "|".join(scenes.COLORS)
+    shp = "|".join(scenes.SHAPES)
+    return set(re.findall(r"\b(%s) (%s)\b" % (cols, shp), text.lower()))
+
+
+def average_precision(preds, gts):
+    """preds: [(img, box)] in output order (all score 1); gts: {img: [box]}."""
+    npos = sum(len(v) for v in gts.values())
+    if npos == 0:
+        return None
+    used = {k: [False] * len(v) for k, v in gts.items()}
+    tp = []
+    for img, box in preds:
+        best, bi = 0.0, -1
+        for j, g in enumerate(gts.get(img, [])):
+            o = iou(box, g)
+            if o > best:
+                best, bi = o, j
+        if best >= 0.5 and not used[img][bi]:
+            used[img][bi] = True
+            tp.append(1)
+        else:
+            tp.append(0)
+    # all predictions share one score: a single operating point
+    ctp = sum(tp)
+    recall = ctp / npos
+    precision = ctp / len(tp) if tp else 0.0
+    return precision * recall
+
+
+def load_set(args):
+    items = []
+    if args.data:
+        with open(os.path.join(args.data, "ground_truth.json")) as f:
+            gt = json.load(f)
+        for e in gt["scenes"]:
+            items.append((Image.open(os.path.join(args.data, e["file"])).convert("RGB"), e))
+    else:
+        rng = random.Random(args.seed)
+        for _ in range(args.n):
+            sc = scenes.make_scene(rng)
+            items.append((scenes.render(sc, args.render_size), scenes.ground_truth(sc, args.render_size)))
+    return items
+
+
+def evaluate(pkg, items, verbose=False):
+    tok = pkg.tok
+    stats = {k: [0, 0] for k in ("caption", "ocr", "ocr_empty", "ocr_region", "region_category",
+                                 "grounding", "detailed_caption")}
+    det_preds = {s: [] for s in scenes.SHAPES}
+    det_gts = {s: {} for s in scenes.SHAPES}
+    failures = []
+    t0 = time.time()
+    for i, (img, gt) in enumerate(items):
+        size = gt["width"]
+        feats = pkg.features(img)
+        objs = gt["objects"]
+        # caption
+        cap = pkg.generate(feats, scenes.PROMPTS["<CAPTION>"])
+        want = {(o["color"], o["shape"]) for o in objs}
+        ok = pairs_in(cap) == want
+        stats["caption"][0] += ok
+        stats["caption"][1] += 1
+        if not ok:
+            failures.append((i, "caption", cap, gt["caption"]))
+        # detailed caption
+        dc = pkg.generate(feats, scenes.PROMPTS["<DETAILED_CAPTION>"])
+        stats["detailed_caption"][0] += dc == gt["detailed_caption"]
+        stats["detailed_caption"][1] += 1
+        # detection
+        od = pkg.generate(feats, scenes.PROMPTS["<OD>"])
+        for label, box in parse_boxes(od, size):
+            if label in det_preds:
+                det_preds[label].append((i, box))
+        for o in objs:
+            det_gts[o["shape"]].setdefault(i, []).append(o["box"])
+        # OCR
+        ocr = pkg.generate(feats, scenes.PROMPTS["<OCR>"]).strip()
+        if gt["text"]:
+            ok = ocr == gt["text"]["text"]
+            stats["ocr"][0] += ok
+            stats["ocr"][1] += 1
+            if not ok:
+                failures.append((i, "ocr", ocr, gt["text"]["text"]))
+            ow = pkg.generate(feats, scenes.PROMPTS["<OCR_WITH_REGION>"])
+            q = parse_boxes(ow, size, 8)
+            good = False
+            if len(q) == 1 and q[0][0] == gt["text"]["text"]:
+                c = q[0][1]
+                pb = (min(c[0::2]), min(c[1::2]), max(c[0::2]), max(c[1::2]))
+                g = gt["text"]["quad"]
+                gb = (min(g[0::2]), min(g[1::2]), max(g[0::2]), max(g[1::2]))
+                good = iou(pb, gb) >= 0.5
+            stats["ocr_region"][0] += good
+            stats["ocr_region"][1] += 1
+        else:
+            stats["ocr_empty"][0] += ocr == ""
+            stats["ocr_empty"][1] += 1
+        # region -> category (every object, by its exact box)
+        for o in objs:
+            region = "".join(f"<loc_{scenes.bin_(v / size)}>" for v in o["box"])
+            ans = pkg.generate(feats, scenes.PROMPTS["<REGION_TO_CATEGORY>"].replace("{input}", region))
+            name = LOC_RE.sub("", ans).strip()
+            stats["region_category"][0] += name == f"{o['color']} {o['shape']}"
+            stats["region_category"][1] += 1
+        # grounding with the full caption
+        gr = pkg.generate(feats, scenes.PROMPTS["<CAPTION_TO_PHRASE_GROUNDING>"].replace(
+            "{input}", gt["caption"]))
+        found = parse_boxes(gr, size)
+        ok = len(found) == len(objs)
+        for o in objs:
+            phrase = scenes.phrase(o)
+            hit = [b for lab, b in found if lab.lower() == phrase]
+            ok = ok and len(hit) == 1 and iou(hit[0], o["box"]) >= 0.5
+        stats["grounding"][0] += ok
+        stats["grounding"][1] += 1
+        if verbose and i < 3:
+            print(i, "|", cap, "|", od, "|", ocr, "|", gr, "|", dc, flush=True)
+    aps = {s: average_precision(det_preds[s], det_gts[s]) for s in scenes.SHAPES}
+    valid = [v for v in aps.values() if v is not None]
+    res = {k: (v[0] / v[1] if v[1] else None, v[0], v[1]) for k, v in stats.items()}
+    res["detection_map50"] = (sum(valid) / len(valid) if valid else None, None, None)
+    res["detection_ap50_per_class"] = aps
+    res["images"] = len(items)
+    res["seconds"] = round(time.time() - t0, 1)
+    return res, failures
+
+
+def markdown(res, title):
+    lines = [f"### {title}", "", f"{res['images']} scenes, {res['seconds']} s.", "",
+             "| metric | value | count |", "|---|---|---|"]
+    names = [("caption", "caption (colour, shape) set exact"),
+             ("detection_map50", "detection mAP@0.5"),
+             ("ocr", "OCR word accuracy (scenes with a word)"),
+             ("ocr_empty", "OCR empty answer (scenes without text)"),
+             ("ocr_region", "OCR_WITH_REGION text right and IoU>=0.5"),
+             ("region_category", "REGION_TO_CATEGORY colour+shape right"),
+             ("grounding", "phrase grounding all phrases IoU>=0.5"),
+             ("detailed_caption", "detailed caption exact text")]
+    for k, label in names:
+        v, a, b = res[k]
+        val = "n/a" if v is None else f"{100 * v:.1f}%"
+        cnt = "" if a is None else f"{a}/{b}"
+        lines.append(f"| {label} | {val} | {cnt} |")
+    aps = ", ".join(f"{k} {100 * v:.1f}%" for k, v in res["detection_ap50_per_class"].items()
+                    if v is not None)
+    lines += ["", f"AP@0.5 per class: {aps}", ""]
+    return "\n".join(lines)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--package", required=True)
+    p.add_argument("--data", help="folder with ground_truth.json and PNGs (else generated scenes)")
+    p.add_argument("--n", type=int, default=200)
+    p.add_argument("--seed", type=int, default=1001)
+    p.add_argument("--render-size", type=int, default=256)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--json", help="write the figures here")
+    p.add_argument("--show-failures", type=int, default=10)
+    p.add_argument("-v", "--verbose", action="store_true")
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    pkg = Package(args.package)
+    items = load_set(args)
+    res, failures = evaluate(pkg, items, args.verbose)
+    title = f"{args.data}" if args.data else f"generated scenes, seed {args.seed}, {args.render_size} px"
+    print(markdown(res, title))
+    for f in failures[:args.show_failures]:
+        print("FAIL", f)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"title": title, "results": res}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
