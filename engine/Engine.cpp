@@ -7,9 +7,9 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <algorithm>
 #include <list>
 #include <mutex>
 #include <set>
@@ -47,8 +47,8 @@ size_t completeUtf8Prefix(const std::string& s) {
 
 uint64_t hashImage(const RgbImage& image) {
     // FNV-1a over 8-byte words: fast enough for a 12-megapixel photo (tens of ms).
-    uint64_t h = 1469598103934665603ull ^ (static_cast<uint64_t>(image.width) << 32 |
-                                          static_cast<uint32_t>(image.height));
+    uint64_t h = 1469598103934665603ull ^
+                 (static_cast<uint64_t>(image.width) << 32 | static_cast<uint32_t>(image.height));
     const uint8_t* p = image.pixels.data();
     size_t n = image.pixels.size();
     size_t i = 0;
@@ -94,8 +94,9 @@ torch::jit::Module loadModule(const std::string& path, const Manifest& manifest,
         }
         return m;
     } catch (const c10::Error& e) {
-        throw EngineError(path + " cannot be loaded as a TorchScript module (damaged, or written "
-                                 "by another exporter): " +
+        throw EngineError(path +
+                          " cannot be loaded as a TorchScript module (damaged, or written "
+                          "by another exporter): " +
                           std::string(e.what_without_backtrace()).substr(0, 200));
     }
 }
@@ -130,7 +131,8 @@ struct Model::Impl {
 Model::Model() : m_impl(std::make_unique<Impl>()) {}
 Model::~Model() = default;
 
-std::shared_ptr<const Model> Model::load(const std::string& packageDir, const LoadOptions& options) {
+std::shared_ptr<const Model> Model::load(const std::string& packageDir,
+                                         const LoadOptions& options) {
     const auto start = Clock::now();
     std::shared_ptr<Model> model(new Model());
     Impl& d = *model->m_impl;
@@ -145,11 +147,13 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir, const Lo
         throw EngineError(e.what());
     }
     if (d.tokenizer.vocabSize() != d.manifest.vocabSize)
-        throw EngineError(d.manifest.path("vocab") + " has " + std::to_string(d.tokenizer.vocabSize()) +
+        throw EngineError(d.manifest.path("vocab") + " has " +
+                          std::to_string(d.tokenizer.vocabSize()) +
                           " tokens with Florence-2's added ones, the model expects " +
                           std::to_string(d.manifest.vocabSize));
     if (d.manifest.precision != "float32")
-        throw EngineError(d.manifest.dir + "/manifest.json: unknown precision " + d.manifest.precision);
+        throw EngineError(d.manifest.dir + "/manifest.json: unknown precision " +
+                          d.manifest.precision);
 
     setThreads(options.threads);
     // The simple executor: the profiling one re-specializes graphs for every new sequence length
@@ -190,10 +194,18 @@ int64_t Model::decodeStepBytes(int encoderTokens) const {
     return bytes;
 }
 
-const Manifest& Model::manifest() const { return m_impl->manifest; }
-const Tokenizer& Model::tokenizer() const { return m_impl->tokenizer; }
-const LoadOptions& Model::loadOptions() const { return m_impl->options; }
-double Model::loadMs() const { return m_impl->loadMs; }
+const Manifest& Model::manifest() const {
+    return m_impl->manifest;
+}
+const Tokenizer& Model::tokenizer() const {
+    return m_impl->tokenizer;
+}
+const LoadOptions& Model::loadOptions() const {
+    return m_impl->options;
+}
+double Model::loadMs() const {
+    return m_impl->loadMs;
+}
 
 GenerationOptions Model::defaultOptions() const {
     GenerationOptions o;
@@ -322,7 +334,9 @@ Session::Session(std::shared_ptr<const Model> model)
 
 Session::~Session() = default;
 
-void Session::clearFeatureCache() { m_state->features.clear(); }
+void Session::clearFeatureCache() {
+    m_state->features.clear();
+}
 
 namespace {
 
@@ -422,7 +436,8 @@ std::vector<Result> Session::generateRows(const std::vector<Request>& requests,
     std::vector<Result> results(batch);
 
     if (options.numBeams < 1 || options.numBeams > 16)
-        throw EngineError("beams must be between 1 and 16, not " + std::to_string(options.numBeams));
+        throw EngineError("beams must be between 1 and 16, not " +
+                          std::to_string(options.numBeams));
     if (options.maxNewTokens < 1)
         throw EngineError("maximum new tokens must be at least 1");
     if (options.maxNewTokens > m.maxPositions)
@@ -455,7 +470,8 @@ std::vector<Result> Session::generateRows(const std::vector<Request>& requests,
                 features[b] = m_state->find(keys[b]);
                 // The same image twice in one batch is encoded once.
                 for (int e = 0; e < b && !features[b].defined(); ++e)
-                    if (keys[e] == keys[b] && std::find(pending.begin(), pending.end(), e) == pending.end())
+                    if (keys[e] == keys[b] &&
+                        std::find(pending.begin(), pending.end(), e) == pending.end())
                         features[b] = features[e];
                 results[b].timings.featuresReused = features[b].defined();
                 if (features[b].defined())

@@ -44,15 +44,15 @@ enum class Precision {
 const char* precisionName(Precision p);
 
 struct LoadOptions {
-    int threads = 0;                       // intra-op threads; 0 = all cores of the machine
+    int threads = 0; // intra-op threads; 0 = all cores of the machine
     Precision precision = Precision::Float32;
 };
 
 struct GenerationOptions {
-    int numBeams = 3;           // 1 = greedy search
-    int maxNewTokens = 1024;    // new tokens after the decoder start token, the forced </s> included
-    bool useCache = true;       // false: the whole prefix runs through the decoder at every step
-    int noRepeatNgramSize = 3;  // 0 disables the n-gram ban
+    int numBeams = 3;          // 1 = greedy search
+    int maxNewTokens = 1024;   // new tokens after the decoder start token, the forced </s> included
+    bool useCache = true;      // false: the whole prefix runs through the decoder at every step
+    int noRepeatNgramSize = 3; // 0 disables the n-gram ban
     double lengthPenalty = 1.0; // beam hypotheses are scored sum(logprob) / length^penalty
     bool earlyStopping = true;  // beam search ends once num_beams hypotheses are finished
     bool ignoreEos = false;     // keep generating to maxNewTokens (benchmarks)
@@ -61,13 +61,13 @@ struct GenerationOptions {
 
 // Reported once per decoding step.
 struct TokenEvent {
-    int step = 0;                    // 0-based decoding step
-    int64_t id = 0;                  // token appended to the best hypothesis at this step
-    std::string textDelta;           // text to append to what was reported so far
-    bool rewound = false;            // beam search switched hypothesis: `text` replaces all earlier text
-    std::string text;                // the best hypothesis so far, decoded
-    std::vector<int64_t> sequence;   // the best hypothesis so far, decoder start token included
-    double stepMs = 0;               // wall time of this step
+    int step = 0;          // 0-based decoding step
+    int64_t id = 0;        // token appended to the best hypothesis at this step
+    std::string textDelta; // text to append to what was reported so far
+    bool rewound = false;  // beam search switched hypothesis: `text` replaces all earlier text
+    std::string text;      // the best hypothesis so far, decoded
+    std::vector<int64_t> sequence; // the best hypothesis so far, decoder start token included
+    double stepMs = 0;             // wall time of this step
     // The stages before decoding, known from the first token on (0 for a stage that was
     // skipped, e.g. the vision encoder when features were reused).
     double preprocessMs = 0;
@@ -91,9 +91,9 @@ struct Timings {
 };
 
 struct Request {
-    RgbImage image;                  // the original image (its size maps locations to pixels)
-    std::vector<float> pixelValues;  // optional: CHW model input that replaces preprocessing
-    std::string prompt;              // text fed to the model, e.g. from buildPrompt()
+    RgbImage image;                 // the original image (its size maps locations to pixels)
+    std::vector<float> pixelValues; // optional: CHW model input that replaces preprocessing
+    std::string prompt;             // text fed to the model, e.g. from buildPrompt()
 };
 
 struct Result {

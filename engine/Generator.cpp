@@ -58,10 +58,9 @@ public:
         if (static_cast<int>(m_hyps.size()) < m_numBeams || score > worstScore()) {
             m_hyps.push_back({std::move(tokens), score});
             if (static_cast<int>(m_hyps.size()) > m_numBeams) {
-                auto worst = std::min_element(m_hyps.begin(), m_hyps.end(),
-                                              [](const Hypothesis& a, const Hypothesis& b) {
-                                                  return a.score < b.score;
-                                              });
+                auto worst = std::min_element(
+                    m_hyps.begin(), m_hyps.end(),
+                    [](const Hypothesis& a, const Hypothesis& b) { return a.score < b.score; });
                 m_hyps.erase(worst);
             }
         }
@@ -79,10 +78,9 @@ public:
     const Hypothesis* best() const {
         if (m_hyps.empty())
             return nullptr;
-        return &*std::max_element(m_hyps.begin(), m_hyps.end(),
-                                  [](const Hypothesis& a, const Hypothesis& b) {
-                                      return a.score < b.score;
-                                  });
+        return &*std::max_element(
+            m_hyps.begin(), m_hyps.end(),
+            [](const Hypothesis& a, const Hypothesis& b) { return a.score < b.score; });
     }
 
 private:
@@ -202,8 +200,8 @@ SearchResult beamSearch(DecodeBackend& backend, const SearchSettings& s,
         float* data = scores.data_ptr<float>();
         for (int b = 0; b < nb; ++b)
             processRow(data + b * vocab, vocab, seqs[b], s);
-        scores += torch::tensor(std::vector<float>(beamScores.begin(), beamScores.end()))
-                      .unsqueeze(1);
+        scores +=
+            torch::tensor(std::vector<float>(beamScores.begin(), beamScores.end())).unsqueeze(1);
         auto [topValues, topIndices] = scores.view({-1}).topk(2 * nb);
         const float* values = topValues.data_ptr<float>();
         const int64_t* indices = topIndices.data_ptr<int64_t>();

@@ -29,16 +29,16 @@ public:
 
 struct SearchSettings {
     int numBeams = 1;
-    int maxLength = 21;         // decoder start token included
+    int maxLength = 21; // decoder start token included
     int noRepeatNgramSize = 3;
     double lengthPenalty = 1.0;
     bool earlyStopping = true;
     bool ignoreEos = false;
     int64_t decoderStartId = 2;
     int64_t eosId = 2;
-    int64_t padId = 1;          // fed to batch rows that have finished
-    int64_t forcedBosId = 0;    // -1: none
-    int64_t forcedEosId = 2;    // -1: none
+    int64_t padId = 1;       // fed to batch rows that have finished
+    int64_t forcedBosId = 0; // -1: none
+    int64_t forcedEosId = 2; // -1: none
 };
 
 struct SearchCallbacks {

@@ -9,7 +9,8 @@
 
 namespace florence {
 
-void runImport(const ImportJob& job, const ImportProgress& progress, const std::atomic<bool>* cancel) {
+void runImport(const ImportJob& job, const ImportProgress& progress,
+               const std::atomic<bool>* cancel) {
     if (job.outDir.empty())
         throw ImportError("no output folder given for the imported model");
     if (job.hfDir.empty() == job.randomInit.empty())
@@ -18,11 +19,13 @@ void runImport(const ImportJob& job, const ImportProgress& progress, const std::
         throw ImportError(job.hfDir + " is not a folder");
     const std::string script = exporterScript();
     if (script.empty())
-        throw ImportError("the exporter (tools/florence2_export.py) is not installed next to this program");
+        throw ImportError(
+            "the exporter (tools/florence2_export.py) is not installed next to this program");
     const QString python = QString::fromStdString(pythonInterpreter());
     if (!QFileInfo(python).isExecutable())
-        throw ImportError(python.toStdString() +
-                          " is missing; importing needs Python with torch (apt install python3-torch)");
+        throw ImportError(
+            python.toStdString() +
+            " is missing; importing needs Python with torch (apt install python3-torch)");
 
     QStringList args{QString::fromStdString(script)};
     if (!job.hfDir.empty())
@@ -36,7 +39,8 @@ void runImport(const ImportJob& job, const ImportProgress& progress, const std::
     proc.setProcessChannelMode(QProcess::SeparateChannels);
     proc.start(python, args);
     if (!proc.waitForStarted(10000))
-        throw ImportError("cannot start " + python.toStdString() + ": " + proc.errorString().toStdString());
+        throw ImportError("cannot start " + python.toStdString() + ": " +
+                          proc.errorString().toStdString());
     QString lastError;
     QByteArray pending;
     auto drain = [&] {

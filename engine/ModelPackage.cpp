@@ -47,7 +47,9 @@ std::string Manifest::path(const std::string& role) const {
     auto it = files.find(role);
     if (it == files.end())
         throw PackageError(manifestPath(dir).toStdString() + ": lists no " + role + " file");
-    return QDir(QString::fromStdString(dir)).filePath(QString::fromStdString(it->second.name)).toStdString();
+    return QDir(QString::fromStdString(dir))
+        .filePath(QString::fromStdString(it->second.name))
+        .toStdString();
 }
 
 Manifest readManifest(const std::string& dir) {
@@ -59,11 +61,10 @@ Manifest readManifest(const std::string& dir) {
     QFile file(manifestPath(dir));
     if (!file.exists()) {
         const bool hf = QFileInfo::exists(QDir(info.filePath()).filePath("config.json"));
-        throw PackageError(
-            "model folder " + dir + " lacks manifest.json" +
-            (hf ? ": it looks like a Hugging Face checkpoint; import it first "
-                  "(florence-studio-cli import --hf DIR --out PKG)"
-                : ": not a Florence Studio model package"));
+        throw PackageError("model folder " + dir + " lacks manifest.json" +
+                           (hf ? ": it looks like a Hugging Face checkpoint; import it first "
+                                 "(florence-studio-cli import --hf DIR --out PKG)"
+                               : ": not a Florence Studio model package"));
     }
     if (!file.open(QIODevice::ReadOnly))
         fail(dir, "cannot be read (" + file.errorString().toStdString() + ")");
@@ -212,7 +213,8 @@ void addRecords(const QString& path, const std::vector<QString>& added) {
 void verifyPackageFiles(const Manifest& manifest, bool useRecord) {
     const QString recordPath = useRecord ? verifiedRecordPath() : QString();
     std::lock_guard<std::mutex> lock(g_recordMutex);
-    const std::set<QString> records = recordPath.isEmpty() ? std::set<QString>() : readRecords(recordPath);
+    const std::set<QString> records =
+        recordPath.isEmpty() ? std::set<QString>() : readRecords(recordPath);
     std::vector<QString> added;
     for (const auto& [role, file] : manifest.files) {
         const std::string path = manifest.path(role);
@@ -220,15 +222,17 @@ void verifyPackageFiles(const Manifest& manifest, bool useRecord) {
         if (!info.exists())
             throw PackageError("model package " + manifest.dir + " lacks " + file.name);
         if (file.size >= 0 && info.size() != file.size)
-            throw PackageError(path + " has " + std::to_string(info.size()) + " bytes, the manifest says " +
-                               std::to_string(file.size) + " (truncated or replaced file)");
+            throw PackageError(path + " has " + std::to_string(info.size()) +
+                               " bytes, the manifest says " + std::to_string(file.size) +
+                               " (truncated or replaced file)");
         if (file.sha256.empty())
             continue;
         const QString key = recordKey(info, file.sha256);
         if (records.count(key))
             continue;
         if (sha256File(path) != file.sha256)
-            throw PackageError(path + " does not match its checksum in manifest.json (damaged or replaced file)");
+            throw PackageError(
+                path + " does not match its checksum in manifest.json (damaged or replaced file)");
         added.push_back(key);
     }
     addRecords(recordPath, added);

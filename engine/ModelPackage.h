@@ -21,18 +21,18 @@ public:
 constexpr int kPackageFormatVersion = 1;
 
 struct PackageFile {
-    std::string name;   // relative to the package folder
+    std::string name; // relative to the package folder
     int64_t size = 0;
     std::string sha256; // lowercase hex
 };
 
 struct Manifest {
-    std::string dir;              // the package folder
+    std::string dir; // the package folder
     int formatVersion = 0;
-    std::string name;             // "florence2-base (random init)"
-    std::string source;           // where the weights came from
-    std::string precision;        // "float32"
-    std::string storage;          // how weights are stored: "float32" or "float16"
+    std::string name;      // "florence2-base (random init)"
+    std::string source;    // where the weights came from
+    std::string precision; // "float32"
+    std::string storage;   // how weights are stored: "float32" or "float16"
     // dimensions
     int dModel = 0;
     int encoderLayers = 0;

@@ -49,7 +49,9 @@ std::string pythonInterpreter() {
     return "/usr/bin/python3";
 }
 
-std::string samplesDir() { return existing(QString::fromStdString(dataDir()) + "/samples"); }
+std::string samplesDir() {
+    return existing(QString::fromStdString(dataDir()) + "/samples");
+}
 
 std::string userModelsDir() {
     QString base = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation);

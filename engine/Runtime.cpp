@@ -8,10 +8,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <chrono>
 #include <thread>
 
 namespace florence {
@@ -47,7 +47,8 @@ void prepareProcess(int argc, char** argv) {
         return; // not OpenBLAS
     // "Prescott" (or "Core2"/"Nehalem"…) is OpenBLAS's fallback for CPUs it does not know.
     const bool fallback = std::strcmp(core, "Prescott") == 0 || std::strcmp(core, "Core2") == 0 ||
-                          std::strcmp(core, "Nehalem") == 0 || std::strcmp(core, "Sandybridge") == 0;
+                          std::strcmp(core, "Nehalem") == 0 ||
+                          std::strcmp(core, "Sandybridge") == 0;
     const char* wanted = preferredCoreType();
     if (!fallback || !wanted)
         return;
@@ -67,7 +68,9 @@ void setThreads(int n) {
     at::set_num_threads(n);
 }
 
-int threads() { return at::get_num_threads(); }
+int threads() {
+    return at::get_num_threads();
+}
 
 double measureReadBandwidth(size_t bufferBytes) {
     c10::InferenceMode guard;

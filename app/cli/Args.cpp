@@ -46,8 +46,9 @@ Args parseArgs(int argc, char** argv, int first, const std::set<std::string>& va
                 }
                 for (int k = 0; k < count; ++k) {
                     if (i + 1 >= argc)
-                        throw UsageError("--" + name + " needs " +
-                                         (count > 1 ? std::to_string(count) + " values" : "a value"));
+                        throw UsageError(
+                            "--" + name + " needs " +
+                            (count > 1 ? std::to_string(count) + " values" : "a value"));
                     a.values[name].push_back(argv[++i]);
                 }
             } else {

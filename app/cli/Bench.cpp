@@ -86,8 +86,8 @@ public:
         const int filled = m_total ? width * m_done / m_total : width;
         std::string bar(filled, '#');
         bar.resize(width, ' ');
-        std::fprintf(stderr, "\r[%s] %3d%% %-40.40s", bar.c_str(), 100 * m_done / std::max(1, m_total),
-                     what.c_str());
+        std::fprintf(stderr, "\r[%s] %3d%% %-40.40s", bar.c_str(),
+                     100 * m_done / std::max(1, m_total), what.c_str());
         std::fflush(stderr);
     }
     void done() {
@@ -112,7 +112,8 @@ std::vector<int> parseLengths(const std::string& s) {
                 throw std::out_of_range(part);
             out.push_back(n);
         } catch (const std::exception&) {
-            throw UsageError("--lengths takes numbers from 1 to 1024 separated by commas, not '" + s + "'");
+            throw UsageError("--lengths takes numbers from 1 to 1024 separated by commas, not '" +
+                             s + "'");
         }
     }
     if (out.empty())
@@ -137,8 +138,8 @@ QJsonArray toJson(const std::vector<double>& v) {
     return a;
 }
 
-Result generateFixed(Session& session, const Request& req, const Model& model, int tokens, bool cache,
-                     bool reuse = false) {
+Result generateFixed(Session& session, const Request& req, const Model& model, int tokens,
+                     bool cache, bool reuse = false) {
     GenerationOptions o = model.defaultOptions();
     o.numBeams = 1;
     o.maxNewTokens = tokens;
@@ -149,8 +150,9 @@ Result generateFixed(Session& session, const Request& req, const Model& model, i
     return session.generate(req, o);
 }
 
-QJsonObject runPython(const std::string& package, const std::string& image, const std::vector<int64_t>& ids,
-                      const std::string& lengths, int threads, std::string& error) {
+QJsonObject runPython(const std::string& package, const std::string& image,
+                      const std::vector<int64_t>& ids, const std::string& lengths, int threads,
+                      std::string& error) {
     const std::string script = exporterScript();
     if (script.empty()) {
         error = "exporter tools not found";
@@ -162,11 +164,16 @@ QJsonObject runPython(const std::string& package, const std::string& image, cons
     QProcess proc;
     proc.setWorkingDirectory(QFileInfo(QString::fromStdString(script)).absolutePath());
     proc.start(QString::fromStdString(pythonInterpreter()),
-               {"-m", "florence2.bench_eager", "--package", QString::fromStdString(package), "--image",
-                QString::fromStdString(image), "--lengths", QString::fromStdString(lengths), "--threads",
-                QString::number(threads), "--prompt-ids", idList.join(",")});
+               {"-m", "florence2.bench_eager", "--package", QString::fromStdString(package),
+                "--image", QString::fromStdString(image), "--lengths",
+                QString::fromStdString(lengths), "--threads", QString::number(threads),
+                "--prompt-ids", idList.join(",")});
     if (!proc.waitForStarted(10000) || !proc.waitForFinished(3600 * 1000) || proc.exitCode() != 0) {
-        error = QString::fromUtf8(proc.readAllStandardError()).trimmed().split('\n').last().toStdString();
+        error = QString::fromUtf8(proc.readAllStandardError())
+                    .trimmed()
+                    .split('\n')
+                    .last()
+                    .toStdString();
         if (error.empty())
             error = "python baseline failed to run";
         return {};
@@ -205,13 +212,15 @@ int runBench(int argc, char** argv) {
     if (package.empty()) {
         package = userModelsDir() + "/random-" + size;
         if (!QFileInfo::exists(QString::fromStdString(package + "/manifest.json"))) {
-            std::cerr << "Generating a " << size << "-size package with random weights in " << package
-                      << " (once)...\n";
+            std::cerr << "Generating a " << size << "-size package with random weights in "
+                      << package << " (once)...\n";
             ImportJob job;
             job.randomInit = size;
             job.outDir = package;
             QDir().mkpath(QFileInfo(QString::fromStdString(package)).absolutePath());
-            runImport(job, [](int p, const std::string& m) { std::cerr << "[" << p << "%] " << m << "\n"; });
+            runImport(job, [](int p, const std::string& m) {
+                std::cerr << "[" << p << "%] " << m << "\n";
+            });
         }
     }
 
@@ -220,8 +229,8 @@ int runBench(int argc, char** argv) {
     const bool uncached = !a.has("no-uncached");
     const bool bf16 = !a.has("no-bf16");
     const bool batching = !a.has("no-batch");
-    Progress progress(4 + int(lengths.size()) * (uncached ? 2 : 1) + (python ? 1 : 0) + (bf16 ? 3 : 0) +
-                      (batching ? 2 : 0));
+    Progress progress(4 + int(lengths.size()) * (uncached ? 2 : 1) + (python ? 1 : 0) +
+                      (bf16 ? 3 : 0) + (batching ? 2 : 0));
 
     QJsonObject out;
     const RgbImage img = loadImage(image);
@@ -325,12 +334,14 @@ int runBench(int argc, char** argv) {
         for (const Request& r : reqs)
             alone.push_back(session->generate(r, o));
         const double oneByOneMs =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count();
         progress.step("batching: one by one");
         const auto t1 = std::chrono::steady_clock::now();
         const std::vector<Result> together = session->generateBatch(reqs, o);
         const double batchMs =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1)
+                .count();
         progress.step("batching: together");
         bool same = true;
         for (size_t i = 0; i < reqs.size(); ++i)
@@ -386,12 +397,14 @@ int runBench(int argc, char** argv) {
         std::string lens;
         for (int len : lengths)
             lens += (lens.empty() ? "" : ",") + std::to_string(len);
-        py = runPython(package, image, promptIds, lens, threads > 0 ? threads : ::florence::threads(), err);
+        py = runPython(package, image, promptIds, lens,
+                       threads > 0 ? threads : ::florence::threads(), err);
         progress.step("python eager baseline");
         if (py.isEmpty()) {
             out["python_error"] = QString::fromStdString(err);
         } else {
-            const QJsonArray pySteps = py["cached"].toObject()[QString::number(maxLen)].toObject()["step_ms"].toArray();
+            const QJsonArray pySteps =
+                py["cached"].toObject()[QString::number(maxLen)].toObject()["step_ms"].toArray();
             std::vector<double> ps;
             for (const auto& v : pySteps)
                 ps.push_back(v.toDouble());
@@ -414,11 +427,13 @@ int runBench(int argc, char** argv) {
     if (bf16) {
         FloatArray ref = session->decoderLogits(
             preprocess(img, m.imageWidth, m.imageHeight, m.imageMean, m.imageStd), promptIds,
-            std::vector<int64_t>(referenceIds.begin(), referenceIds.begin() + std::min<size_t>(referenceIds.size(), 65)));
+            std::vector<int64_t>(referenceIds.begin(),
+                                 referenceIds.begin() + std::min<size_t>(referenceIds.size(), 65)));
         // One model in memory at a time: the float32 one goes before the bfloat16 one loads.
         session.reset();
         model.reset();
-        session = std::make_unique<Session>(Model::load(package, LoadOptions{threads, Precision::BFloat16}));
+        session = std::make_unique<Session>(
+            Model::load(package, LoadOptions{threads, Precision::BFloat16}));
         progress.step("bfloat16 load");
         const Model& bm = session->model();
         generateFixed(*session, req, bm, 4, true);
@@ -426,7 +441,8 @@ int runBench(int argc, char** argv) {
         progress.step("bfloat16 decoding");
         FloatArray got = session->decoderLogits(
             preprocess(img, m.imageWidth, m.imageHeight, m.imageMean, m.imageStd), promptIds,
-            std::vector<int64_t>(referenceIds.begin(), referenceIds.begin() + std::min<size_t>(referenceIds.size(), 65)));
+            std::vector<int64_t>(referenceIds.begin(),
+                                 referenceIds.begin() + std::min<size_t>(referenceIds.size(), 65)));
         progress.step("bfloat16 logits");
         const size_t vocab = size_t(ref.shape[1]);
         double minCos = 1, sumCos = 0;
@@ -436,7 +452,8 @@ int runBench(int argc, char** argv) {
             sumCos += c;
         }
         QJsonObject bj;
-        bj["first_token_ms"] = r.timings.preprocessMs + r.timings.visionMs + r.timings.textEncoderMs;
+        bj["first_token_ms"] =
+            r.timings.preprocessMs + r.timings.visionMs + r.timings.textEncoderMs;
         bj["vision_ms"] = r.timings.visionMs;
         bj["text_encoder_ms"] = r.timings.textEncoderMs;
         bj["median_step_ms"] = median(r.timings.stepMs);
@@ -444,8 +461,10 @@ int runBench(int argc, char** argv) {
         bj["logits_cosine_mean"] = sumCos / ref.shape[0];
         if (out.contains("python_eager")) {
             const QJsonObject pj = out["python_eager"].toObject();
-            bj["step_ratio_vs_python_fp32"] = median(r.timings.stepMs) / pj["median_step_ms"].toDouble();
-            bj["first_token_ratio_vs_python_fp32"] = bj["first_token_ms"].toDouble() / pj["first_token_ms"].toDouble();
+            bj["step_ratio_vs_python_fp32"] =
+                median(r.timings.stepMs) / pj["median_step_ms"].toDouble();
+            bj["first_token_ratio_vs_python_fp32"] =
+                bj["first_token_ms"].toDouble() / pj["first_token_ms"].toDouble();
         }
         out["bfloat16"] = bj;
     }
@@ -470,7 +489,8 @@ int runBench(int argc, char** argv) {
     };
     std::printf("%s — %s\n%s\n\n", m.name.c_str(), package.c_str(), runtimeSummary().c_str());
     line("load", ms(out["load_ms"].toDouble()));
-    line("preprocess / vision / text encoder", ms(median(prep)) + " / " + ms(median(vision)) + " / " + ms(median(text)));
+    line("preprocess / vision / text encoder",
+         ms(median(prep)) + " / " + ms(median(vision)) + " / " + ms(median(text)));
     line("time to first token (without decoding)", ms(median(ttft)));
     for (int len : lengths) {
         const QJsonObject c = cachedJson[QString::number(len)].toObject();
@@ -504,8 +524,9 @@ int runBench(int argc, char** argv) {
         const QJsonObject pj = out["python_eager"].toObject();
         line("python eager: first token / median step",
              ms(pj["first_token_ms"].toDouble()) + " / " + ms(pj["median_step_ms"].toDouble()));
-        line("engine / python: step, first token", num(pj["step_ratio"].toDouble(), "%.2fx") + ", " +
-                                                        num(pj["first_token_ratio"].toDouble(), "%.2fx"));
+        line("engine / python: step, first token",
+             num(pj["step_ratio"].toDouble(), "%.2fx") + ", " +
+                 num(pj["first_token_ratio"].toDouble(), "%.2fx"));
     } else if (out.contains("python_error")) {
         line("python eager baseline", "failed: " + out["python_error"].toString().toStdString());
     }

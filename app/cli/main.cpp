@@ -1,8 +1,8 @@
 // florence-studio-cli: the engine from the command line (import, run, tokenize, parse, bench).
+#include "Annotate.h"
 #include "AnswerParser.h"
 #include "Args.h"
 #include "Bench.h"
-#include "Annotate.h"
 #include "Engine.h"
 #include "ImageInput.h"
 #include "Importer.h"
@@ -73,7 +73,9 @@ Commands:
 
 std::atomic<bool> g_cancel{false};
 
-void onSignal(int) { g_cancel.store(true); }
+void onSignal(int) {
+    g_cancel.store(true);
+}
 
 std::string modelDir(const Args& a) {
     if (a.has("model"))
@@ -122,9 +124,10 @@ std::optional<florence::Box> parseRegion(const std::string& s) {
     return florence::Box{v[0], v[1], v[2], v[3]};
 }
 
-QJsonObject resultJson(const std::string& task, const florence::Request& req, const florence::Result& r,
-                       const florence::ParsedAnswer& answer, const florence::GenerationOptions& opts,
-                       const florence::LoadOptions& lo, const florence::Model& model, int w, int h) {
+QJsonObject resultJson(const std::string& task, const florence::Request& req,
+                       const florence::Result& r, const florence::ParsedAnswer& answer,
+                       const florence::GenerationOptions& opts, const florence::LoadOptions& lo,
+                       const florence::Model& model, int w, int h) {
     QJsonObject o;
     o["task"] = QString::fromStdString(task);
     o["prompt"] = QString::fromStdString(req.prompt);
@@ -169,8 +172,8 @@ std::vector<std::string> imagesInFolder(const std::string& dir) {
     if (!d.exists())
         throw std::runtime_error("folder " + dir + " does not exist");
     std::vector<std::string> files;
-    for (const QFileInfo& fi : d.entryInfoList({"*.png", "*.jpg", "*.jpeg", "*.bmp", "*.tif", "*.tiff",
-                                                "*.webp", "*.PNG", "*.JPG", "*.JPEG"},
+    for (const QFileInfo& fi : d.entryInfoList({"*.png", "*.jpg", "*.jpeg", "*.bmp", "*.tif",
+                                                "*.tiff", "*.webp", "*.PNG", "*.JPG", "*.JPEG"},
                                                QDir::Files, QDir::Name))
         files.push_back(fi.filePath().toStdString());
     if (files.empty())
@@ -179,13 +182,15 @@ std::vector<std::string> imagesInFolder(const std::string& dir) {
 }
 
 int cmdRun(int argc, char** argv) {
-    Args a = parseArgs(argc, argv, 2,
-                       {"image", "images", "pixel-values", "task", "text", "region", "model", "beams",
-                        "max-new-tokens", "threads", "annotate", "precision", "batch-size", "coco"},
-                       {"no-cache", "json", "quiet"});
+    Args a =
+        parseArgs(argc, argv, 2,
+                  {"image", "images", "pixel-values", "task", "text", "region", "model", "beams",
+                   "max-new-tokens", "threads", "annotate", "precision", "batch-size", "coco"},
+                  {"no-cache", "json", "quiet"});
     if (!a.positional.empty())
         throw UsageError("unexpected argument '" + a.positional[0] + "'");
-    std::vector<std::string> paths = a.values.count("image") ? a.values["image"] : std::vector<std::string>{};
+    std::vector<std::string> paths =
+        a.values.count("image") ? a.values["image"] : std::vector<std::string>{};
     if (a.has("images")) {
         const auto more = imagesInFolder(a.get("images"));
         paths.insert(paths.end(), more.begin(), more.end());
@@ -282,7 +287,9 @@ int cmdRun(int argc, char** argv) {
         }
         if (a.has("coco")) {
             const std::string name =
-                paths.empty() ? "pixel_values" : QFileInfo(QString::fromStdString(paths[i])).fileName().toStdString();
+                paths.empty()
+                    ? "pixel_values"
+                    : QFileInfo(QString::fromStdString(paths[i])).fileName().toStdString();
             writeJsonFile(a.get("coco"), florence::toCocoJson(answer, name, w, h));
         }
         if (a.has("json")) {
@@ -293,14 +300,16 @@ int cmdRun(int argc, char** argv) {
         } else {
             if (many)
                 std::cout << paths[i] << "\t";
-            std::cout << QJsonDocument(florence::toHuggingFaceJson(answer)).toJson(QJsonDocument::Compact).toStdString()
+            std::cout << QJsonDocument(florence::toHuggingFaceJson(answer))
+                             .toJson(QJsonDocument::Compact)
+                             .toStdString()
                       << "\n";
         }
     }
     if (a.has("json"))
         std::cout << (many ? QJsonDocument(all) : QJsonDocument(all[0].toObject()))
-                             .toJson(QJsonDocument::Indented)
-                             .toStdString();
+                         .toJson(QJsonDocument::Indented)
+                         .toStdString();
     return cancelled ? 130 : 0;
 }
 
@@ -336,8 +345,11 @@ int cmdTokenize(int argc, char** argv) {
     if (a.positional.size() != 1)
         throw UsageError("tokenize takes one TEXT argument");
     const florence::Manifest m = florence::readManifest(modelDir(a));
-    const florence::Tokenizer tok = florence::Tokenizer::fromFiles(m.path("vocab"), m.path("merges"));
-    std::cout << QJsonDocument(idsJson(tok.encode(a.positional[0]))).toJson(QJsonDocument::Compact).toStdString()
+    const florence::Tokenizer tok =
+        florence::Tokenizer::fromFiles(m.path("vocab"), m.path("merges"));
+    std::cout << QJsonDocument(idsJson(tok.encode(a.positional[0])))
+                     .toJson(QJsonDocument::Compact)
+                     .toStdString()
               << "\n";
     return 0;
 }
@@ -368,7 +380,8 @@ int cmdParse(int argc, char** argv) {
     if (format != "hf" && format != "native")
         throw UsageError("--format takes hf or native, not '" + format + "'");
     const auto answer = florence::parseAnswer(task, a.positional[0], wh[0], wh[1]);
-    printJson(format == "hf" ? florence::toHuggingFaceJson(answer) : florence::toNativeJson(answer));
+    printJson(format == "hf" ? florence::toHuggingFaceJson(answer)
+                             : florence::toNativeJson(answer));
     return 0;
 }
 

@@ -149,9 +149,11 @@ void TestCli::everyTaskEndToEnd_data() {
     for (const auto& t : florence::allTasks()) {
         QStringList extra;
         if (t.input == florence::TaskInput::Text)
-            extra << "--text" << "a wooden pier";
+            extra << "--text"
+                  << "a wooden pier";
         if (t.input == florence::TaskInput::Region)
-            extra << "--region" << "100,150,700,600";
+            extra << "--region"
+                  << "100,150,700,600";
         QTest::addRow("%s", t.token.c_str())
             << QString::fromStdString(t.token) << extra
             << QString::fromStdString(florence::answerTypeName(t.answerType));
@@ -170,9 +172,9 @@ void TestCli::everyTaskEndToEnd() {
     QCOMPARE(r["task"].toString(), task);
     const QJsonArray ids = r["generated_ids"].toArray();
     QVERIFY(ids.size() >= 3);
-    QCOMPARE(ids.first().toInt(), 2);         // decoder start
-    QCOMPARE(ids.at(1).toInt(), 0);           // forced <s>
-    QCOMPARE(ids.last().toInt(), 2);          // ended by </s>
+    QCOMPARE(ids.first().toInt(), 2); // decoder start
+    QCOMPARE(ids.at(1).toInt(), 0);   // forced <s>
+    QCOMPARE(ids.last().toInt(), 2);  // ended by </s>
     QVERIFY(ids.size() <= 25);
     QCOMPARE(r["result"].toObject()["answerType"].toString(), type);
     QVERIFY(r["hf_result"].toObject().contains(task));
@@ -187,9 +189,9 @@ void TestCli::runJsonHasTimingsAndAnnotates() {
     QTemporaryDir dir;
     const QString png = dir.path() + "/out.png";
     const QString coco = dir.path() + "/coco.json";
-    const Output o = runCli({"run", "--image", kSamples + "/chelsea.png", "--task", "<OD>",
-                             "--beams", "3", "--max-new-tokens", "30", "--json", "--annotate", png,
-                             "--coco", coco});
+    const Output o =
+        runCli({"run", "--image", kSamples + "/chelsea.png", "--task", "<OD>", "--beams", "3",
+                "--max-new-tokens", "30", "--json", "--annotate", png, "--coco", coco});
     QVERIFY2(o.exitCode == 0, o.err.constData());
     const QJsonObject r = QJsonDocument::fromJson(o.out).object();
     const QJsonObject t = r["timings"].toObject();
@@ -203,7 +205,8 @@ void TestCli::runJsonHasTimingsAndAnnotates() {
     QFile cocoFile(coco);
     QVERIFY(cocoFile.open(QIODevice::ReadOnly));
     const QJsonObject c = QJsonDocument::fromJson(cocoFile.readAll()).object();
-    QCOMPARE(c["images"].toArray().first().toObject()["file_name"].toString(), QString("chelsea.png"));
+    QCOMPARE(c["images"].toArray().first().toObject()["file_name"].toString(),
+             QString("chelsea.png"));
     QCOMPARE(c["images"].toArray().first().toObject()["width"].toInt(), 451);
     QVERIFY(c.contains("annotations") && c.contains("categories"));
     // Tokens streamed to stderr while generating: the decoded text appears there.
@@ -213,8 +216,9 @@ void TestCli::runJsonHasTimingsAndAnnotates() {
 void TestCli::noCacheGivesSameTokens() {
     QJsonArray ids[2];
     for (int i = 0; i < 2; ++i) {
-        QStringList args{"run", "--image", kSamples + "/coffee.png", "--task", "<CAPTION>",
-                         "--beams", "3", "--max-new-tokens", "40", "--json", "--quiet"};
+        QStringList args{"run",     "--image", kSamples + "/coffee.png", "--task", "<CAPTION>",
+                         "--beams", "3",       "--max-new-tokens",       "40",     "--json",
+                         "--quiet"};
         if (i)
             args << "--no-cache";
         const Output o = runCli(args);
@@ -234,8 +238,8 @@ void TestCli::batchOfImages() {
     QCOMPARE(results.size(), QDir(kSamples).entryList({"*.png", "*.jpg"}, QDir::Files).size());
     for (qsizetype i : {qsizetype(0), results.size() - 1}) {
         const QJsonObject r = results[i].toObject();
-        const Output one = runCli({"run", "--image", r["image"].toString(), "--task", "<OD>", "--beams",
-                                   "1", "--max-new-tokens", "20", "--json", "--quiet"});
+        const Output one = runCli({"run", "--image", r["image"].toString(), "--task", "<OD>",
+                                   "--beams", "1", "--max-new-tokens", "20", "--json", "--quiet"});
         QVERIFY2(one.exitCode == 0, one.err.constData());
         QCOMPARE(QJsonDocument::fromJson(one.out).object()["generated_ids"], r["generated_ids"]);
     }
@@ -255,35 +259,43 @@ void TestCli::badArguments_data() {
     const QString pier = kSamples + "/pier.png";
     QTest::newRow("no command") << QStringList{} << 2 << "usage:";
     QTest::newRow("unknown command") << QStringList{"fly"} << 2 << "unknown command 'fly'";
-    QTest::newRow("unknown option") << QStringList{"run", "--image", pier, "--colour", "red"} << 2
-                                    << "unknown option --colour";
+    QTest::newRow("unknown option")
+        << QStringList{"run", "--image", pier, "--colour", "red"} << 2 << "unknown option --colour";
     QTest::newRow("unknown task") << QStringList{"run", "--image", pier, "--task", "<FOO>"} << 1
                                   << "unknown task";
-    QTest::newRow("missing input") << QStringList{"run", "--image", pier, "--task",
-                                                  "<CAPTION_TO_PHRASE_GROUNDING>"}
-                                   << 1 << "needs";
-    QTest::newRow("missing image") << QStringList{"run", "--task", "<CAPTION>"} << 2
-                                   << "needs --image";
-    QTest::newRow("unreadable image") << QStringList{"run", "--image", FLORENCE_SOURCE_DIR "/CMakeLists.txt"}
-                                      << 1 << "CMakeLists.txt";
-    QTest::newRow("missing image file") << QStringList{"run", "--image", "/nonexistent/x.png"} << 1
-                                        << "/nonexistent/x.png";
-    QTest::newRow("bad model folder") << QStringList{"run", "--image", pier, "--model", "/nonexistent"}
-                                      << 1 << "does not exist";
+    QTest::newRow("missing input")
+        << QStringList{"run", "--image", pier, "--task", "<CAPTION_TO_PHRASE_GROUNDING>"} << 1
+        << "needs";
+    QTest::newRow("missing image")
+        << QStringList{"run", "--task", "<CAPTION>"} << 2 << "needs --image";
+    QTest::newRow("unreadable image")
+        << QStringList{"run", "--image", FLORENCE_SOURCE_DIR "/CMakeLists.txt"} << 1
+        << "CMakeLists.txt";
+    QTest::newRow("missing image file")
+        << QStringList{"run", "--image", "/nonexistent/x.png"} << 1 << "/nonexistent/x.png";
+    QTest::newRow("bad model folder")
+        << QStringList{"run", "--image", pier, "--model", "/nonexistent"} << 1 << "does not exist";
     QTest::newRow("bad number") << QStringList{"run", "--image", pier, "--beams", "three"} << 2
                                 << "whole number";
-    QTest::newRow("bad region") << QStringList{"run", "--image", pier, "--task",
-                                               "<REGION_TO_CATEGORY>", "--region", "1,2,3"}
-                                << 2 << "four numbers";
-    QTest::newRow("empty region") << QStringList{"run", "--image", pier, "--task",
-                                                 "<REGION_TO_CATEGORY>", "--region", "5000,5000,6000,6000"}
+    QTest::newRow("bad region")
+        << QStringList{"run",      "--image", pier, "--task", "<REGION_TO_CATEGORY>",
+                       "--region", "1,2,3"}
+        << 2 << "four numbers";
+    QTest::newRow("empty region") << QStringList{"run",
+                                                 "--image",
+                                                 pier,
+                                                 "--task",
+                                                 "<REGION_TO_CATEGORY>",
+                                                 "--region",
+                                                 "5000,5000,6000,6000"}
                                   << 1 << "empty";
-    QTest::newRow("parse without size") << QStringList{"parse", "--task", "<OD>", "x"} << 2
-                                        << "--image-size";
-    QTest::newRow("import without source") << QStringList{"import", "--out", "/tmp/x"} << 2
-                                           << "--hf DIR or --random-init";
+    QTest::newRow("parse without size")
+        << QStringList{"parse", "--task", "<OD>", "x"} << 2 << "--image-size";
+    QTest::newRow("import without source")
+        << QStringList{"import", "--out", "/tmp/x"} << 2 << "--hf DIR or --random-init";
     QTest::newRow("import of a non-florence folder")
-        << QStringList{"import", "--hf", FLORENCE_SOURCE_DIR "/engine", "--out", "/tmp/never-written"}
+        << QStringList{"import", "--hf", FLORENCE_SOURCE_DIR "/engine", "--out",
+                       "/tmp/never-written"}
         << 1 << "config.json";
 }
 

@@ -112,8 +112,9 @@ void TestEngine::initTestCase() {
 
     // The same weights as model.safetensors with the embedding stored once.
     QProcess convert;
-    convert.start(FLORENCE_PYTHON, {FLORENCE_SOURCE_DIR "/tests/engine/make_safetensors_checkpoint.py",
-                                    kFixture, m_tmp.path() + "/hf-st"});
+    convert.start(FLORENCE_PYTHON,
+                  {FLORENCE_SOURCE_DIR "/tests/engine/make_safetensors_checkpoint.py", kFixture,
+                   m_tmp.path() + "/hf-st"});
     QVERIFY(convert.waitForFinished(120000));
     QCOMPARE(convert.exitCode(), 0);
     QVERIFY(QFile::exists(m_tmp.path() + "/hf-st/model.safetensors"));
@@ -134,8 +135,9 @@ void TestEngine::initTestCase() {
     for (const char* token : {"<CAPTION>", "<OD>", "<OCR_WITH_REGION>",
                               "<CAPTION_TO_PHRASE_GROUNDING>", "<REGION_TO_DESCRIPTION>"}) {
         const QJsonObject t = tasks[token].toObject();
-        m_tasks.push_back({token, t["prompt"].toString().toStdString(), toIds(t["input_ids"].toArray()),
-                           toIds(t["generated"].toArray()), t["text"].toString().toStdString()});
+        m_tasks.push_back({token, t["prompt"].toString().toStdString(),
+                           toIds(t["input_ids"].toArray()), toIds(t["generated"].toArray()),
+                           t["text"].toString().toStdString()});
     }
     QCOMPARE(m_tasks.size(), size_t(5));
 }
@@ -197,7 +199,8 @@ void TestEngine::encoderAndLogits() {
             const float v = logits.data[step * vocab + topIds[step * 16 + k]];
             maxLogitDiff = std::max(maxLogitDiff, double(std::abs(v - topValues[step * 16 + k])));
         }
-    QVERIFY2(maxLogitDiff < 1e-3, qPrintable(QString("top-16 logits max diff %1").arg(maxLogitDiff)));
+    QVERIFY2(maxLogitDiff < 1e-3,
+             qPrintable(QString("top-16 logits max diff %1").arg(maxLogitDiff)));
 }
 
 void TestEngine::fullLogits() {
@@ -372,8 +375,8 @@ void TestEngine::callbackStops() {
     const Result r = s.generate(req, o, [](const TokenEvent& e) { return e.step < 2; });
     QVERIFY(r.cancelled);
     QCOMPARE(r.generatedIds.size(), size_t(4));
-    QCOMPARE(r.generatedIds, std::vector<int64_t>(m_tasks[1].generated.begin(),
-                                                  m_tasks[1].generated.begin() + 4));
+    QCOMPARE(r.generatedIds,
+             std::vector<int64_t>(m_tasks[1].generated.begin(), m_tasks[1].generated.begin() + 4));
 }
 
 void TestEngine::cancelBeforeDecoding() {
@@ -384,10 +387,13 @@ void TestEngine::cancelBeforeDecoding() {
     req.prompt = m_tasks[0].prompt;
     std::atomic<bool> cancel{true};
     int events = 0;
-    const Result r = s.generate(req, model(0).defaultOptions(), [&](const TokenEvent&) {
-        ++events;
-        return true;
-    }, &cancel);
+    const Result r = s.generate(
+        req, model(0).defaultOptions(),
+        [&](const TokenEvent&) {
+            ++events;
+            return true;
+        },
+        &cancel);
     QVERIFY(r.cancelled);
     QVERIFY(r.generatedIds.empty());
     QCOMPARE(r.timings.visionMs, 0.0);
@@ -476,7 +482,8 @@ void TestEngine::realImageRuns() {
     Session s(m_models[1]);
     Request req;
     req.image = loadImage(FLORENCE_SHARED_DIR "/samples/pier.png");
-    req.prompt = buildPrompt({"<OCR_WITH_REGION>", "", std::nullopt}, req.image.width, req.image.height);
+    req.prompt =
+        buildPrompt({"<OCR_WITH_REGION>", "", std::nullopt}, req.image.width, req.image.height);
     GenerationOptions o = model(1).defaultOptions();
     o.numBeams = 1;
     o.maxNewTokens = 24;
@@ -489,15 +496,24 @@ void TestEngine::realImageRuns() {
 void TestEngine::badPackages_data() {
     QTest::addColumn<QString>("damage");
     QTest::addColumn<QString>("expected");
-    QTest::newRow("missing folder") << "missing" << "does not exist";
-    QTest::newRow("a file") << "file" << "not a model folder";
-    QTest::newRow("hugging face folder") << "hf" << "import it first";
-    QTest::newRow("missing decoder") << "rm-decoder" << "lacks decoder.pt";
-    QTest::newRow("truncated decoder") << "truncate-decoder" << "decoder.pt has";
-    QTest::newRow("changed vision bytes") << "flip-vision" << "vision.pt does not match its checksum";
-    QTest::newRow("other format version") << "version" << "format version 99";
-    QTest::newRow("manifest not json") << "garbage-manifest" << "manifest.json: is not valid JSON";
-    QTest::newRow("empty folder") << "empty" << "lacks manifest.json";
+    QTest::newRow("missing folder") << "missing"
+                                    << "does not exist";
+    QTest::newRow("a file") << "file"
+                            << "not a model folder";
+    QTest::newRow("hugging face folder") << "hf"
+                                         << "import it first";
+    QTest::newRow("missing decoder") << "rm-decoder"
+                                     << "lacks decoder.pt";
+    QTest::newRow("truncated decoder") << "truncate-decoder"
+                                       << "decoder.pt has";
+    QTest::newRow("changed vision bytes") << "flip-vision"
+                                          << "vision.pt does not match its checksum";
+    QTest::newRow("other format version") << "version"
+                                          << "format version 99";
+    QTest::newRow("manifest not json") << "garbage-manifest"
+                                       << "manifest.json: is not valid JSON";
+    QTest::newRow("empty folder") << "empty"
+                                  << "lacks manifest.json";
 }
 
 void TestEngine::badPackages() {
@@ -550,12 +566,18 @@ void TestEngine::badPackages() {
 void TestEngine::badRequests_data() {
     QTest::addColumn<QString>("kind");
     QTest::addColumn<QString>("expected");
-    QTest::newRow("pixel values of the wrong size") << "pixels" << "pixel values hold";
-    QTest::newRow("prompt too long") << "long" << "Shorten the text";
-    QTest::newRow("zero new tokens") << "zero" << "at least 1";
-    QTest::newRow("too many new tokens") << "many" << "holds at most";
-    QTest::newRow("zero beams") << "beams" << "beams must be";
-    QTest::newRow("no image") << "noimage" << "no image";
+    QTest::newRow("pixel values of the wrong size") << "pixels"
+                                                    << "pixel values hold";
+    QTest::newRow("prompt too long") << "long"
+                                     << "Shorten the text";
+    QTest::newRow("zero new tokens") << "zero"
+                                     << "at least 1";
+    QTest::newRow("too many new tokens") << "many"
+                                         << "holds at most";
+    QTest::newRow("zero beams") << "beams"
+                                << "beams must be";
+    QTest::newRow("no image") << "noimage"
+                              << "no image";
 }
 
 void TestEngine::badRequests() {
@@ -588,11 +610,16 @@ void TestEngine::badRequests() {
 void TestEngine::importErrors_data() {
     QTest::addColumn<QString>("layout");
     QTest::addColumn<QString>("expected");
-    QTest::newRow("not a folder") << "missing" << "is not a folder";
-    QTest::newRow("no config") << "noconfig" << "config.json is missing";
-    QTest::newRow("no weights") << "noweights" << "no weights found";
-    QTest::newRow("truncated weights") << "truncated" << "pytorch_model.bin";
-    QTest::newRow("not florence") << "wrongconfig" << "not a Florence-2 config";
+    QTest::newRow("not a folder") << "missing"
+                                  << "is not a folder";
+    QTest::newRow("no config") << "noconfig"
+                               << "config.json is missing";
+    QTest::newRow("no weights") << "noweights"
+                                << "no weights found";
+    QTest::newRow("truncated weights") << "truncated"
+                                       << "pytorch_model.bin";
+    QTest::newRow("not florence") << "wrongconfig"
+                                  << "not a Florence-2 config";
 }
 
 void TestEngine::importErrors() {
