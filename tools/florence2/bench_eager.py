@@ -27,9 +27,16 @@ def now_ms() -> float:
 
 def as_published() -> None:
     """Undoes the engine's own speed-ups in the exporter's modules, so the baseline computes
-    the way the published Florence-2 code does: nn.Linear products (F.linear) everywhere, and
-    the depth-wise and patch convolutions on NCHW copies of the tokens."""
+    the way the published Florence-2 code does: nn.Linear products (F.linear) everywhere,
+    attention as two batched matrix products, and the depth-wise and patch convolutions on NCHW
+    copies of the tokens."""
     M.linear = lambda x, w, b: F.linear(x, w, b)
+
+    def attend(q, k, v, mask):
+        scores = torch.matmul(q, k.transpose(-1, -2)) + mask
+        return torch.matmul(scores.softmax(dim=-1), v)
+
+    M.attend = attend
 
     def depthwise(self, x, h: int, w: int):
         b, n, c = x.shape

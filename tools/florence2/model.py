@@ -60,6 +60,13 @@ def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
 
 def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> Tensor:
     """q [B,H,T,d] (already scaled), k/v [B,H,S,d], mask additive and broadcastable to [B,H,T,S]."""
+    if q.shape[2] == 1 and q.shape[0] == k.shape[0]:
+        # One query per head (a decoding step): OpenBLAS runs the batched products as one tiny,
+        # separately threaded GEMM per head (about 100 us each, 2.4 ms of a 11.6 ms base step);
+        # multiply-and-sum reads the keys and values at memory speed instead.
+        scores = (k * q).sum(-1).unsqueeze(2) + mask
+        probs = scores.softmax(dim=-1)
+        return (probs.transpose(-1, -2) * v).sum(-2, keepdim=True)
     scores = torch.matmul(q, k.transpose(-1, -2)) + mask
     return torch.matmul(scores.softmax(dim=-1), v)
 
