@@ -539,8 +539,8 @@ int runBench(int argc, char** argv) {
                  num(bj["step_ratio_vs_python_fp32"].toDouble(), "%.2fx") + ", " +
                      num(bj["first_token_ratio_vs_python_fp32"].toDouble(), "%.2fx"));
         line("bfloat16 logits cosine vs float32 (min/mean)",
-             num(bj["logits_cosine_min"].toDouble(), "%.4f") + " / " +
-                 num(bj["logits_cosine_mean"].toDouble(), "%.4f"));
+             num(bj["logits_cosine_min"].toDouble(), "%.6f") + " / " +
+                 num(bj["logits_cosine_mean"].toDouble(), "%.6f"));
     }
     return 0;
 }
