@@ -156,6 +156,7 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
                           d.manifest.precision);
 
     setThreads(options.threads);
+    tuneAllocator();
     // The simple executor: the profiling one re-specializes graphs for every new sequence length
     // during decoding, which costs more than it saves here.
     torch::jit::getProfilingMode() = false;

@@ -5,12 +5,14 @@
 #include <torch/version.h>
 
 #include <dlfcn.h>
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -58,6 +60,19 @@ void prepareProcess(int argc, char** argv) {
     // process image. On failure we simply go on with the slow kernels.
     execv("/proc/self/exe", argv);
     unsetenv("OPENBLAS_CORETYPE");
+}
+
+void tuneAllocator() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        for (const char* v : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_",
+                              "MALLOC_MMAP_MAX_"})
+            if (std::getenv(v))
+                return; // the user tuned the allocator: keep their settings
+        mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024); // glibc's maximum
+        mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024);
+        mallopt(M_TOP_PAD, 64 * 1024 * 1024);
+    });
 }
 
 void setThreads(int n) {
