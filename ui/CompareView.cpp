@@ -19,12 +19,6 @@ namespace florence::ui {
 
 namespace {
 
-QString ms(double v) {
-    if (v >= 10000)
-        return QStringLiteral("%1 s").arg(v / 1000.0, 0, 'f', 2);
-    return QStringLiteral("%1 ms").arg(v, 0, 'f', 1);
-}
-
 // Fixed hues (not palette roles) so "cached" and "uncached" keep their colors in both themes.
 const QColor kCachedColor(0x2c, 0xa0, 0x2c);
 const QColor kUncachedColor(0xd6, 0x27, 0x28);
@@ -34,18 +28,8 @@ const QColor kUncachedColor(0xd6, 0x27, 0x28);
 CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     setObjectName(QStringLiteral("compareView"));
     m_chart = new QChart();
-    m_chart->setMargins(QMargins(4, 4, 4, 4));
-    m_chart->setAnimationOptions(QChart::NoAnimation);
     m_chart->setTitle(tr("Cached vs uncached: run Compare (Ctrl+Shift+R)"));
-    m_axisX = new QValueAxis();
-    m_axisX->setTitleText(tr("token"));
-    m_axisX->setLabelFormat(QStringLiteral("%d"));
-    m_axisX->setRange(0, 10);
-    m_axisY = new QValueAxis();
-    m_axisY->setTitleText(tr("ms"));
-    m_axisY->setRange(0, 10);
-    m_chart->addAxis(m_axisX, Qt::AlignBottom);
-    m_chart->addAxis(m_axisY, Qt::AlignLeft);
+    setUpLatencyChart(m_chart, m_axisX, m_axisY);
     const QString names[2] = {tr("KV cache on"), tr("KV cache off")};
     for (int i = 0; i < 2; ++i) {
         m_series[i] = new QLineSeries();
@@ -55,11 +39,6 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
         m_series[i]->attachAxis(m_axisY);
     }
     m_chart->legend()->setAlignment(Qt::AlignTop);
-
-    m_view = new QChartView(m_chart, this);
-    m_view->setObjectName(QStringLiteral("compareChartView"));
-    m_view->setRenderHint(QPainter::Antialiasing);
-    m_view->setMinimumSize(260, 140);
 
     auto* stats = new QWidget(this);
     auto* form = new QFormLayout(stats);
@@ -80,13 +59,7 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("Cache off:"), m_total[1]);
     form->addRow(tr("Speedup:"), m_speedup);
     form->addRow(tr("Outputs:"), m_verdict);
-    stats->setMinimumWidth(230);
-    stats->setMaximumWidth(320);
-
-    auto* layout = new QHBoxLayout(this);
-    layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(m_view, 1);
-    layout->addWidget(stats, 0);
+    m_view = layOutChartWithStats(this, m_chart, stats, QStringLiteral("compareChartView"));
     applyPalette();
 }
 
@@ -142,9 +115,9 @@ void CompareView::setPassFinished(const RunOutcome& outcome) {
     refresh();
     const StepStats s = summarizeSteps(outcome.timings.stepMs);
     m_total[pass]->setText(tr("%1 total, %2 tokens, median step %3")
-                               .arg(ms(outcome.timings.totalMs))
+                               .arg(formatMs(outcome.timings.totalMs))
                                .arg(s.count)
-                               .arg(ms(s.medianMs)) +
+                               .arg(formatMs(s.medianMs)) +
                            (outcome.cancelled ? tr(" (cancelled)") : QString()));
 }
 

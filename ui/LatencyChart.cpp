@@ -18,12 +18,6 @@ namespace florence::ui {
 
 namespace {
 
-QString ms(double v) {
-    if (v >= 10000)
-        return QStringLiteral("%1 s").arg(v / 1000.0, 0, 'f', 2);
-    return QStringLiteral("%1 ms").arg(v, 0, 'f', v < 10 ? 2 : 1);
-}
-
 QLabel* valueLabel(const QString& name, QWidget* parent) {
     auto* l = new QLabel(QStringLiteral("–"), parent);
     l->setObjectName(name);
@@ -36,28 +30,13 @@ QLabel* valueLabel(const QString& name, QWidget* parent) {
 LatencyChart::LatencyChart(QWidget* parent) : QWidget(parent) {
     setObjectName(QStringLiteral("latencyChart"));
     m_chart = new QChart();
-    m_chart->setMargins(QMargins(4, 4, 4, 4));
     m_chart->legend()->hide();
-    m_chart->setAnimationOptions(QChart::NoAnimation); // animations lag behind fast streams
+    setUpLatencyChart(m_chart, m_axisX, m_axisY);
     m_series = new QLineSeries();
     m_series->setName(tr("Step latency"));
     m_chart->addSeries(m_series);
-    m_axisX = new QValueAxis();
-    m_axisX->setTitleText(tr("token"));
-    m_axisX->setLabelFormat(QStringLiteral("%d"));
-    m_axisX->setRange(0, 10);
-    m_axisY = new QValueAxis();
-    m_axisY->setTitleText(tr("ms"));
-    m_axisY->setRange(0, 10);
-    m_chart->addAxis(m_axisX, Qt::AlignBottom);
-    m_chart->addAxis(m_axisY, Qt::AlignLeft);
     m_series->attachAxis(m_axisX);
     m_series->attachAxis(m_axisY);
-
-    m_view = new QChartView(m_chart, this);
-    m_view->setObjectName(QStringLiteral("latencyChartView"));
-    m_view->setRenderHint(QPainter::Antialiasing);
-    m_view->setMinimumSize(260, 140);
 
     auto* stats = new QWidget(this);
     auto* form = new QFormLayout(stats);
@@ -81,13 +60,7 @@ LatencyChart::LatencyChart(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("p95 step:"), m_p95);
     form->addRow(tr("Tokens:"), m_tokens);
     form->addRow(tr("Total:"), m_total);
-    stats->setMinimumWidth(230);
-    stats->setMaximumWidth(320);
-
-    auto* layout = new QHBoxLayout(this);
-    layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(m_view, 1);
-    layout->addWidget(stats, 0);
+    m_view = layOutChartWithStats(this, m_chart, stats, QStringLiteral("latencyChartView"));
     applyPalette();
 }
 
@@ -143,13 +116,13 @@ void LatencyChart::refresh() {
 void LatencyChart::updateStats() {
     const StepStats s = summarizeSteps(m_steps);
     if (m_firstTokenMs >= 0)
-        m_ttft->setText(ms(m_firstTokenMs));
+        m_ttft->setText(formatMs(m_firstTokenMs));
     m_tps->setText(s.count ? QString::number(s.tokensPerSecond, 'f', 1) : QStringLiteral("–"));
-    m_median->setText(s.count ? ms(s.medianMs) : QStringLiteral("–"));
-    m_p95->setText(s.count ? ms(s.p95Ms) : QStringLiteral("–"));
+    m_median->setText(s.count ? formatMs(s.medianMs) : QStringLiteral("–"));
+    m_p95->setText(s.count ? formatMs(s.p95Ms) : QStringLiteral("–"));
     m_tokens->setText(QString::number(s.count));
     if (!m_finished && s.count)
-        m_total->setText(ms(m_lastElapsedMs));
+        m_total->setText(formatMs(m_lastElapsedMs));
     // The engine skips the vision encoder (and so preprocessing) exactly when it reuses the
     // image features; that is the only way its time is 0.
     if (!m_finished && m_stagesKnown)
@@ -158,9 +131,9 @@ void LatencyChart::updateStats() {
 
 void LatencyChart::showStages(double preprocessMs, double visionMs, double textEncoderMs,
                               bool reused) {
-    m_preprocess->setText(reused ? tr("– (features reused)") : ms(preprocessMs));
-    m_vision->setText(reused ? tr("– (features reused)") : ms(visionMs));
-    m_textEncoder->setText(ms(textEncoderMs));
+    m_preprocess->setText(reused ? tr("– (features reused)") : formatMs(preprocessMs));
+    m_vision->setText(reused ? tr("– (features reused)") : formatMs(visionMs));
+    m_textEncoder->setText(formatMs(textEncoderMs));
 }
 
 void LatencyChart::finishRun(const Timings& timings, bool cancelled) {
@@ -173,10 +146,10 @@ void LatencyChart::finishRun(const Timings& timings, bool cancelled) {
     m_finished = true;
     m_firstTokenMs = timings.firstTokenMs;
     refresh();
-    m_ttft->setText(ms(timings.firstTokenMs));
+    m_ttft->setText(formatMs(timings.firstTokenMs));
     showStages(timings.preprocessMs, timings.visionMs, timings.textEncoderMs,
                timings.featuresReused);
-    m_total->setText(ms(timings.totalMs));
+    m_total->setText(formatMs(timings.totalMs));
     m_chart->setTitle(cancelled ? tr("Per-token latency (cancelled)") : tr("Per-token latency"));
 }
 
