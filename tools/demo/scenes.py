@@ -100,7 +100,7 @@ def make_scene(rng: random.Random, text_prob=0.5):
     if rng.random() < text_prob:
         word = rng.choice(WORDS)
         for _ in range(200):
-            fs = rng.uniform(0.07, 0.11)  # font size as a fraction of the image side
+            fs = rng.uniform(0.12, 0.17)  # font size as a fraction of the image side
             f = font(256)
             x0, y0, x1, y1 = f.getbbox(word)
             w = (x1 - x0) / 256 * fs
