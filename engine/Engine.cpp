@@ -101,6 +101,23 @@ torch::jit::Module loadModule(const std::string& path, const Manifest& manifest,
     }
 }
 
+// The module, parameter name pair of a dotted path: ("encoder.embed_tokens", "weight").
+std::pair<torch::jit::Module, std::string> parameterSlot(torch::jit::Module m,
+                                                         const std::string& dotted) {
+    size_t start = 0;
+    for (size_t dot = dotted.find('.'); dot != std::string::npos; dot = dotted.find('.', start)) {
+        const std::string part = dotted.substr(start, dot - start);
+        if (!m.hasattr(part) || !m.attr(part).isModule())
+            throw std::runtime_error("has no submodule " + dotted.substr(0, dot));
+        m = m.attr(part).toModule();
+        start = dot + 1;
+    }
+    const std::string last = dotted.substr(start);
+    if (!m.hasattr(last) || !m.attr(last).isTensor())
+        throw std::runtime_error("has no tensor " + dotted);
+    return {m, last};
+}
+
 } // namespace
 
 // ------------------------------------------------------------------------------------------
@@ -125,6 +142,44 @@ struct Model::Impl {
     }
     torch::Tensor encode(const torch::Tensor& features, const torch::Tensor& ids) const {
         return textEncoder.forward({features, ids, torch::ones_like(ids)}).toTensor();
+    }
+
+    torch::jit::Module& module(const std::string& role) const {
+        return role == "vision" ? vision : role == "text_encoder" ? textEncoder : decoder;
+    }
+
+    // Puts every tensor the package stores once (the text encoder's token embedding is the
+    // decoder's) into the module saved without it: one tensor in memory for both.
+    void shareParameters() const {
+        for (const SharedParameter& p : manifest.sharedParameters) {
+            const std::string file = manifest.path(p.module);
+            const std::string fromFile = manifest.path(p.fromModule);
+            torch::Tensor value;
+            try {
+                auto [from, fromName] = parameterSlot(module(p.fromModule), p.fromName);
+                value = from.attr(fromName).toTensor();
+            } catch (const std::exception& e) {
+                throw EngineError(fromFile + " " + e.what() + ", which manifest.json says " +
+                                  p.module + " shares");
+            }
+            try {
+                auto [to, name] = parameterSlot(module(p.module), p.name);
+                // The exporter leaves a [0, …] tensor in its place, the other sizes as shared.
+                const torch::Tensor placeholder = to.attr(name).toTensor();
+                const bool empty = placeholder.dim() > 0 && placeholder.size(0) == 0;
+                if (placeholder.dim() != value.dim() ||
+                    (empty ? !placeholder.sizes().slice(1).equals(value.sizes().slice(1))
+                           : !placeholder.sizes().equals(value.sizes())))
+                    throw std::runtime_error("has " + p.name + " of another shape than " +
+                                             p.fromName + " of " + fromFile);
+                to.setattr(name, value);
+            } catch (const c10::Error& e) {
+                throw EngineError(file + ": cannot share " + p.name + " (" +
+                                  std::string(e.what_without_backtrace()).substr(0, 200) + ")");
+            } catch (const std::exception& e) {
+                throw EngineError(file + " " + e.what());
+            }
+        }
     }
 };
 
@@ -163,6 +218,7 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
     d.vision = loadModule(d.manifest.path("vision"), d.manifest, options.precision);
     d.textEncoder = loadModule(d.manifest.path("text_encoder"), d.manifest, options.precision);
     d.decoder = loadModule(d.manifest.path("decoder"), d.manifest, options.precision);
+    d.shareParameters();
     for (const char* method : {"step", "cross_kv", "new_cache", "forward_full"})
         if (!d.decoder.find_method(method))
             throw EngineError(d.manifest.path("decoder") + " has no " + method +
@@ -192,6 +248,20 @@ int64_t Model::decodeStepBytes(int encoderTokens) const {
         bytes += b.value.numel() * b.value.element_size();
     // Cross-attention keys and values, float32.
     bytes += int64_t(m.decoderLayers) * 2 * encoderTokens * m.dModel * 4;
+    return bytes;
+}
+
+int64_t Model::weightBytes() const {
+    std::set<const void*> seen;
+    int64_t bytes = 0;
+    for (const torch::jit::Module* m : {&m_impl->vision, &m_impl->textEncoder, &m_impl->decoder}) {
+        for (const auto& p : m->named_parameters(true))
+            if (p.value.numel() > 0 && seen.insert(p.value.data_ptr()).second)
+                bytes += p.value.numel() * p.value.element_size();
+        for (const auto& b : m->named_buffers(true))
+            if (b.value.numel() > 0 && seen.insert(b.value.data_ptr()).second)
+                bytes += b.value.numel() * b.value.element_size();
+    }
     return bytes;
 }
 

@@ -129,6 +129,9 @@ public:
     // embedding row each, and the cross-attention keys/values of `encoderTokens` positions.
     // Divided by the memory bandwidth this is the floor no implementation can beat.
     int64_t decodeStepBytes(int encoderTokens) const;
+    // Bytes of all weights in memory (parameters and buffers of the three modules); a tensor
+    // two modules share counts once.
+    int64_t weightBytes() const;
 
     struct Impl;
     const Impl& impl() const { return *m_impl; }

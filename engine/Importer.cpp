@@ -34,6 +34,9 @@ void runImport(const ImportJob& job, const ImportProgress& progress,
         args << "--random-init" << QString::fromStdString(job.randomInit) << "--seed"
              << QString::number(job.seed);
     args << "--out" << QString::fromStdString(job.outDir);
+    const std::string ops = opsLibrary();
+    if (!ops.empty())
+        args << "--ops-library" << QString::fromStdString(ops);
 
     QProcess proc;
     proc.setProcessChannelMode(QProcess::SeparateChannels);

@@ -77,9 +77,10 @@ Manifest readManifest(const std::string& dir) {
     Manifest m;
     m.dir = info.absoluteFilePath().toStdString();
     m.formatVersion = integer(root, "format_version", dir);
-    if (m.formatVersion != kPackageFormatVersion)
+    if (m.formatVersion < kOldestPackageFormatVersion || m.formatVersion > kPackageFormatVersion)
         fail(dir, "package format version " + std::to_string(m.formatVersion) +
-                      ", this build reads version " + std::to_string(kPackageFormatVersion) +
+                      ", this build reads versions " + std::to_string(kOldestPackageFormatVersion) +
+                      " to " + std::to_string(kPackageFormatVersion) +
                       "; export the model again with this version's exporter");
     m.name = root.value("name").toString().toStdString();
     m.source = root.value("source").toString().toStdString();
@@ -145,6 +146,24 @@ Manifest readManifest(const std::string& dir) {
     for (const char* role : {"vision", "text_encoder", "decoder", "vocab", "merges"})
         if (!m.files.count(role))
             fail(dir, std::string("lists no ") + role + " file");
+
+    const QJsonValue shared = root.value("shared_parameters");
+    if (!shared.isUndefined() && !shared.isArray())
+        fail(dir, "\"shared_parameters\" is not a list");
+    for (const QJsonValue& v : shared.toArray()) {
+        const QJsonObject o = v.toObject();
+        SharedParameter p;
+        p.module = o.value("module").toString().toStdString();
+        p.name = o.value("name").toString().toStdString();
+        p.fromModule = o.value("from_module").toString().toStdString();
+        p.fromName = o.value("from_name").toString().toStdString();
+        for (const std::string* role : {&p.module, &p.fromModule})
+            if (*role != "vision" && *role != "text_encoder" && *role != "decoder")
+                fail(dir, "shared parameter of unknown module \"" + *role + "\"");
+        if (p.name.empty() || p.fromName.empty() || p.module == p.fromModule)
+            fail(dir, "incomplete shared parameter entry");
+        m.sharedParameters.push_back(p);
+    }
     return m;
 }
 

@@ -10,6 +10,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace florence {
 
@@ -18,12 +19,24 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-constexpr int kPackageFormatVersion = 1;
+// Versions this build reads: 1, and 2 (which adds "shared_parameters").
+constexpr int kPackageFormatVersion = 2;
+constexpr int kOldestPackageFormatVersion = 1;
 
 struct PackageFile {
     std::string name; // relative to the package folder
     int64_t size = 0;
     std::string sha256; // lowercase hex
+};
+
+// A tensor stored once and used by two modules: `name` of module `module` (saved as an empty
+// tensor) is `fromName` of module `fromModule`. Modules by role: "vision", "text_encoder",
+// "decoder"; names are dotted parameter paths, e.g. "encoder.embed_tokens.weight".
+struct SharedParameter {
+    std::string module;
+    std::string name;
+    std::string fromModule;
+    std::string fromName;
 };
 
 struct Manifest {
@@ -63,6 +76,8 @@ struct Manifest {
     int maxNewTokens = 1024;
     // files by role: "vision", "text_encoder", "decoder", "vocab", "merges", …
     std::map<std::string, PackageFile> files;
+    // e.g. the text encoder's token embedding, which is the decoder's (format version 2)
+    std::vector<SharedParameter> sharedParameters;
 
     std::string path(const std::string& role) const; // throws PackageError if absent
 };

@@ -5,6 +5,7 @@
 #include <QFileInfo>
 #include <QStandardPaths>
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 namespace florence {
@@ -47,6 +48,14 @@ std::string pythonInterpreter() {
     if (!env.isEmpty())
         return QString::fromLocal8Bit(env).toStdString();
     return "/usr/bin/python3";
+}
+
+std::string opsLibrary() {
+    // Looked up at run time: this library links no LibTorch, the programs that run models do.
+    using PathFn = const char* (*)();
+    auto fn = reinterpret_cast<PathFn>(dlsym(RTLD_DEFAULT, "florence_ops_library_path"));
+    const char* path = fn ? fn() : nullptr;
+    return path ? path : "";
 }
 
 std::string samplesDir() {

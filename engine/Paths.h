@@ -19,6 +19,9 @@ std::string exporterScript();
 // The Python interpreter that has torch (the system one, /usr/bin/python3, unless
 // $FLORENCE_PYTHON says otherwise).
 std::string pythonInterpreter();
+// The operator library (libflorence_ops.so) this program loaded, or "" when it has none. The
+// exporter must load the same file before it scripts the model, so it is passed on explicitly.
+std::string opsLibrary();
 // Folder of sample images shipped with the app, or "".
 std::string samplesDir();
 // Where the user's imported and generated packages go (~/.local/share/florence-studio/models).

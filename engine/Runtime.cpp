@@ -1,5 +1,7 @@
 #include "Runtime.h"
 
+#include "Ops.h"
+
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 #include <torch/version.h>
@@ -116,6 +118,7 @@ std::string runtimeSummary() {
         s += std::string(", OpenBLAS ") + core;
     else
         s += ", BLAS: not OpenBLAS";
+    s += ", row kernels " + ops::rowKernelName();
     return s;
 }
 

@@ -38,7 +38,8 @@ double measureReadBandwidth(size_t bufferBytes = size_t(1) << 30);
 // Peak resident memory of this process so far, in bytes.
 int64_t peakResidentBytes();
 
-// One line describing the runtime ("LibTorch 1.13.1, 2 threads, OpenBLAS SkylakeX").
+// One line describing the runtime ("LibTorch 1.13.1, 2 threads, OpenBLAS SkylakeX, row kernels
+// AVX-512").
 std::string runtimeSummary();
 
 } // namespace florence

@@ -29,6 +29,7 @@ dpkg-deb --contents "$deb" | awk '{print "./" substr($6, 3)}' > "$build/deb-cont
 for f in usr/bin/florence-studio usr/bin/florence-studio-cli \
          usr/share/florence-studio/models/default/manifest.json \
          usr/share/florence-studio/samples/pier.png \
+         usr/share/florence-studio/samples/scenes/scene_00.png \
          usr/share/florence-studio/tools/florence2_export.py \
          usr/share/doc/florence-studio/copyright usr/share/doc/florence-studio/changelog.gz \
          usr/share/man/man1/florence-studio.1.gz usr/share/man/man1/florence-studio-cli.1.gz \
@@ -36,6 +37,9 @@ for f in usr/bin/florence-studio usr/bin/florence-studio-cli \
          usr/share/icons/hicolor/{16x16,22x22,24x24,32x32,48x48,64x64,128x128,256x256}/apps/florence-studio.png; do
     grep -qx "./$f" "$build/deb-contents.txt" || fail "the .deb lacks /$f"
 done
+# The operator library the programs link and the exporter loads, in a private folder.
+grep -Eq '^./usr/lib/([^/]+/)?florence-studio/ops/libflorence_ops\.so$' "$build/deb-contents.txt" ||
+    fail "the .deb lacks libflorence_ops.so under /usr/lib/.../florence-studio/ops/"
 grep -q '^./usr/share/applications/.*\.desktop$' "$build/deb-contents.txt" || fail "no .desktop file"
 grep -q '^./usr/share/metainfo/.*\.metainfo\.xml$' "$build/deb-contents.txt" || fail "no metainfo"
 if grep -q '__pycache__' "$build/deb-contents.txt"; then fail "the .deb contains __pycache__"; fi
@@ -63,7 +67,7 @@ $sudo apt-get purge -y florence-studio
 trap - EXIT
 ! dpkg-query -W -f='${Status}' florence-studio 2>/dev/null | grep -q "ok installed" || fail "still installed"
 for f in /usr/share/florence-studio /usr/bin/florence-studio /usr/bin/florence-studio-cli \
-         /usr/share/doc/florence-studio; do
+         /usr/share/doc/florence-studio /usr/lib/florence-studio; do
     [ ! -e "$f" ] || fail "$f is left after purge: $(find "$f" | head -5)"
 done
 

@@ -161,13 +161,15 @@ QJsonObject runPython(const std::string& package, const std::string& image,
     QStringList idList;
     for (int64_t id : ids)
         idList << QString::number(id);
+    QStringList args{"-m", "florence2.bench_eager", "--package", QString::fromStdString(package)};
+    args << "--image" << QString::fromStdString(image) << "--lengths"
+         << QString::fromStdString(lengths) << "--threads" << QString::number(threads)
+         << "--prompt-ids" << idList.join(",");
+    if (!opsLibrary().empty()) // the package's modules call its operators
+        args << "--ops-library" << QString::fromStdString(opsLibrary());
     QProcess proc;
     proc.setWorkingDirectory(QFileInfo(QString::fromStdString(script)).absolutePath());
-    proc.start(QString::fromStdString(pythonInterpreter()),
-               {"-m", "florence2.bench_eager", "--package", QString::fromStdString(package),
-                "--image", QString::fromStdString(image), "--lengths",
-                QString::fromStdString(lengths), "--threads", QString::number(threads),
-                "--prompt-ids", idList.join(",")});
+    proc.start(QString::fromStdString(pythonInterpreter()), args);
     if (!proc.waitForStarted(10000) || !proc.waitForFinished(3600 * 1000) || proc.exitCode() != 0) {
         error = QString::fromUtf8(proc.readAllStandardError())
                     .trimmed()

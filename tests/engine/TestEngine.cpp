@@ -10,10 +10,12 @@
 
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -91,6 +93,8 @@ private slots:
     void batchEqualsOneByOne_data();
     void batchEqualsOneByOne();
     void realImageRuns();
+    void sharedEmbedding_data();
+    void sharedEmbedding();
     void badPackages_data();
     void badPackages();
     void badRequests_data();
@@ -493,6 +497,59 @@ void TestEngine::realImageRuns() {
     QVERIFY(r.timings.totalMs >= r.timings.decodeMs);
 }
 
+void TestEngine::sharedEmbedding_data() {
+    QTest::addColumn<int>("precision");
+    QTest::newRow("float32") << int(Precision::Float32);
+    QTest::newRow("bfloat16") << int(Precision::BFloat16);
+}
+
+void TestEngine::sharedEmbedding() {
+    // The fixture's token embedding is one matrix (encoder, decoder, LM head): the package stores
+    // it once, in decoder.pt, and the engine gives the text encoder the decoder's tensor. The
+    // same package written the old way (format 1, an embedding in each file) must still load
+    // and give the same tokens, from one more copy of the embedding in memory.
+    QFETCH(int, precision);
+    const QString shared = m_tmp.path() + "/pkg-st";
+    const QString separate = m_tmp.path() + "/pkg-st-separate";
+    if (!QFile::exists(separate + "/manifest.json")) {
+        QProcess p;
+        p.start(FLORENCE_PYTHON,
+                {FLORENCE_SOURCE_DIR "/tests/engine/unshare_package.py", shared, separate});
+        QVERIFY(p.waitForFinished(120000));
+        QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    }
+    LoadOptions options;
+    options.precision = static_cast<Precision>(precision);
+    const auto one = Model::load(shared.toStdString(), options);
+    const auto two = Model::load(separate.toStdString(), options);
+    QCOMPARE(one->manifest().formatVersion, 2);
+    QCOMPARE(one->manifest().sharedParameters.size(), size_t(1));
+    QCOMPARE(one->manifest().sharedParameters[0].name, std::string("encoder.embed_tokens.weight"));
+    QCOMPARE(two->manifest().formatVersion, 1);
+    QVERIFY(two->manifest().sharedParameters.empty());
+
+    const Manifest& m = one->manifest();
+    const int64_t embeddingBytes = int64_t(m.vocabSize) * m.dModel * 4; // float32 in memory
+    QCOMPARE(two->weightBytes() - one->weightBytes(), embeddingBytes);
+    const qint64 fileSaving = QFileInfo(separate + "/text_encoder.pt").size() -
+                              QFileInfo(shared + "/text_encoder.pt").size();
+    QVERIFY2(fileSaving >= embeddingBytes, qPrintable(QString::number(fileSaving)));
+
+    Session a(one), b(two);
+    GenerationOptions o = one->defaultOptions();
+    o.numBeams = 1;
+    o.maxNewTokens = 24;
+    for (const TaskRef& t : m_tasks) {
+        Request req;
+        req.pixelValues = m_pixels;
+        req.prompt = t.prompt;
+        const Result ra = a.generate(req, o);
+        QCOMPARE(ra.generatedIds, b.generate(req, o).generatedIds);
+        if (options.precision == Precision::Float32)
+            QCOMPARE(ra.generatedIds, t.generated);
+    }
+}
+
 void TestEngine::badPackages_data() {
     QTest::addColumn<QString>("damage");
     QTest::addColumn<QString>("expected");
@@ -510,6 +567,10 @@ void TestEngine::badPackages_data() {
                                           << "vision.pt does not match its checksum";
     QTest::newRow("other format version") << "version"
                                           << "format version 99";
+    QTest::newRow("shared tensor missing") << "shared-missing"
+                                           << "decoder.pt has no submodule decoder.nothing";
+    QTest::newRow("shared tensor of another shape") << "shared-shape"
+                                                    << "of another shape";
     QTest::newRow("manifest not json") << "garbage-manifest"
                                        << "manifest.json: is not valid JSON";
     QTest::newRow("empty folder") << "empty"
@@ -546,13 +607,21 @@ void TestEngine::badPackages() {
             f.getChar(&c);
             f.seek(f.size() / 2);
             f.putChar(char(c ^ 0x55));
-        } else if (damage == "version" || damage == "garbage-manifest") {
+        } else {
             QFile f(pkg + "/manifest.json");
             QVERIFY(f.open(QIODevice::ReadOnly));
             QByteArray text = f.readAll();
             f.close();
             if (damage == "version")
-                text.replace("\"format_version\": 1", "\"format_version\": 99");
+                text = QString::fromUtf8(text)
+                           .replace(QRegularExpression("\"format_version\": \\d+"),
+                                    "\"format_version\": 99")
+                           .toUtf8();
+            else if (damage == "shared-missing")
+                text.replace("\"decoder.embed_tokens.weight\"", "\"decoder.nothing.weight\"");
+            else if (damage == "shared-shape")
+                text.replace("\"decoder.embed_tokens.weight\"",
+                             "\"decoder.layernorm_embedding.weight\"");
             else
                 text = "{ not json";
             QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));

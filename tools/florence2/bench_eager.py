@@ -19,6 +19,8 @@ import torch
 import torch.nn.functional as F
 
 from . import model as M
+from . import ops
+from .package import load_modules
 
 
 def now_ms() -> float:
@@ -64,13 +66,11 @@ def load(package: str):
     start = now_ms()
     with open(os.path.join(package, "config.json")) as f:
         config = json.load(f)
-    with open(os.path.join(package, "manifest.json")) as f:
-        manifest = json.load(f)
+    manifest, scripted = load_modules(package)  # float32, shared tensors restored
     florence = M.Florence2(config).eval()
-    for part, fname in ((florence.vision, "vision.pt"), (florence.text, "text_encoder.pt"),
-                        (florence.dec, "decoder.pt")):
-        scripted = torch.jit.load(os.path.join(package, fname))
-        part.load_state_dict({k: v.float() for k, v in scripted.state_dict().items()})
+    for part, role in ((florence.vision, "vision"), (florence.text, "text_encoder"),
+                       (florence.dec, "decoder")):
+        part.load_state_dict(scripted[role].state_dict())
     florence.tie_weights()
     return florence, manifest, now_ms() - start
 
@@ -122,8 +122,17 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--prompt-ids", required=True)
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--ops-library", metavar="PATH",
+                        help="the operator library the package's modules call (see ops.py)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads or os.cpu_count() or 1)
+    try:
+        # Only to load the package's weights: the baseline itself never calls the operators.
+        ops.load_library(args.ops_library)
+    except ops.OpsLibraryError:
+        if args.ops_library:
+            raise
+        # A package exported before the operators existed loads without them.
     as_published()
 
     out = {"threads": torch.get_num_threads(), "torch": torch.__version__}

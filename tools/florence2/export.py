@@ -6,6 +6,10 @@
 The package folder holds three TorchScript modules made with torch.jit.script (never trace, which
 would freeze shapes and drop the key/value cache), the tokenizer files and manifest.json.
 Progress goes to stderr as lines "progress <percent> <message>" so a GUI can show it.
+The model calls Florence Studio's own operators (engine/ops/), so the exporter loads their
+library first: --ops-library, else $FLORENCE_OPS_LIBRARY, else lib/florence-studio/ops/ of the
+build or installation these tools are in, else the one in build/ of this source checkout
+(florence2/ops.py).
 """
 import argparse
 import datetime
@@ -18,10 +22,15 @@ import tempfile
 
 import torch
 
+from . import ops, package
 from .checkpoint import CheckpointError, load_state_dict
 from .model import Decoder, Florence2, TextEncoder, VisionEncoder
 
+# 1: three self-contained modules. 2: a module may hold an empty tensor in place of one it
+# shares with another module ("shared_parameters" in the manifest); written only when used, so
+# an engine that reads only version 1 refuses such a package instead of failing mid-run.
 FORMAT_VERSION = 1
+SHARED_FORMAT_VERSION = 2
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESOURCES = os.path.normpath(os.path.join(HERE, "..", "..", "resources", "florence2"))
 RANDOM_CONFIGS = {"tiny": "config-tiny.json", "base": "config-base-ft.json",
@@ -114,6 +123,9 @@ def load_hf_model(folder: str):
     model.load_state_dict({k: v for k, v in mapped.items() if k in expected}, strict=True)
     if torch.equal(model.dec.lm_head.weight, model.dec.decoder.embed_tokens.weight):
         model.tie_weights()
+    if torch.equal(model.text.encoder.embed_tokens.weight, model.dec.decoder.embed_tokens.weight):
+        # The published checkpoints have one token embedding for encoder, decoder and LM head.
+        model.text.encoder.embed_tokens.weight = model.dec.decoder.embed_tokens.weight
     return model, config
 
 
@@ -182,6 +194,37 @@ def verify(eager: Florence2, vision, text, decoder, size) -> dict:
     return report
 
 
+def shared_parameters(model: Florence2) -> list:
+    """Tensors the text encoder shares with the decoder: saved once, in decoder.pt."""
+    if model.text.encoder.embed_tokens.weight is not model.dec.decoder.embed_tokens.weight:
+        return []
+    return [{"module": "text_encoder", "name": "encoder.embed_tokens.weight",
+             "from_module": "decoder", "from_name": "decoder.embed_tokens.weight"}]
+
+
+def check_shared(folder: str, model: Florence2, shared: list, storage: str) -> None:
+    """Loads the written modules like the engine does and checks every shared tensor is back."""
+    if not shared:
+        return
+    dtype = torch.float16 if storage == "float16" else torch.float32
+    modules = {role: torch.jit.load(os.path.join(folder, fname)).float().eval()
+               for role, fname in (("text_encoder", "text_encoder.pt"), ("decoder", "decoder.pt"))}
+    package.restore_shared(modules, shared)
+    eager = {"text_encoder": model.text, "decoder": model.dec}
+    for entry in shared:
+        got = package.get_parameter(modules[entry["module"]], entry["name"])
+        want = package.get_parameter(eager[entry["module"]], entry["name"]).detach()
+        if not torch.equal(got, want.to(dtype).float()):
+            raise ExportError(f"{entry['name']} of {entry['module']} does not load back as "
+                              f"{entry['from_name']} of {entry['from_module']}")
+    with torch.no_grad():
+        ids = torch.tensor([[0, 2264, 473, 5, 2274, 6190, 116, 2]])
+        d = model.text.encoder.embed_tokens.weight.shape[1]
+        h = modules["text_encoder"](torch.zeros(1, 1, d), ids, torch.ones_like(ids))
+    if not bool(torch.isfinite(h).all()):
+        raise ExportError("the text encoder with its shared embedding gives non-finite values")
+
+
 def preprocessor(source_folder: str) -> dict:
     """The folder's preprocessor_config.json, else the published one."""
     path = os.path.join(source_folder, "preprocessor_config.json") if source_folder else ""
@@ -210,6 +253,12 @@ def export(model: Florence2, config: dict, out: str, source_folder: str, name: s
         vision.half()
         text.half()
         decoder.half()
+    shared = shared_parameters(model)
+    for entry in shared:
+        # Stored once, in the module it comes from; the loader puts it back (the token
+        # embedding: 13 MB of the demo package, 79 MB of Florence-2-base in float32).
+        value = package.get_parameter(text, entry["name"])
+        package.set_parameter(text, entry["name"], value.new_empty((0,) + tuple(value.shape[1:])))
 
     parent = os.path.dirname(os.path.abspath(out)) or "."
     os.makedirs(parent, exist_ok=True)
@@ -222,10 +271,11 @@ def export(model: Florence2, config: dict, out: str, source_folder: str, name: s
         text.save(os.path.join(tmp, "text_encoder.pt"))
         decoder.save(os.path.join(tmp, "decoder.pt"))
         progress(85, "writing tokenizer and manifest")
+        check_shared(tmp, model, shared, storage)
         tokenizer_files(source_folder, tmp)
         with open(os.path.join(tmp, "config.json"), "w") as f:
             json.dump(config, f, indent=2)
-        write_manifest(tmp, model, config, pre, name, source, report, storage)
+        write_manifest(tmp, model, config, pre, name, source, report, storage, shared)
         if os.path.exists(out):
             if not os.path.exists(os.path.join(out, "manifest.json")) and os.listdir(out):
                 raise ExportError(f"{out} exists and is not a model package; choose another --out")
@@ -239,7 +289,7 @@ def export(model: Florence2, config: dict, out: str, source_folder: str, name: s
 
 
 def write_manifest(folder: str, model: Florence2, config: dict, pre: dict, name: str,
-                   source: str, report: dict, storage: str) -> None:
+                   source: str, report: dict, storage: str, shared: list = ()) -> None:
     tc = config["text_config"]
     size = pre["size"]
     files = {}
@@ -250,7 +300,7 @@ def write_manifest(folder: str, model: Florence2, config: dict, pre: dict, name:
         files[role] = {"name": fname, "size": os.path.getsize(path), "sha256": sha256(path)}
     params = sum(p.numel() for p in model.parameters())
     manifest = {
-        "format_version": FORMAT_VERSION,
+        "format_version": SHARED_FORMAT_VERSION if shared else FORMAT_VERSION,
         "name": name,
         "source": source,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -294,6 +344,8 @@ def write_manifest(folder: str, model: Florence2, config: dict, pre: dict, name:
         "export_check": report,
         "files": files,
     }
+    if shared:
+        manifest["shared_parameters"] = list(shared)
     with open(os.path.join(folder, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=2)
 
@@ -311,9 +363,14 @@ def main(argv=None) -> int:
     parser.add_argument("--storage", choices=["float32", "float16"], default="float32",
                         help="how weights are stored in the package (float16 halves its size)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
+    parser.add_argument("--ops-library", metavar="PATH",
+                        help="Florence Studio's operator library, which the exported model calls "
+                             f"(default: ${ops.ENV}, else lib/florence-studio/ops/{ops.NAME} "
+                             "next to these tools' share/ folder)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads or os.cpu_count() or 1)
     try:
+        ops.load_library(args.ops_library)  # before scripting: the model calls its operators
         if args.hf:
             folder = os.path.abspath(args.hf)
             model, config = load_hf_model(folder)
@@ -330,7 +387,7 @@ def main(argv=None) -> int:
             report = export(model, config, args.out, "",
                             f"florence2-{args.random_init} (random weights, seed {args.seed})",
                             f"random init, seed {args.seed}", args.storage)
-    except (ExportError, OSError) as e:
+    except (ExportError, ops.OpsLibraryError, OSError) as e:
         print(f"florence2_export: error: {e}", file=sys.stderr)
         return 1
     checks = ", ".join(f"{k} {v:.1e}" for k, v in report.items())

@@ -20,20 +20,27 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from . import ops
+
 
 def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
-    """F.linear, except for the one to four rows of a decoding step: there a matrix-vector
-    product per row reads the weights at memory speed, where the GEMM that F.linear picks for a
-    single row reaches about half of it (measured with OpenBLAS 0.3.21: 3.3 ms against 7.9 ms
-    for the 51289x768 LM head)."""
+    """F.linear, except for the one to four rows of a decoding step: there the weights are read
+    once, at memory speed, by florence::linear_rows (engine/ops/, AVX-512), where the GEMM that
+    F.linear picks for a single row reaches about a third of it and OpenBLAS's matrix-vector
+    product, or oneDNN's bfloat16 one, about 0.6-0.9x (single-thread microbenchmark, weights
+    in DRAM). bfloat16 weights (the engine's reduced-precision mode) return float32 activations,
+    so norms, softmax and residuals keep full precision."""
+    k = x.shape[-1]
+    rows = x.numel() // k if k > 0 else 0
+    if 0 < rows <= 4:
+        if torch.jit.is_scripting():
+            return torch.ops.florence.linear_rows(x, weight, bias)
+        else:
+            return _linear_rows_eager(x, weight, bias)
     if weight.dtype == torch.bfloat16:
-        # Reduced-precision mode (the engine converts linear weights after loading): oneDNN's
-        # AVX512-BF16 kernels; activations return to float32 so norms, softmax and residuals
-        # keep full precision.
+        # oneDNN's AVX512-BF16 kernels.
         b16 = bias.to(torch.bfloat16) if bias is not None else None
         return F.linear(x.to(torch.bfloat16), weight, b16).to(torch.float32)
-    k = x.shape[-1]
-    rows = x.numel() // k
     if rows >= 256 and k >= 512 and weight.shape[0] >= 512:
         # oneDNN's AVX-512 GEMM beats OpenBLAS's on the big products of the vision encoder's
         # later stages and the text encoder (1.4-1.8x measured, weight conversion included);
@@ -44,18 +51,20 @@ def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
         shape = list(x.shape[:-1])
         shape.append(weight.shape[0])
         return out.view(shape)
-    if rows > 4 or rows == 0:
-        return F.linear(x, weight, bias)
-    flat = x.reshape(rows, k)
-    outs: List[Tensor] = []
-    for r in range(rows):
-        if bias is None:
-            outs.append(torch.mv(weight, flat[r]))
-        else:
-            outs.append(torch.addmv(bias, weight, flat[r]))
-    shape = list(x.shape[:-1])
-    shape.append(weight.shape[0])
-    return torch.stack(outs).view(shape)
+    return F.linear(x, weight, bias)
+
+
+def _linear_rows_eager(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
+    """linear() of a few rows outside TorchScript (never scripted): the operator when this
+    process loaded it (florence2.ops) and no gradient is wanted, else what it computes, with
+    LibTorch's products. Training and evaluation scripts run the model this way."""
+    grad = torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad)
+    if not grad and ops.loaded():
+        return torch.ops.florence.linear_rows(x, weight, bias)
+    if weight.dtype != torch.float32:
+        b = bias.to(weight.dtype) if bias is not None else None
+        return F.linear(x.to(weight.dtype), weight, b).to(torch.float32)
+    return F.linear(x.to(torch.float32), weight, bias)
 
 
 def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> Tensor:
@@ -74,9 +83,12 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> Tensor:
 def feed_forward(x: Tensor, w1: Tensor, b1: Optional[Tensor], w2: Tensor,
                  b2: Optional[Tensor]) -> Tensor:
     """fc1, GELU, fc2 (the original uses exact GELU in both towers)."""
-    if w1.dtype == torch.bfloat16:
+    k = x.shape[-1]
+    rows = x.numel() // k if k > 0 else 0
+    if w1.dtype == torch.bfloat16 and not 0 < rows <= 4:
         # The hidden layer is four times wider than the input: it stays bfloat16 between the two
-        # products instead of going to float32 and back.
+        # products instead of going to float32 and back (a decoding step's few rows go through
+        # linear(), whose kernels read bfloat16 weights and keep activations float32).
         h = F.gelu(F.linear(x.to(torch.bfloat16), w1, b1.to(torch.bfloat16) if b1 is not None else None))
         out = F.linear(h, w2, b2.to(torch.bfloat16) if b2 is not None else None)
         return out.to(torch.float32)

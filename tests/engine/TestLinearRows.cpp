@@ -1,0 +1,183 @@
+// florence::linear_rows, the operator every decoding step of an exported model runs its linear
+// layers with (engine/ops/): its products against LibTorch's, for the shapes the kernels treat
+// specially (output columns not a multiple of four, inner sizes not a multiple of 16 or 32,
+// one to four rows), float32 and bfloat16 weights, with and without bias, strided inputs; and
+// that the TorchScript interpreter finds it, as loading a package needs.
+#include "Ops.h"
+
+#include <ATen/Parallel.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/jit/runtime/operator.h>
+#include <torch/torch.h>
+
+#include <QtTest>
+
+namespace {
+
+at::Tensor linearRows(const at::Tensor& x, const at::Tensor& w,
+                      const c10::optional<at::Tensor>& b) {
+    static const auto op = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("florence::linear_rows", "")
+                               .typed<at::Tensor(const at::Tensor&, const at::Tensor&,
+                                                 const c10::optional<at::Tensor>&)>();
+    return op.call(x, w, b);
+}
+
+// Largest difference relative to the largest magnitude of the reference.
+double relativeError(const at::Tensor& got, const at::Tensor& want) {
+    const double scale = std::max(1e-30, want.abs().max().item<double>());
+    return (got.to(at::kDouble) - want.to(at::kDouble)).abs().max().item<double>() / scale;
+}
+
+} // namespace
+
+class TestLinearRows : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase();
+    void matchesLibTorch_data();
+    void matchesLibTorch();
+    void keepsLeadingDimensions();
+    void moreRowsThanTheKernels();
+    void refusesMismatchedShapes();
+    void interpreterFindsTheOperator();
+};
+
+void TestLinearRows::initTestCase() {
+    torch::manual_seed(7);
+    // At least two threads, so the larger shapes are split between them as in the app (on one
+    // core too).
+    at::set_num_threads(std::max(2, at::get_num_threads()));
+    qInfo("row kernels: %s, library %s", florence::ops::rowKernelName().c_str(),
+          florence_ops_library_path());
+    QVERIFY(QFileInfo::exists(QString::fromUtf8(florence_ops_library_path())));
+}
+
+void TestLinearRows::matchesLibTorch_data() {
+    QTest::addColumn<bool>("bf16");
+    QTest::addColumn<int>("n");
+    QTest::addColumn<int>("k");
+    QTest::addColumn<int>("rows");
+    QTest::addColumn<bool>("bias");
+    QTest::addColumn<bool>("strided");
+    struct Shape {
+        int n, k;
+    };
+    // n % 4 != 0 leaves single columns after the groups of four; k % 16 (float32) and k % 32
+    // (bfloat16) != 0 leave a masked tail; k < 16 is all tail.
+    const Shape shapes[] = {{1, 1}, {3, 7}, {37, 45}, {64, 768}, {769, 3071}, {5003, 129}};
+    for (bool bf16 : {false, true})
+        for (const Shape& s : shapes)
+            for (int rows = 1; rows <= 4; ++rows)
+                for (bool bias : {false, true}) {
+                    const bool strided = (rows + s.n) % 2 == 1;
+                    QTest::addRow("%s %dx%d, %d rows%s%s", bf16 ? "bfloat16" : "float32", s.n, s.k,
+                                  rows, bias ? ", bias" : "", strided ? ", strided x" : "")
+                        << bf16 << s.n << s.k << rows << bias << strided;
+                }
+}
+
+void TestLinearRows::matchesLibTorch() {
+    QFETCH(bool, bf16);
+    QFETCH(int, n);
+    QFETCH(int, k);
+    QFETCH(int, rows);
+    QFETCH(bool, bias);
+    QFETCH(bool, strided);
+    c10::InferenceMode guard;
+    at::Tensor w = torch::randn({n, k});
+    if (bf16)
+        w = w.to(at::kBFloat16);
+    const at::Tensor b = torch::randn({n});
+    // A strided x: every other column of a wider matrix.
+    const at::Tensor x =
+        strided ? torch::randn({rows, 2 * k}).slice(1, 0, 2 * k, 2) : torch::randn({rows, k});
+    QCOMPARE(x.is_contiguous(), !strided);
+    const at::Tensor y = linearRows(x, w, bias ? c10::optional<at::Tensor>(b) : c10::nullopt);
+    QCOMPARE(y.scalar_type(), at::kFloat);
+    QCOMPARE(y.sizes().vec(), (std::vector<int64_t>{rows, n}));
+
+    // Against LibTorch's matrix-vector product of the same (bfloat16-exact) weights: both sum
+    // float32 products, in different orders.
+    const at::Tensor wf = w.to(at::kFloat);
+    std::vector<at::Tensor> ref;
+    for (int r = 0; r < rows; ++r)
+        ref.push_back(bias ? at::addmv(b, wf, x[r]) : at::mv(wf, x[r]));
+    const double err = relativeError(y, at::stack(ref));
+    QVERIFY2(err < 2e-5, qPrintable(QString("relative error %1 against at::mv").arg(err)));
+
+    if (bf16) {
+        // Against what the model did before (F.linear in bfloat16, x rounded to bfloat16): the
+        // operator keeps x in float32, so it differs by x's rounding, no more.
+        const at::Tensor old =
+            at::linear(x.to(at::kBFloat16), w, bias ? b.to(at::kBFloat16) : at::Tensor());
+        const double oldErr = relativeError(y, old);
+        QVERIFY2(oldErr < 2e-2,
+                 qPrintable(QString("relative error %1 against F.linear").arg(oldErr)));
+    }
+}
+
+void TestLinearRows::keepsLeadingDimensions() {
+    // A decoding step's activations are [batch, 1, d]: the result is [batch, 1, n].
+    c10::InferenceMode guard;
+    const at::Tensor w = torch::randn({50, 40});
+    const at::Tensor x = torch::randn({3, 1, 40});
+    const at::Tensor y = linearRows(x, w, c10::nullopt);
+    QCOMPARE(y.sizes().vec(), (std::vector<int64_t>{3, 1, 50}));
+    QVERIFY(relativeError(y, at::linear(x, w)) < 2e-5);
+    // Weights in another layout (a transposed view) give the same result.
+    const at::Tensor wt = w.t().contiguous().t();
+    QVERIFY(!wt.is_contiguous());
+    QVERIFY(relativeError(linearRows(x, wt, c10::nullopt), y) < 1e-6);
+}
+
+void TestLinearRows::moreRowsThanTheKernels() {
+    // Five rows and more go to LibTorch's products; the result is the same product.
+    c10::InferenceMode guard;
+    const at::Tensor w = torch::randn({33, 70});
+    const at::Tensor b = torch::randn({33});
+    const at::Tensor x = torch::randn({2, 7, 70});
+    QVERIFY(relativeError(linearRows(x, w, b), at::linear(x, w, b)) < 2e-5);
+    const at::Tensor y16 = linearRows(x, w.to(at::kBFloat16), b);
+    QCOMPARE(y16.scalar_type(), at::kFloat);
+    QVERIFY(relativeError(y16, at::linear(x, w, b)) < 2e-2);
+}
+
+void TestLinearRows::refusesMismatchedShapes() {
+    c10::InferenceMode guard;
+    const at::Tensor w = torch::randn({8, 16});
+    QString message;
+    try {
+        linearRows(torch::randn({1, 15}), w, c10::nullopt);
+    } catch (const c10::Error& e) {
+        message = QString::fromStdString(e.what_without_backtrace());
+    }
+    QVERIFY2(message.contains("does not fit weight"), qPrintable(message));
+    message.clear();
+    try {
+        linearRows(torch::randn({1, 16}), w, torch::randn({7}));
+    } catch (const c10::Error& e) {
+        message = QString::fromStdString(e.what_without_backtrace());
+    }
+    QVERIFY2(message.contains("bias has 7 elements"), qPrintable(message));
+}
+
+void TestLinearRows::interpreterFindsTheOperator() {
+    // What a package's decoder.pt needs: the TorchScript interpreter looks the operator up by
+    // name in its registry when it loads the code ("ops.florence.linear_rows(...)"); a library
+    // that was not loaded, or did not register, fails there with "Unknown builtin op".
+    c10::InferenceMode guard;
+    const auto ops =
+        torch::jit::getAllOperatorsFor(c10::Symbol::fromQualString("florence::linear_rows"));
+    QCOMPARE(ops.size(), size_t(1));
+    const at::Tensor w = torch::randn({10, 24});
+    const at::Tensor x = torch::randn({1, 1, 24});
+    torch::jit::Stack stack{x, w, c10::IValue()};
+    ops[0]->getOperation()(stack);
+    QCOMPARE(stack.size(), size_t(1));
+    QVERIFY(relativeError(stack[0].toTensor(), at::linear(x, w)) < 2e-5);
+}
+
+QTEST_GUILESS_MAIN(TestLinearRows)
+#include "TestLinearRows.moc"

@@ -1,0 +1,57 @@
+"""Loads an exported package's TorchScript modules in Python the way the C++ engine does.
+
+    from florence2.package import load_modules
+    manifest, modules = load_modules("/tmp/demo-pkg")   # {"vision": ..., "text_encoder": ...,
+    text = modules["text_encoder"]                        #  "decoder": ...}, float32, eval
+
+A tensor used by two modules is stored once: manifest.json's "shared_parameters" lists, for
+example, the text encoder's token embedding as the decoder's, and text_encoder.pt then holds an
+empty tensor in its place. Loading puts the decoder's tensor back into the text encoder (one
+tensor in memory, as in the engine). Packages without the entry load as before.
+"""
+import json
+import os
+from typing import Dict, List, Tuple
+
+import torch
+
+from . import ops
+
+# Modules exported since model.py calls florence::linear_rows need the operator library to load
+# (older packages load either way); this finds it as the exporter does (ops.py).
+ops.try_load_library()
+
+ROLES = ("vision", "text_encoder", "decoder")
+
+
+def get_parameter(module, name: str) -> torch.Tensor:
+    *path, last = name.split(".")
+    for part in path:
+        module = getattr(module, part)
+    return getattr(module, last)
+
+
+def set_parameter(module, name: str, value: torch.Tensor) -> None:
+    *path, last = name.split(".")
+    for part in path:
+        module = getattr(module, part)
+    setattr(module, last, value)
+
+
+def restore_shared(modules: Dict[str, torch.nn.Module], shared: List[dict]) -> None:
+    """Puts every shared tensor into the module that was saved without it."""
+    for entry in shared:
+        value = get_parameter(modules[entry["from_module"]], entry["from_name"])
+        set_parameter(modules[entry["module"]], entry["name"], value)
+
+
+def load_modules(folder: str, dtype: torch.dtype = torch.float32
+                 ) -> Tuple[dict, Dict[str, torch.nn.Module]]:
+    with open(os.path.join(folder, "manifest.json")) as f:
+        manifest = json.load(f)
+    files = manifest["files"]
+    modules = {}
+    for role in ROLES:
+        modules[role] = torch.jit.load(os.path.join(folder, files[role]["name"])).to(dtype).eval()
+    restore_shared(modules, manifest.get("shared_parameters", []))
+    return manifest, modules
