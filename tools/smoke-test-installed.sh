@@ -9,9 +9,9 @@ set -eu
 prefix=${1:-/usr}
 bin=$prefix/bin
 data=$prefix/share/florence-studio
-sample=$data/samples/pier.png
-# The bundled model has random weights, so a run generates up to the 1024-token limit; a short
-# limit tests the same code paths in a few seconds.
+sample=$data/samples/scenes/scene_00.png
+# A scene of the kind the bundled demo model was trained on. A short limit keeps every run a few
+# seconds long whatever the model says.
 tokens=${SMOKE_MAX_NEW_TOKENS:-24}
 
 tmp=$(mktemp -d)

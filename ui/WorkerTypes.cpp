@@ -29,9 +29,12 @@ QString explainModelWeights(const ModelInfo& info) {
     // exporter's random packages say "random" in name and source, imports name their folder.
     if (info.name.contains(QLatin1String("demo"), Qt::CaseInsensitive))
         return QObject::
-            tr("%1 is a small Florence-2 trained on synthetic scenes of simple shapes, colors and "
-               "printed words. It answers correctly on such images (the bundled sample scenes) and "
-               "not on photographs.")
+            tr("%1 is a small Florence-2 trained only on synthetic scenes of simple shapes, "
+               "colors and printed words: circles, squares, triangles and stars in eight colors, "
+               "and words from a fixed list. It was trained to caption, detect and read such "
+               "images (like the sample scenes in the samples folder), some tasks better than "
+               "others; it knows nothing else, and its answers on photographs or documents are "
+               "meaningless.")
                 .arg(info.name);
     if (info.name.contains(QLatin1String("random"), Qt::CaseInsensitive) ||
         info.source.contains(QLatin1String("random"), Qt::CaseInsensitive))

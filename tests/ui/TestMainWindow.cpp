@@ -1,5 +1,5 @@
 // The real main window, driven as a user would: widgets found by objectName, QTest key and mouse
-// events, waits on signals. Runs the bundled (random-weight) model end to end; where an
+// events, waits on signals. Runs the bundled (demo) model end to end; where an
 // assertion needs a known answer, the answer goes through the same token/finish path a run
 // takes (MainWindow::showAnswerText).
 #include "CompareView.h"
@@ -101,7 +101,7 @@ private slots:
     void zoomShortcuts();
     void settingsPersist();
     void aboutExplainsBundledModel();
-    void demoModelIsDescribedFromItsManifest();
+    void randomModelIsDescribedFromItsManifest();
     void firstRunImagePrefersSampleScenes();
     void importDialogCancelsAndImports();
 
@@ -184,11 +184,11 @@ void TestMainWindow::startsWithModelAndShowsIt() {
     QVERIFY(m_w->isModelReady());
     auto* label = child<QLabel>(m_w.get(), "modelLabel");
     QVERIFY(label);
-    QVERIFY2(label->text().contains("florence2-tiny"), qPrintable(label->text()));
+    QVERIFY2(label->text().contains("florence2-demo-shapes"), qPrintable(label->text()));
     QVERIFY(label->text().contains("parameters"));
     QVERIFY(label->text().contains("float32"));
     auto* status = child<QLabel>(m_w.get(), "statusModel");
-    QVERIFY(status->text().contains("florence2-tiny"));
+    QVERIFY(status->text().contains("florence2-demo-shapes"));
     auto* tasks = child<QComboBox>(m_w.get(), "taskCombo");
     QCOMPARE(tasks->count(), 15);
     QCOMPARE(tasks->itemText(tasks->findData("<OD>")), QString("Object detection"));
@@ -237,7 +237,7 @@ void TestMainWindow::detectionRunFillsTableAndOverlayEndToEnd() {
     // With ignoreEos the run lasts exactly maxNewTokens steps.
     QCOMPARE(tokens.count(), 40);
     QCOMPARE(m_w->lastOptions().numBeams, 1);
-    // Whatever the random model said, the table and the overlay show exactly the parsed items.
+    // Whatever the model said, the table and the overlay show exactly the parsed items.
     const int items = static_cast<int>(m_w->answer().items.size());
     QCOMPARE(child<QTableWidget>(m_w.get(), "itemsTable")->rowCount(), items);
     QCOMPARE(m_w->imageView()->overlayItemCount(), items);
@@ -711,28 +711,32 @@ void TestMainWindow::settingsPersist() {
 }
 
 void TestMainWindow::aboutExplainsBundledModel() {
+    // The bundled model is the demo model: the About box and the model panel say what it was
+    // trained on, what not to expect, and how to get a real checkpoint.
     const QString about = m_w->aboutText();
     QVERIFY(about.contains(QStringLiteral(FLORENCE_VERSION_FOR_TEST)));
-    QVERIFY(about.contains("random weights"));
-    QVERIFY(about.contains("nonsense"));
     QVERIFY(about.contains("The bundled model"));
-    QVERIFY(!about.contains("synthetic scenes"));
+    QVERIFY2(about.contains("florence2-demo-shapes"), qPrintable(about));
+    QVERIFY(about.contains("trained only on synthetic scenes of simple shapes"));
+    QVERIFY(about.contains("meaningless"));
+    QVERIFY(!about.contains("random weights"));
     QVERIFY(about.contains("Import Hugging Face Model"));
     QVERIFY(about.contains("florence-studio-cli import --hf DIR --out PKG"));
     QVERIFY(about.contains("python3-torch"));
     QVERIFY(about.contains("LibTorch"));
     // The model panel says the same where the model is shown.
     const QString tip = child<QLabel>(m_w.get(), "modelLabel")->toolTip();
-    QVERIFY2(tip.contains("nonsense"), qPrintable(tip));
+    QVERIFY2(tip.contains("trained only on synthetic scenes"), qPrintable(tip));
+    QVERIFY(tip.contains("photographs"));
     QVERIFY(tip.contains("florence-studio-cli import --hf DIR --out PKG"));
     QVERIFY(tip.contains("python3-torch"));
 }
 
-void TestMainWindow::demoModelIsDescribedFromItsManifest() {
-    // The bundled package's files under a manifest that names a demo model, as the demo
-    // trainer's package does.
+void TestMainWindow::randomModelIsDescribedFromItsManifest() {
+    // The bundled package's files under a manifest that names random weights, as the exporter's
+    // --random-init packages do.
     const QDir bundled(QString::fromStdString(florence::bundledModelDir()));
-    const QString dir = m_tmp.filePath("demo-package");
+    const QString dir = m_tmp.filePath("random-package");
     QVERIFY(QDir().mkpath(dir));
     for (const QString& f : bundled.entryList(QDir::Files))
         if (f != "manifest.json")
@@ -740,8 +744,8 @@ void TestMainWindow::demoModelIsDescribedFromItsManifest() {
     QFile in(bundled.filePath("manifest.json"));
     QVERIFY(in.open(QIODevice::ReadOnly));
     QJsonObject manifest = QJsonDocument::fromJson(in.readAll()).object();
-    manifest["name"] = "florence2-demo-shapes";
-    manifest["source"] = "tools/demo/train.py";
+    manifest["name"] = "florence2-tiny (random weights, seed 1234)";
+    manifest["source"] = "random init, seed 1234";
     QFile out(QDir(dir).filePath("manifest.json"));
     QVERIFY(out.open(QIODevice::WriteOnly));
     out.write(QJsonDocument(manifest).toJson());
@@ -750,17 +754,16 @@ void TestMainWindow::demoModelIsDescribedFromItsManifest() {
     QSignalSpy ready(m_w.get(), &MainWindow::modelReady);
     m_w->openModelPackage(dir);
     QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 1, 60'000);
-    QCOMPARE(m_w->modelInfo().name, QString("florence2-demo-shapes"));
+    QCOMPARE(m_w->modelInfo().name, QString("florence2-tiny (random weights, seed 1234)"));
     const QString tip = child<QLabel>(m_w.get(), "modelLabel")->toolTip();
-    QVERIFY2(tip.contains("synthetic scenes of simple shapes, colors and printed words"),
-             qPrintable(tip));
-    QVERIFY(tip.contains("not on photographs"));
-    QVERIFY(!tip.contains("nonsense"));
+    QVERIFY2(tip.contains("random weights"), qPrintable(tip));
+    QVERIFY(tip.contains("nonsense"));
+    QVERIFY(!tip.contains("synthetic scenes"));
     QVERIFY(tip.contains("florence-studio-cli import --hf DIR --out PKG"));
     const QString about = m_w->aboutText();
     QVERIFY(about.contains("The loaded model"));
-    QVERIFY(about.contains("synthetic scenes"));
-    QVERIFY(!about.contains("nonsense"));
+    QVERIFY(about.contains("nonsense"));
+    QVERIFY(!about.contains("synthetic scenes"));
     QVERIFY(about.contains("Import Hugging Face Model"));
 }
 
@@ -783,6 +786,10 @@ void TestMainWindow::firstRunImagePrefersSampleScenes() {
     const QString first = MainWindow::firstRunImage(samples.path());
     QCOMPARE(first, samples.filePath("scenes/scene_00.png"));
     QVERIFY(m_w->openImageFile(first));
+    // The app's own samples folder has the scenes the bundled model was trained on.
+    const QString shipped =
+        MainWindow::firstRunImage(QString::fromStdString(florence::samplesDir()));
+    QVERIFY2(shipped.endsWith("/samples/scenes/scene_00.png"), qPrintable(shipped));
 }
 
 void TestMainWindow::importDialogCancelsAndImports() {

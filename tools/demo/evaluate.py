@@ -30,19 +30,21 @@ from PIL import Image
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
 import bpe  # noqa: E402
 import scenes  # noqa: E402
+from florence2.package import load_modules  # noqa: E402
 
 LOC_RE = re.compile(r"<loc_(\d+)>")
 
 
 class Package:
     def __init__(self, folder):
-        with open(os.path.join(folder, "manifest.json")) as f:
-            self.manifest = json.load(f)
-        self.vision = torch.jit.load(os.path.join(folder, "vision.pt")).float().eval()
-        self.text = torch.jit.load(os.path.join(folder, "text_encoder.pt")).float().eval()
-        self.decoder = torch.jit.load(os.path.join(folder, "decoder.pt")).float().eval()
+        # float32, the text encoder's embedding restored when the package stores it once
+        self.manifest, modules = load_modules(folder)
+        self.vision = modules["vision"]
+        self.text = modules["text_encoder"]
+        self.decoder = modules["decoder"]
         self.tok = bpe.Tokenizer(folder)
         im = self.manifest["image"]
         self.size = im["width"]

@@ -278,10 +278,10 @@ class Trainer:
         shape_t, color_t, word_t, cellword_t, loc_t = targets
         grid = f[:, 1:]
         loss = (F.cross_entropy(self.aux["shape"](grid).flatten(0, 1), shape_t.flatten())
-                + F.cross_entropy(self.aux["color"](grid).flatten(0, 1), color_t.flatten())
+                + self.args.color_weight * F.cross_entropy(self.aux["color"](grid).flatten(0, 1), color_t.flatten())
                 + F.cross_entropy(self.aux["word"](f[:, 0]), word_t))
         if (cellword_t >= 0).any():
-            loss = loss + F.cross_entropy(self.aux["cellword"](grid).flatten(0, 1), cellword_t.flatten(),
+            loss = loss + self.args.word_weight * F.cross_entropy(self.aux["cellword"](grid).flatten(0, 1), cellword_t.flatten(),
                                           ignore_index=-100)
         covered = loc_t[..., 0] >= 0
         if covered.any():
@@ -423,6 +423,8 @@ def main():
     p.add_argument("--lr", type=float, default=6e-4)
     p.add_argument("--warmup", type=int, default=200)
     p.add_argument("--aux-weight", type=float, default=1.0)
+    p.add_argument("--color-weight", type=float, default=1.0, help="weight of the per-cell colour probe")
+    p.add_argument("--word-weight", type=float, default=1.0, help="weight of the per-cell word probe")
     p.add_argument("--log-every", type=int, default=10)
     p.add_argument("--ckpt-minutes", type=float, default=4.0)
     p.add_argument("--threads", type=int, default=1,

@@ -1,0 +1,425 @@
+// The bundled demo model (resources/models/florence2-demo-shapes, exported by the build) on the
+// 24 test scenes of tests/engine/data/scenes: <CAPTION>, <OD>, <OCR>, <OCR_WITH_REGION> and
+// <REGION_TO_CATEGORY> with the engine's normal generation settings, answers parsed by the
+// AnswerParser and scored with the metrics of tools/demo/evaluate.py. Fails when a figure falls
+// below its threshold (kThresholds). Also: bfloat16 gives the same answers as float32 on the
+// sample scenes shipped with the app.
+#include "AnswerParser.h"
+#include "Engine.h"
+#include "ImageInput.h"
+#include "Paths.h"
+#include "Tasks.h"
+
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QRegularExpression>
+#include <QStringList>
+#include <QTest>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+using namespace florence;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Thresholds: the lowest figures the bundled model may reach on the 24 test scenes, as
+// fractions. They sit a little below what the model measured when it was committed (qInfo prints
+// the figures on every run); raise them together with the model. The same figures come from
+//   /usr/bin/python3 tools/demo/evaluate.py --package PKG --data tests/engine/data/scenes
+// apart from decoding: evaluate.py decodes greedily, this test with the package's beam search.
+struct Thresholds {
+    double captionSetExact;     // <CAPTION>: the (colour, shape) pairs named equal the scene's
+    double odMap50;             // <OD>: mean over shapes of AP@0.5 (one operating point)
+    double odLabelsExact;       // <OD>: the labels' multiset equals the scene's shapes
+    double ocrWordAccuracy;     // <OCR>: the word exactly, on scenes with a word
+    double ocrEmptyWithoutText; // <OCR>: an empty answer on scenes without a word
+    double ocrRegionCorrect;    // <OCR_WITH_REGION>: one region, the word, IoU >= 0.5
+    double regionCategory;      // <REGION_TO_CATEGORY>: colour and shape, first object's box
+};
+// Measured on the placeholder model (an early run, step 5669): caption 13/24, OD mAP 0.004,
+// OD labels 14/24, OCR 0/12, OCR empty 12/12, OCR region 0/12, region category 7/24. The zeros
+// below are where that model has not learned the task yet: raise them with the final model.
+constexpr Thresholds kThresholds{
+    /*captionSetExact*/ 0.45,
+    /*odMap50*/ 0.0,
+    /*odLabelsExact*/ 0.5,
+    /*ocrWordAccuracy*/ 0.0,
+    /*ocrEmptyWithoutText*/ 0.9,
+    /*ocrRegionCorrect*/ 0.0,
+    /*regionCategory*/ 0.2,
+};
+// ---------------------------------------------------------------------------------------------
+
+const QString kScenes = QStringLiteral(FLORENCE_SOURCE_DIR "/tests/engine/data/scenes");
+
+// The placeholder bundled while the final demo model trains (its config.json says
+// demo_training.step 5669). Its location-token logits are nearly flat, so bfloat16 rounding
+// flips near-ties in answers that carry coordinates (<OD>, <OCR_WITH_REGION>, the positions in
+// <DETAILED_CAPTION>): for this model alone those differences are listed as expected failures;
+// any other model must give float32's answers exactly.
+constexpr int kPlaceholderStep = 5669;
+
+struct Object {
+    QString shape, color;
+    Box box;
+};
+
+struct Scene {
+    QString file;
+    RgbImage image;
+    std::vector<Object> objects;
+    QString word;  // "" without text
+    Box wordBox{}; // bounding box of the word's quad
+};
+
+Box boundingBox(const std::vector<double>& xy) {
+    Box b{xy[0], xy[1], xy[0], xy[1]};
+    for (size_t i = 0; i + 1 < xy.size(); i += 2) {
+        b.x1 = std::min(b.x1, xy[i]);
+        b.x2 = std::max(b.x2, xy[i]);
+        b.y1 = std::min(b.y1, xy[i + 1]);
+        b.y2 = std::max(b.y2, xy[i + 1]);
+    }
+    return b;
+}
+
+double iou(const Box& a, const Box& b) {
+    const double ix = std::max(0.0, std::min(a.x2, b.x2) - std::max(a.x1, b.x1));
+    const double iy = std::max(0.0, std::min(a.y2, b.y2) - std::max(a.y1, b.y1));
+    const double inter = ix * iy;
+    const double u = (a.x2 - a.x1) * (a.y2 - a.y1) + (b.x2 - b.x1) * (b.y2 - b.y1) - inter;
+    return u > 0 ? inter / u : 0.0;
+}
+
+std::vector<double> toDoubles(const QJsonArray& a) {
+    std::vector<double> v;
+    for (const auto& x : a)
+        v.push_back(x.toDouble());
+    return v;
+}
+
+std::vector<Scene> loadScenes(const QString& folder) {
+    QFile f(folder + "/ground_truth.json");
+    if (!f.open(QIODevice::ReadOnly))
+        return {};
+    std::vector<Scene> scenes;
+    for (const auto& v : QJsonDocument::fromJson(f.readAll()).object()["scenes"].toArray()) {
+        const QJsonObject s = v.toObject();
+        Scene scene;
+        scene.file = s["file"].toString();
+        scene.image = loadImage((folder + "/" + scene.file).toStdString());
+        for (const auto& o : s["objects"].toArray()) {
+            const QJsonObject obj = o.toObject();
+            scene.objects.push_back({obj["shape"].toString(), obj["color"].toString(),
+                                     boundingBox(toDoubles(obj["box"].toArray()))});
+        }
+        if (s["text"].isObject()) {
+            scene.word = s["text"].toObject()["text"].toString();
+            scene.wordBox = boundingBox(toDoubles(s["text"].toObject()["quad"].toArray()));
+        }
+        scenes.push_back(std::move(scene));
+    }
+    return scenes;
+}
+
+// The (colour, shape) pairs a text names, as evaluate.py's pairs_in().
+std::set<QString> colourShapePairs(const QString& text) {
+    static const QRegularExpression re(
+        "\\b(red|green|blue|yellow|orange|purple|black|white) (circle|square|triangle|star)\\b");
+    std::set<QString> pairs;
+    auto it = re.globalMatch(text.toLower());
+    while (it.hasNext())
+        pairs.insert(it.next().captured(0));
+    return pairs;
+}
+
+// AP@0.5 of one class as evaluate.py computes it: every box has score 1, so it is precision x
+// recall at the single operating point; a prediction matches the unused ground-truth box it
+// overlaps most.
+struct Prediction {
+    size_t scene;
+    Box box;
+};
+double averagePrecision(const std::vector<Prediction>& preds,
+                        const std::map<size_t, std::vector<Box>>& truth, int* truePositives) {
+    int positives = 0;
+    std::map<size_t, std::vector<bool>> used;
+    for (const auto& [scene, boxes] : truth) {
+        positives += static_cast<int>(boxes.size());
+        used[scene].assign(boxes.size(), false);
+    }
+    int tp = 0;
+    for (const Prediction& p : preds) {
+        auto it = truth.find(p.scene);
+        if (it == truth.end())
+            continue;
+        double best = 0;
+        int bi = -1;
+        for (size_t j = 0; j < it->second.size(); ++j) {
+            const double o = iou(p.box, it->second[j]);
+            if (o > best) {
+                best = o;
+                bi = static_cast<int>(j);
+            }
+        }
+        if (best >= 0.5 && !used[p.scene][bi]) {
+            used[p.scene][bi] = true;
+            ++tp;
+        }
+    }
+    *truePositives += tp;
+    if (positives == 0 || preds.empty())
+        return 0;
+    return double(tp) / preds.size() * double(tp) / positives;
+}
+
+QString locFree(const std::string& text) {
+    static const QRegularExpression loc("<loc_\\d+>");
+    return QString::fromStdString(text).remove(loc).trimmed();
+}
+
+QString figure(const char* what, int hits, int total) {
+    return QStringLiteral("%1: %2 (%3/%4)")
+        .arg(what)
+        .arg(total ? double(hits) / total : 0.0, 0, 'f', 3)
+        .arg(hits)
+        .arg(total);
+}
+
+} // namespace
+
+class TestDemoModel : public QObject {
+    Q_OBJECT
+
+private:
+    std::shared_ptr<const Model> m_model; // float32
+    std::shared_ptr<const Model> m_bf16;  // loaded by the first bfloat16 test
+    std::vector<Scene> m_scenes;
+    bool m_placeholder = false; // the bundled model is the placeholder (kPlaceholderStep)
+
+    // The answer to `task` on `image` with the model's default generation settings.
+    Result run(Session& session, const RgbImage& image, const TaskRequest& task) {
+        Request req;
+        req.image = image;
+        req.prompt = buildPrompt(task, image.width, image.height);
+        return session.generate(req, session.model().defaultOptions());
+    }
+    ParsedAnswer answer(Session& session, const RgbImage& image, const std::string& task) {
+        const Result r = run(session, image, {task, "", std::nullopt});
+        return parseAnswer(task, r.text, image.width, image.height);
+    }
+
+private slots:
+    void initTestCase();
+    void caption();
+    void objectDetection();
+    void ocr();
+    void ocrWithRegion();
+    void regionToCategory();
+    void bfloat16MatchesFloat32_data();
+    void bfloat16MatchesFloat32();
+};
+
+void TestDemoModel::initTestCase() {
+    if (qEnvironmentVariableIsEmpty("FLORENCE_STUDIO_DATA"))
+        qputenv("FLORENCE_STUDIO_DATA", FLORENCE_BUILD_DATA_DIR);
+    const std::string dir = bundledModelDir();
+    QVERIFY2(!dir.empty(), "no bundled model: build the florence_data target first");
+    // One thread: the model is small enough that a second one gains little, and CTest may run
+    // other tests beside this one.
+    LoadOptions options;
+    options.threads = 1;
+    m_model = Model::load(dir, options);
+    const Manifest& m = m_model->manifest();
+    QVERIFY2(QString::fromStdString(m.name).contains("demo"), m.name.c_str());
+    QCOMPARE(m.imageWidth, 256);
+    qInfo("bundled model %s: %lld parameters, %lld bytes of weights in memory", m.name.c_str(),
+          static_cast<long long>(m.parameterCount), static_cast<long long>(m_model->weightBytes()));
+    QFile config(QString::fromStdString(dir) + "/config.json");
+    QVERIFY(config.open(QIODevice::ReadOnly));
+    m_placeholder = QJsonDocument::fromJson(config.readAll())
+                        .object()["demo_training"]
+                        .toObject()["step"]
+                        .toInt() == kPlaceholderStep;
+    m_scenes = loadScenes(kScenes);
+    QCOMPARE(m_scenes.size(), size_t(24));
+}
+
+void TestDemoModel::caption() {
+    Session s(m_model);
+    int exact = 0;
+    for (const Scene& scene : m_scenes) {
+        const ParsedAnswer a = answer(s, scene.image, "<CAPTION>");
+        std::set<QString> want;
+        for (const Object& o : scene.objects)
+            want.insert(o.color + " " + o.shape);
+        const bool ok = colourShapePairs(QString::fromStdString(a.text)) == want;
+        exact += ok;
+        if (!ok)
+            qDebug("%s: %s", qPrintable(scene.file), a.text.c_str());
+    }
+    const int n = static_cast<int>(m_scenes.size());
+    qInfo("%s", qPrintable(figure("<CAPTION> (colour, shape) set exact", exact, n)));
+    QVERIFY2(exact >= kThresholds.captionSetExact * n,
+             qPrintable(figure("caption set exact below threshold", exact, n)));
+}
+
+void TestDemoModel::objectDetection() {
+    Session s(m_model);
+    const QStringList shapes{"circle", "square", "triangle", "star"};
+    std::map<QString, std::vector<Prediction>> preds;
+    std::map<QString, std::map<size_t, std::vector<Box>>> truth;
+    int labelsExact = 0, predicted = 0, objects = 0;
+    for (size_t i = 0; i < m_scenes.size(); ++i) {
+        const Scene& scene = m_scenes[i];
+        const ParsedAnswer a = answer(s, scene.image, "<OD>");
+        QStringList got, want;
+        for (const AnswerItem& item : a.items) {
+            const QString label = QString::fromStdString(item.label).trimmed();
+            got << label;
+            if (shapes.contains(label))
+                preds[label].push_back({i, item.box});
+        }
+        for (const Object& o : scene.objects) {
+            want << o.shape;
+            truth[o.shape][i].push_back(o.box);
+        }
+        predicted += static_cast<int>(a.items.size());
+        objects += static_cast<int>(scene.objects.size());
+        got.sort();
+        want.sort();
+        labelsExact += got == want;
+    }
+    double mapSum = 0;
+    int classes = 0, tp = 0;
+    QStringList perClass;
+    for (const QString& shape : shapes) {
+        if (truth[shape].empty())
+            continue;
+        const double ap = averagePrecision(preds[shape], truth[shape], &tp);
+        perClass << QStringLiteral("%1 %2").arg(shape).arg(ap, 0, 'f', 3);
+        mapSum += ap;
+        ++classes;
+    }
+    const double map = classes ? mapSum / classes : 0;
+    const int n = static_cast<int>(m_scenes.size());
+    qInfo("<OD> mAP@0.5: %.3f (AP %s); precision@0.5 %d/%d, recall@0.5 %d/%d", map,
+          qPrintable(perClass.join(", ")), tp, predicted, tp, objects);
+    qInfo("%s", qPrintable(figure("<OD> labels exact", labelsExact, n)));
+    QVERIFY2(map >= kThresholds.odMap50,
+             qPrintable(QString("mAP@0.5 %1 below threshold").arg(map)));
+    QVERIFY2(labelsExact >= kThresholds.odLabelsExact * n,
+             qPrintable(figure("OD labels exact below threshold", labelsExact, n)));
+}
+
+void TestDemoModel::ocr() {
+    Session s(m_model);
+    int words = 0, right = 0, blank = 0, empty = 0;
+    for (const Scene& scene : m_scenes) {
+        const ParsedAnswer a = answer(s, scene.image, "<OCR>");
+        const QString text = QString::fromStdString(a.text).trimmed();
+        if (scene.word.isEmpty()) {
+            ++blank;
+            empty += text.isEmpty();
+        } else {
+            ++words;
+            right += text == scene.word;
+            if (text != scene.word)
+                qDebug("%s: '%s' for '%s'", qPrintable(scene.file), qPrintable(text),
+                       qPrintable(scene.word));
+        }
+    }
+    qInfo("%s", qPrintable(figure("<OCR> word accuracy", right, words)));
+    qInfo("%s", qPrintable(figure("<OCR> empty on scenes without text", empty, blank)));
+    QVERIFY(words > 0 && blank > 0);
+    QVERIFY2(right >= kThresholds.ocrWordAccuracy * words,
+             qPrintable(figure("OCR word accuracy below threshold", right, words)));
+    QVERIFY2(empty >= kThresholds.ocrEmptyWithoutText * blank,
+             qPrintable(figure("OCR empty answers below threshold", empty, blank)));
+}
+
+void TestDemoModel::ocrWithRegion() {
+    Session s(m_model);
+    int words = 0, right = 0;
+    for (const Scene& scene : m_scenes) {
+        if (scene.word.isEmpty())
+            continue;
+        ++words;
+        const ParsedAnswer a = answer(s, scene.image, "<OCR_WITH_REGION>");
+        right += a.items.size() == 1 &&
+                 QString::fromStdString(a.items[0].label).trimmed() == scene.word &&
+                 iou(boundingBox(a.items[0].quad), scene.wordBox) >= 0.5;
+    }
+    qInfo("%s", qPrintable(figure("<OCR_WITH_REGION> word and IoU>=0.5", right, words)));
+    QVERIFY2(right >= kThresholds.ocrRegionCorrect * words,
+             qPrintable(figure("OCR with region below threshold", right, words)));
+}
+
+void TestDemoModel::regionToCategory() {
+    // The first (leftmost) object of each scene: all 69 would triple the time for little more.
+    Session s(m_model);
+    int objects = 0, right = 0;
+    for (const Scene& scene : m_scenes) {
+        const Object& o = scene.objects.front();
+        ++objects;
+        const Result r = run(s, scene.image, {"<REGION_TO_CATEGORY>", "", o.box});
+        const ParsedAnswer a =
+            parseAnswer("<REGION_TO_CATEGORY>", r.text, scene.image.width, scene.image.height);
+        right += locFree(a.text) == o.color + " " + o.shape;
+    }
+    qInfo("%s", qPrintable(figure("<REGION_TO_CATEGORY> colour and shape", right, objects)));
+    QVERIFY2(right >= kThresholds.regionCategory * objects,
+             qPrintable(figure("region to category below threshold", right, objects)));
+}
+
+void TestDemoModel::bfloat16MatchesFloat32_data() {
+    QTest::addColumn<QString>("task");
+    QTest::addColumn<bool>("coordinates"); // see kPlaceholderStep
+    QTest::newRow("<CAPTION>") << QString("<CAPTION>") << false;
+    QTest::newRow("<DETAILED_CAPTION>") << QString("<DETAILED_CAPTION>") << true;
+    QTest::newRow("<OD>") << QString("<OD>") << true;
+    QTest::newRow("<OCR>") << QString("<OCR>") << false;
+    QTest::newRow("<OCR_WITH_REGION>") << QString("<OCR_WITH_REGION>") << true;
+}
+
+void TestDemoModel::bfloat16MatchesFloat32() {
+    // The app's precision switch must not change what the demo model says about the sample
+    // scenes a first start shows.
+    QFETCH(QString, task);
+    QFETCH(bool, coordinates);
+    if (!m_bf16) {
+        LoadOptions o;
+        o.threads = 1;
+        o.precision = Precision::BFloat16;
+        m_bf16 = Model::load(bundledModelDir(), o);
+    }
+    const QDir scenes(QString::fromStdString(samplesDir()) + "/scenes");
+    const QStringList files = scenes.entryList({"*.png"}, QDir::Files, QDir::Name);
+    QVERIFY2(files.size() >= 3, qPrintable(scenes.path()));
+    Session s32(m_model), s16(m_bf16);
+    QStringList differ;
+    for (const QString& file : files) {
+        const RgbImage image = loadImage(scenes.filePath(file).toStdString());
+        const Result a = run(s32, image, {task.toStdString(), "", std::nullopt});
+        const Result b = run(s16, image, {task.toStdString(), "", std::nullopt});
+        if (a.generatedIds != b.generatedIds)
+            differ << QStringLiteral("%1: float32 '%2', bfloat16 '%3'")
+                          .arg(file, QString::fromStdString(a.text),
+                               QString::fromStdString(b.text));
+    }
+    for (const QString& d : differ)
+        qInfo("bfloat16 differs on %s", qPrintable(d));
+    if (m_placeholder && coordinates && !differ.isEmpty())
+        QEXPECT_FAIL("", "bfloat16 flips near-ties of the placeholder demo model", Continue);
+    QVERIFY2(differ.isEmpty(),
+             qPrintable(QString("%1 of %2 scenes differ").arg(differ.size()).arg(files.size())));
+}
+
+QTEST_GUILESS_MAIN(TestDemoModel)
+#include "TestDemoModel.moc"
