@@ -5,6 +5,7 @@
 #include "Engine.h"
 #include "ImageInput.h"
 #include "Importer.h"
+#include "Ops.h"
 #include "Safetensors.h"
 #include "Tasks.h"
 
@@ -513,6 +514,10 @@ void TestEngine::sharedEmbedding() {
     const QString separate = m_tmp.path() + "/pkg-st-separate";
     if (!QFile::exists(separate + "/manifest.json")) {
         QProcess p;
+        // The operators the package's modules call, from this build (not another build/).
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("FLORENCE_OPS_LIBRARY", QString::fromUtf8(florence_ops_library_path()));
+        p.setProcessEnvironment(env);
         p.start(FLORENCE_PYTHON,
                 {FLORENCE_SOURCE_DIR "/tests/engine/unshare_package.py", shared, separate});
         QVERIFY(p.waitForFinished(120000));

@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import torch  # noqa: E402
 
-from florence2 import package  # noqa: E402
+from florence2 import ops, package  # noqa: E402
 
 
 def main() -> int:
@@ -26,6 +26,7 @@ def main() -> int:
     with open(os.path.join(src, "manifest.json")) as f:
         manifest = json.load(f)
     shared = manifest.pop("shared_parameters")
+    ops.try_load_library()  # the modules call florence's operators ($FLORENCE_OPS_LIBRARY)
     files = manifest["files"]
     modules = {role: torch.jit.load(os.path.join(src, files[role]["name"]))
                for role in package.ROLES}

@@ -125,7 +125,7 @@ def load_hf_model(folder: str):
         model.tie_weights()
     if torch.equal(model.text.encoder.embed_tokens.weight, model.dec.decoder.embed_tokens.weight):
         # The published checkpoints have one token embedding for encoder, decoder and LM head.
-        model.text.encoder.embed_tokens.weight = model.dec.decoder.embed_tokens.weight
+        model.tie_encoder_embedding()
     return model, config
 
 
@@ -383,7 +383,11 @@ def main(argv=None) -> int:
             torch.manual_seed(args.seed)
             model = Florence2(config).eval()
             random_state(model, args.seed)
+            # One token embedding for text encoder, decoder and LM head, as in the published
+            # checkpoints, so the package stores and loads it once like theirs. Tied after the
+            # random draw: every other weight is the same as before for the same seed.
             model.tie_weights()
+            model.tie_encoder_embedding()
             report = export(model, config, args.out, "",
                             f"florence2-{args.random_init} (random weights, seed {args.seed})",
                             f"random init, seed {args.seed}", args.storage)

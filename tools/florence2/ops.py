@@ -3,10 +3,11 @@
     from florence2 import ops
     ops.load_library()      # or ops.load_library("/usr/lib/florence-studio/ops/libflorence_ops.so")
     torch.ops.florence.linear_rows(x, weight, bias)
+    torch.ops.florence.attend_one(q, k, v, mask)
 
-The exported model calls these operators (see model.py's linear()), so scripting the model and
-loading a package written by the exporter both need them. The library is built with the C++
-engine (engine/ops/) and installed in lib/florence-studio/ops/, next to share/florence-studio/
+The exported model calls these operators (see model.py's linear() and attend()), so scripting the
+model and loading a package written by the exporter both need them. The library is built with the
+C++ engine (engine/ops/) and installed in lib/florence-studio/ops/, next to share/florence-studio/
 where these tools live; the programs pass the file they loaded themselves with --ops-library.
 """
 import glob
@@ -39,12 +40,31 @@ def _candidates() -> list:
 
 
 def loaded() -> bool:
-    """Whether this process has the operators (from any file)."""
+    """Whether this process has loaded the operator library (from any file)."""
+    return has("linear_rows")
+
+
+def has(name: str) -> bool:
+    """Whether this process has the operator florence::NAME (a library built before an
+    operator was added lacks it)."""
     try:
-        torch.ops.florence.linear_rows
+        getattr(torch.ops.florence, name)
         return True
     except (RuntimeError, AttributeError):
         return False
+
+
+# What model.py calls; a library without one of them cannot script the model.
+OPERATORS = ("linear_rows", "attend_one")
+
+
+def _check_operators(lib: str) -> None:
+    missing = [name for name in OPERATORS if not has(name)]
+    if missing:
+        raise OpsLibraryError(
+            f"{lib or 'the operator library this process loaded'} does not register "
+            + ", ".join("florence::" + name for name in missing)
+            + " (built from older sources? rebuild it with the engine)")
 
 
 def find_library(path: Optional[str] = None) -> str:
@@ -73,14 +93,15 @@ def load_library(path: Optional[str] = None) -> str:
     """Loads the library (see find_library) unless the operators are already there (a second
     copy could not register them again); returns the file loaded, or "" when none was needed."""
     if loaded():
+        # A second copy could not register the operators again.
+        _check_operators("")
         return ""
     lib = find_library(path)
     try:
         torch.ops.load_library(lib)
     except OSError as e:
         raise OpsLibraryError(f"cannot load {lib}: {e}") from None
-    if not loaded():
-        raise OpsLibraryError(f"{lib} does not register florence::linear_rows")
+    _check_operators(lib)
     return lib
 
 

@@ -17,10 +17,6 @@ import torch
 
 from . import ops
 
-# Modules exported since model.py calls florence::linear_rows need the operator library to load
-# (older packages load either way); this finds it as the exporter does (ops.py).
-ops.try_load_library()
-
 ROLES = ("vision", "text_encoder", "decoder")
 
 
@@ -50,6 +46,10 @@ def load_modules(folder: str, dtype: torch.dtype = torch.float32
     with open(os.path.join(folder, "manifest.json")) as f:
         manifest = json.load(f)
     files = manifest["files"]
+    # Modules exported since model.py calls florence's operators need their library to load
+    # (older packages load either way); found as the exporter finds it (ops.py). Not at import:
+    # a program that names its library (--ops-library) loads that one first.
+    ops.try_load_library()
     modules = {}
     for role in ROLES:
         modules[role] = torch.jit.load(os.path.join(folder, files[role]["name"])).to(dtype).eval()

@@ -1,0 +1,217 @@
+// florence::attend_one, the operator every decoding step of an exported model runs its
+// one-query attention with (engine/ops/): against LibTorch's softmax(q k^T + mask) v for the
+// cases the kernel treats specially (key counts not a multiple of four or 16, head sizes not a
+// multiple of 16, masked positions, keys and values as views of a larger preallocated cache,
+// several beams or images, a mask per image or one for all), and that the TorchScript
+// interpreter finds it, as loading a package needs.
+#include "Ops.h"
+
+#include <ATen/Parallel.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/jit/runtime/operator.h>
+#include <torch/torch.h>
+
+#include <QtTest>
+
+#include <limits>
+
+namespace {
+
+at::Tensor attendOne(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                     const at::Tensor& mask) {
+    static const auto op = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("florence::attend_one", "")
+                               .typed<at::Tensor(const at::Tensor&, const at::Tensor&,
+                                                 const at::Tensor&, const at::Tensor&)>();
+    return op.call(q, k, v, mask);
+}
+
+// What the model computes for more than one query (model.py's attend()), in double precision.
+at::Tensor reference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                     const at::Tensor& mask) {
+    const at::Tensor scores =
+        at::matmul(q.to(at::kDouble), k.to(at::kDouble).transpose(-1, -2)) + mask.to(at::kDouble);
+    return at::matmul(scores.softmax(-1), v.to(at::kDouble));
+}
+
+double relativeError(const at::Tensor& got, const at::Tensor& want) {
+    const double scale = std::max(1e-30, want.abs().max().item<double>());
+    return (got.to(at::kDouble) - want.to(at::kDouble)).abs().max().item<double>() / scale;
+}
+
+// How a test masks a position: with -inf, or with float32's lowest value as padding_mask() and
+// causal_mask() in model.py do.
+enum Masking { NoMask, InfMask, LowestMask };
+
+} // namespace
+
+class TestAttendOne : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase();
+    void matchesLibTorch_data();
+    void matchesLibTorch();
+    void everyPositionMasked();
+    void otherShapesGoToLibTorch();
+    void refusesMismatchedShapes();
+    void interpreterFindsTheOperator();
+};
+
+void TestAttendOne::initTestCase() {
+    torch::manual_seed(11);
+    // At least two threads, so the heads are split between them as in the app.
+    at::set_num_threads(std::max(2, at::get_num_threads()));
+    QVERIFY(QFileInfo::exists(QString::fromUtf8(florence_ops_library_path())));
+}
+
+void TestAttendOne::matchesLibTorch_data() {
+    QTest::addColumn<int>("batch");
+    QTest::addColumn<int>("heads");
+    QTest::addColumn<int>("positions");
+    QTest::addColumn<int>("dim");
+    QTest::addColumn<int>("masking");
+    QTest::addColumn<bool>("cacheView");
+    QTest::addColumn<bool>("maskPerBatch");
+    struct Shape {
+        int batch, heads, positions, dim;
+    };
+    // Florence-2's heads are 64 wide (base and large); 1, 7, 40, 72 and 128 leave masked tails or
+    // fill every register the kernel has; 1, 3 and 577 keys leave keys after the groups of four.
+    const Shape shapes[] = {{1, 12, 1, 64},  {1, 12, 3, 64},   {1, 12, 32, 64}, {1, 12, 577, 64},
+                            {3, 12, 33, 64}, {2, 4, 17, 7},    {1, 2, 9, 1},    {2, 3, 50, 40},
+                            {1, 5, 255, 72}, {4, 16, 129, 128}};
+    for (const Shape& s : shapes)
+        for (int masking : {NoMask, InfMask, LowestMask})
+            for (bool cacheView : {false, true}) {
+                const bool maskPerBatch = (s.positions + masking) % 2 == 1;
+                QTest::addRow(
+                    "%dx%d heads, %d keys of %d%s%s%s", s.batch, s.heads, s.positions, s.dim,
+                    masking == InfMask      ? ", -inf mask"
+                    : masking == LowestMask ? ", lowest-float mask"
+                                            : "",
+                    cacheView ? ", cache view" : "", maskPerBatch ? ", mask [B,1,1,S]" : "")
+                    << s.batch << s.heads << s.positions << s.dim << masking << cacheView
+                    << maskPerBatch;
+            }
+}
+
+void TestAttendOne::matchesLibTorch() {
+    QFETCH(int, batch);
+    QFETCH(int, heads);
+    QFETCH(int, positions);
+    QFETCH(int, dim);
+    QFETCH(int, masking);
+    QFETCH(bool, cacheView);
+    QFETCH(bool, maskPerBatch);
+    c10::InferenceMode guard;
+    const at::Tensor q = torch::randn({batch, heads, 1, dim}) * (1.0 / std::sqrt(double(dim)));
+    at::Tensor k, v;
+    if (cacheView) {
+        // As Decoder.step passes them: the first positions of a preallocated
+        // [layers, 2, B, heads, capacity, d] cache.
+        const at::Tensor cache = torch::randn({2, 2, batch, heads, positions + 13, dim});
+        k = cache[1][0].slice(2, 0, positions);
+        v = cache[1][1].slice(2, 0, positions);
+        QVERIFY(!k.is_contiguous());
+    } else {
+        k = torch::randn({batch, heads, positions, dim});
+        v = torch::randn({batch, heads, positions, dim});
+    }
+    // Scores spread like a trained model's, with a few positions far ahead of the others.
+    k = k * 3.0;
+    at::Tensor mask = torch::zeros({maskPerBatch ? batch : 1, 1, 1, positions});
+    if (masking != NoMask) {
+        const float low = masking == InfMask ? -std::numeric_limits<float>::infinity()
+                                             : std::numeric_limits<float>::lowest();
+        // Every third position, never the last one (a query always sees itself).
+        for (int s = 0; s + 1 < positions; s += 3)
+            mask.select(3, s).fill_(low);
+        if (maskPerBatch && batch > 1 && positions > 2)
+            mask[batch - 1].select(2, 1).fill_(low); // images padded differently
+    }
+    const at::Tensor got = attendOne(q, k, v, mask);
+    QCOMPARE(got.scalar_type(), at::kFloat);
+    QCOMPARE(got.sizes().vec(), (std::vector<int64_t>{batch, heads, 1, dim}));
+    QVERIFY(bool(got.isfinite().all().item<bool>()));
+    const double err = relativeError(got, reference(q, k, v, mask));
+    QVERIFY2(err < 1e-5, qPrintable(QString("relative error %1 against LibTorch").arg(err)));
+    // The heads merge into one row per image without a copy (what Attention.output does next).
+    QVERIFY(got.transpose(1, 2).is_contiguous());
+}
+
+void TestAttendOne::everyPositionMasked() {
+    // Nothing to attend to: LibTorch's softmax gives NaN for -inf everywhere and the plain mean
+    // of the values for float32's lowest value everywhere; the operator gives the same.
+    c10::InferenceMode guard;
+    const at::Tensor q = torch::randn({1, 2, 1, 64});
+    const at::Tensor k = torch::randn({1, 2, 21, 64});
+    const at::Tensor v = torch::randn({1, 2, 21, 64});
+    const at::Tensor inf = torch::full({1, 1, 1, 21}, -std::numeric_limits<float>::infinity());
+    QVERIFY(bool(attendOne(q, k, v, inf).isnan().all().item<bool>()));
+    const at::Tensor lowest = torch::full({1, 1, 1, 21}, std::numeric_limits<float>::lowest());
+    const double err = relativeError(attendOne(q, k, v, lowest), v.mean(2, /*keepdim=*/true));
+    QVERIFY2(err < 1e-5, qPrintable(QString("relative error %1 against the mean").arg(err)));
+}
+
+void TestAttendOne::otherShapesGoToLibTorch() {
+    // Several queries, bfloat16, head sizes beyond the kernel's and keys with a strided last
+    // dimension are computed by LibTorch, with the same result.
+    c10::InferenceMode guard;
+    const at::Tensor mask = torch::zeros({1, 1, 1, 30});
+    const at::Tensor k = torch::randn({2, 3, 30, 48});
+    const at::Tensor v = torch::randn({2, 3, 30, 48});
+    const at::Tensor q4 = torch::randn({2, 3, 4, 48});
+    QVERIFY(relativeError(attendOne(q4, k, v, mask), reference(q4, k, v, mask)) < 1e-5);
+    const at::Tensor q = torch::randn({2, 3, 1, 48});
+    const at::Tensor got16 =
+        attendOne(q.to(at::kBFloat16), k.to(at::kBFloat16), v.to(at::kBFloat16), mask);
+    QVERIFY(relativeError(got16, reference(q, k, v, mask)) < 5e-2);
+    const at::Tensor kWide = torch::randn({2, 3, 30, 96}).slice(3, 0, 96, 2);
+    QCOMPARE(kWide.stride(3), int64_t(2));
+    QVERIFY(relativeError(attendOne(q, kWide, v, mask), reference(q, kWide, v, mask)) < 1e-5);
+    const at::Tensor qBig = torch::randn({1, 2, 1, 160});
+    const at::Tensor kBig = torch::randn({1, 2, 30, 160});
+    QVERIFY(relativeError(attendOne(qBig, kBig, kBig, mask), reference(qBig, kBig, kBig, mask)) <
+            1e-5);
+}
+
+void TestAttendOne::refusesMismatchedShapes() {
+    c10::InferenceMode guard;
+    QString message;
+    try {
+        attendOne(torch::randn({1, 2, 1, 16}), torch::randn({1, 2, 5, 15}),
+                  torch::randn({1, 2, 5, 15}), torch::zeros({1, 1, 1, 5}));
+    } catch (const c10::Error& e) {
+        message = QString::fromStdString(e.what_without_backtrace());
+    }
+    QVERIFY2(message.contains("does not fit k"), qPrintable(message));
+    message.clear();
+    try {
+        attendOne(torch::randn({1, 2, 1, 16}), torch::randn({1, 2, 5, 16}),
+                  torch::randn({1, 2, 5, 16}), torch::zeros({1, 1, 1, 6}));
+    } catch (const c10::Error& e) {
+        message = QString::fromStdString(e.what_without_backtrace());
+    }
+    QVERIFY2(!message.isEmpty(), "a mask of 6 positions for 5 keys was accepted");
+}
+
+void TestAttendOne::interpreterFindsTheOperator() {
+    // What a package's decoder.pt needs: the interpreter looks "ops.florence.attend_one" up by
+    // name when it loads the code.
+    c10::InferenceMode guard;
+    const auto ops =
+        torch::jit::getAllOperatorsFor(c10::Symbol::fromQualString("florence::attend_one"));
+    QCOMPARE(ops.size(), size_t(1));
+    const at::Tensor q = torch::randn({1, 12, 1, 64});
+    const at::Tensor k = torch::randn({1, 12, 9, 64});
+    const at::Tensor v = torch::randn({1, 12, 9, 64});
+    const at::Tensor mask = torch::zeros({1, 1, 1, 9});
+    torch::jit::Stack stack{q, k, v, mask};
+    ops[0]->getOperation()(stack);
+    QCOMPARE(stack.size(), size_t(1));
+    QVERIFY(relativeError(stack[0].toTensor(), reference(q, k, v, mask)) < 1e-5);
+}
+
+QTEST_GUILESS_MAIN(TestAttendOne)
+#include "TestAttendOne.moc"
