@@ -12,6 +12,7 @@
 #include <QStandardPaths>
 #include <QTextStream>
 
+#include <algorithm>
 #include <mutex>
 #include <set>
 
@@ -195,13 +196,14 @@ QString recordKey(const QFileInfo& info, const std::string& sha256) {
 
 std::mutex g_recordMutex;
 
-std::set<QString> readRecords(const QString& path) {
-    std::set<QString> records;
+// Oldest first, as written.
+std::vector<QString> readRecords(const QString& path) {
+    std::vector<QString> records;
     QFile f(path);
     if (f.open(QIODevice::ReadOnly | QIODevice::Text)) {
         QTextStream in(&f);
         while (!in.atEnd())
-            records.insert(in.readLine());
+            records.push_back(in.readLine());
     }
     return records;
 }
@@ -209,20 +211,23 @@ std::set<QString> readRecords(const QString& path) {
 void addRecords(const QString& path, const std::vector<QString>& added) {
     if (path.isEmpty() || added.empty())
         return;
-    std::set<QString> records = readRecords(path);
-    records.insert(added.begin(), added.end());
+    std::vector<QString> records = readRecords(path);
+    const std::set<QString> fresh(added.begin(), added.end());
+    records.erase(std::remove_if(records.begin(), records.end(),
+                                 [&](const QString& r) { return fresh.count(r) > 0; }),
+                  records.end());
+    records.insert(records.end(), added.begin(), added.end());
+    // Keep the record small: the most recently verified entries suffice (a base package has
+    // seven files). Dropping by age, not by sort order, so a package in use is not rehashed.
+    constexpr size_t kMaxRecords = 200;
+    const size_t skip = records.size() > kMaxRecords ? records.size() - kMaxRecords : 0;
     QDir().mkpath(QFileInfo(path).absolutePath());
     QSaveFile f(path);
     if (!f.open(QIODevice::WriteOnly | QIODevice::Text))
         return; // a cache: failing to write it only costs time
     QTextStream out(&f);
-    // Keep the record small: the most recent entries suffice.
-    size_t skip = records.size() > 200 ? records.size() - 200 : 0;
-    for (const QString& r : records)
-        if (skip > 0)
-            --skip;
-        else
-            out << r << "\n";
+    for (size_t i = skip; i < records.size(); ++i)
+        out << records[i] << "\n";
     out.flush();
     f.commit();
 }
@@ -232,8 +237,11 @@ void addRecords(const QString& path, const std::vector<QString>& added) {
 void verifyPackageFiles(const Manifest& manifest, bool useRecord) {
     const QString recordPath = useRecord ? verifiedRecordPath() : QString();
     std::lock_guard<std::mutex> lock(g_recordMutex);
-    const std::set<QString> records =
-        recordPath.isEmpty() ? std::set<QString>() : readRecords(recordPath);
+    std::set<QString> records;
+    if (!recordPath.isEmpty()) {
+        const std::vector<QString> lines = readRecords(recordPath);
+        records.insert(lines.begin(), lines.end());
+    }
     std::vector<QString> added;
     for (const auto& [role, file] : manifest.files) {
         const std::string path = manifest.path(role);

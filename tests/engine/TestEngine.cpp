@@ -5,6 +5,7 @@
 #include "Engine.h"
 #include "ImageInput.h"
 #include "Importer.h"
+#include "ModelPackage.h"
 #include "Ops.h"
 #include "Safetensors.h"
 #include "Tasks.h"
@@ -12,6 +13,7 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QDateTime>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -91,6 +93,7 @@ private slots:
     void callbackStops();
     void cancelBeforeDecoding();
     void featureReuse();
+    void verifiedRecordKeepsRecentEntries();
     void batchEqualsOneByOne_data();
     void batchEqualsOneByOne();
     void realImageRuns();
@@ -403,6 +406,63 @@ void TestEngine::cancelBeforeDecoding() {
     QVERIFY(r.generatedIds.empty());
     QCOMPARE(r.timings.visionMs, 0.0);
     QCOMPARE(events, 0);
+}
+
+void TestEngine::verifiedRecordKeepsRecentEntries() {
+    // The record of verified files (so a load does not rehash a 1 GB package) is capped at 200
+    // entries; the cap must drop the oldest, never the one just added, or a package in use is
+    // hashed again on every load once the record is full.
+    QTemporaryDir cache;
+    QVERIFY(cache.isValid());
+    const QByteArray oldCache = qgetenv("XDG_CACHE_HOME");
+    qputenv("XDG_CACHE_HOME", cache.path().toUtf8());
+    const QString dir = m_tmp.path() + "/record-pkg";
+    QVERIFY(QDir().mkpath(dir));
+    const QString file = dir + "/weights.bin";
+    {
+        QFile f(file);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("hello");
+    }
+    Manifest m;
+    m.dir = dir.toStdString();
+    PackageFile pf;
+    pf.name = "weights.bin";
+    pf.size = 5;
+    pf.sha256 = sha256File(file.toStdString());
+    m.files["vision"] = pf;
+    // 250 older entries that sort after any hex digest.
+    const QString record = cache.path() + "/florence-studio/verified-files.txt";
+    QVERIFY(QDir().mkpath(cache.path() + "/florence-studio"));
+    {
+        QFile f(record);
+        QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Text));
+        for (int i = 0; i < 250; ++i)
+            f.write(QStringLiteral("~old %1\n").arg(i, 3, 10, QLatin1Char('0')).toUtf8());
+    }
+    verifyPackageFiles(m);
+    QFile f(record);
+    QVERIFY(f.open(QIODevice::ReadOnly | QIODevice::Text));
+    const QStringList lines = QString::fromUtf8(f.readAll()).split('\n', Qt::SkipEmptyParts);
+    f.close();
+    QCOMPARE(lines.size(), 200);
+    QCOMPARE(lines.first(), QStringLiteral("~old 051"));
+    QVERIFY2(lines.last().endsWith(QFileInfo(file).absoluteFilePath()), qPrintable(lines.last()));
+    // Recorded: not hashed again (same size and time, other bytes pass); without the record the
+    // change is caught.
+    const QDateTime mtime = QFileInfo(file).lastModified();
+    {
+        QFile w(file);
+        QVERIFY(w.open(QIODevice::ReadWrite));
+        w.write("HELLO");
+        QVERIFY(w.setFileTime(mtime, QFileDevice::FileModificationTime));
+    }
+    verifyPackageFiles(m);
+    QVERIFY_THROWS_EXCEPTION(PackageError, verifyPackageFiles(m, false));
+    if (oldCache.isNull())
+        qunsetenv("XDG_CACHE_HOME");
+    else
+        qputenv("XDG_CACHE_HOME", oldCache);
 }
 
 void TestEngine::featureReuse() {
