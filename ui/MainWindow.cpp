@@ -1296,6 +1296,19 @@ ImportDialog* MainWindow::showImportDialog() {
     return dlg;
 }
 
+bool MainWindow::openFirstRunSample(const QString& samplesDir) {
+    const QString sample = firstRunImage(samplesDir);
+    if (sample.isEmpty() || !openImageFile(sample))
+        return false;
+    // Only the sample scenes are images the bundled demo model understands; a photograph would
+    // get a caption of coloured shapes.
+    if (QFileInfo(sample).dir().dirName() == QLatin1String("scenes")) {
+        setTask(QStringLiteral("<CAPTION>"));
+        startRun(); // queued behind the model load on the engine thread
+    }
+    return true;
+}
+
 QString MainWindow::firstRunImage(const QString& samplesDir) {
     if (samplesDir.isEmpty())
         return {};

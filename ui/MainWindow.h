@@ -86,6 +86,10 @@ public:
     // bundled demo model understands) when that folder has one, else `samplesDir`/pier.png;
     // "" when neither exists.
     static QString firstRunImage(const QString& samplesDir);
+    // First start: opens firstRunImage(samplesDir) and, when it is a sample scene, captions it,
+    // so the first thing a user sees is the bundled model's answer streaming in. False when
+    // there is no sample or it could not be opened (the window then stays empty, with a message).
+    bool openFirstRunSample(const QString& samplesDir);
 
     ImageView* imageView() const { return m_view; }
     ResultsPanel* resultsPanel() const { return m_results; }

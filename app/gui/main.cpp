@@ -165,12 +165,16 @@ int main(int argc, char** argv) {
     if (!image.isEmpty()) {
         window.openImageFile(image);
     } else if (!window.hasImage()) {
-        // First start (no image restored from the settings): a sample the bundled model can
-        // answer on.
-        const QString sample =
-            florence::ui::MainWindow::firstRunImage(QString::fromStdString(florence::samplesDir()));
-        if (!sample.isEmpty())
-            window.openImageFile(sample);
+        // First start (no image restored from the settings): a sample scene the bundled model
+        // understands, captioned at once unless the command line asks for something else.
+        const QString samples = QString::fromStdString(florence::samplesDir());
+        if (parser.isSet(taskOpt) || parser.isSet(shotOpt)) {
+            const QString sample = florence::ui::MainWindow::firstRunImage(samples);
+            if (!sample.isEmpty())
+                window.openImageFile(sample);
+        } else {
+            window.openFirstRunSample(samples);
+        }
     }
     if (parser.isSet(taskOpt))
         window.setTask(parser.value(taskOpt));

@@ -103,6 +103,7 @@ private slots:
     void aboutExplainsBundledModel();
     void randomModelIsDescribedFromItsManifest();
     void firstRunImagePrefersSampleScenes();
+    void firstRunCaptionsASampleScene();
     void importDialogCancelsAndImports();
 
 private:
@@ -765,6 +766,53 @@ void TestMainWindow::randomModelIsDescribedFromItsManifest() {
     QVERIFY(about.contains("nonsense"));
     QVERIFY(!about.contains("synthetic scenes"));
     QVERIFY(about.contains("Import Hugging Face Model"));
+}
+
+void TestMainWindow::firstRunCaptionsASampleScene() {
+    // The shipped samples and the bundled model: a first start opens scene_00 and captions it,
+    // and the caption is the right one (the scene's ground truth, as tools/demo/scenes.py wrote
+    // it).
+    const QString samples = QString::fromStdString(florence::samplesDir());
+    QFile truth(samples + QStringLiteral("/scenes/ground_truth.json"));
+    QVERIFY(truth.open(QIODevice::ReadOnly));
+    const QString caption = QJsonDocument::fromJson(truth.readAll())
+                                .object()["scenes"]
+                                .toArray()
+                                .at(0)
+                                .toObject()["caption"]
+                                .toString();
+    QVERIFY(!caption.isEmpty());
+    QSignalSpy tokens(m_w.get(), &MainWindow::tokenArrived);
+    QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
+    QVERIFY(m_w->openFirstRunSample(samples));
+    QVERIFY(m_w->hasImage());
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, kRunTimeoutMs);
+    QCOMPARE(done.at(0).at(0).toBool(), false);
+    QVERIFY(tokens.count() >= 3); // streamed, not delivered at the end
+    QCOMPARE(QString::fromStdString(m_w->answer().task), QStringLiteral("<CAPTION>"));
+    // Right means the demo model's measure: the same (colour, shape) pairs, in any order (two
+    // shapes whose centres are nearly level may be named either way round).
+    auto pairs = [](const QString& text) {
+        static const QRegularExpression re(QStringLiteral(
+            "(red|green|blue|yellow|orange|purple|black|white) (circle|square|triangle|star)"));
+        QStringList found;
+        for (auto it = re.globalMatch(text.toLower()); it.hasNext();)
+            found << it.next().captured(0);
+        found.sort();
+        return found;
+    };
+    const QString answer = QString::fromStdString(m_w->answer().text);
+    QVERIFY2(!pairs(caption).isEmpty(), qPrintable(caption));
+    QCOMPARE(pairs(answer), pairs(caption));
+    // Without sample scenes (a photograph only) nothing runs.
+    const QDir photos(m_tmp.filePath("photos-only"));
+    QVERIFY(QDir().mkpath(photos.path()));
+    QVERIFY(QFile::copy(samplePath("pier.png"), photos.filePath("pier.png")));
+    QVERIFY(m_w->openFirstRunSample(photos.path()));
+    QTest::qWait(200);
+    QVERIFY(!m_w->isRunning());
+    QCOMPARE(done.count(), 1);
+    QVERIFY(!m_w->openFirstRunSample(m_tmp.filePath("no-such-folder")));
 }
 
 void TestMainWindow::firstRunImagePrefersSampleScenes() {
