@@ -598,7 +598,11 @@ void TestEngine::sharedEmbedding() {
     QCOMPARE(two->weightBytes() - one->weightBytes(), embeddingBytes);
     const qint64 fileSaving = QFileInfo(separate + "/text_encoder.pt").size() -
                               QFileInfo(shared + "/text_encoder.pt").size();
-    QVERIFY2(fileSaving >= embeddingBytes, qPrintable(QString::number(fileSaving)));
+    // The embedding's bytes, give or take the archive's per-record headers and 64-byte
+    // alignment padding (which depend on where the files were written: 64 bytes short in one
+    // checkout, over in another).
+    QVERIFY2(fileSaving >= embeddingBytes - 4096,
+             qPrintable(QStringLiteral("%1 of %2").arg(fileSaving).arg(embeddingBytes)));
 
     Session a(one), b(two);
     GenerationOptions o = one->defaultOptions();
