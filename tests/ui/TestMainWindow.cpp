@@ -109,6 +109,9 @@ private slots:
 private:
     std::unique_ptr<MainWindow> makeWindow();
     void setSpin(const char* name, int value);
+    // The pier sample, `task`, end token ignored, 1024 new tokens: a run that lasts until
+    // cancelled or replaced.
+    bool prepareLongRun(const char* task);
     void pressKey(Qt::Key key, Qt::KeyboardModifiers mods = Qt::NoModifier);
 
     bool isDuration(const char* labelName);
@@ -289,11 +292,17 @@ void TestMainWindow::knownAnswerFillsTableHighlightsAndExports() {
     QCOMPARE(saved.size(), size);
 }
 
-void TestMainWindow::cancelMidRunWithEscape() {
-    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
-    m_w->setTask("<CAPTION>");
+bool TestMainWindow::prepareLongRun(const char* task) {
+    if (!m_w->openImageFile(samplePath("pier.png")))
+        return false;
+    m_w->setTask(QString::fromLatin1(task));
     m_w->setIgnoreEos(true);
     setSpin("maxTokensSpin", 1024);
+    return true;
+}
+
+void TestMainWindow::cancelMidRunWithEscape() {
+    QVERIFY(prepareLongRun("<CAPTION>"));
     QSignalSpy tokens(m_w.get(), &MainWindow::tokenArrived);
     QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
     QVERIFY(m_w->startRun());
@@ -395,10 +404,7 @@ void TestMainWindow::cancelBeforeFirstTokenKeepsResults() {
 }
 
 void TestMainWindow::stageTimingsShowFromFirstToken() {
-    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
-    m_w->setTask("<CAPTION>");
-    m_w->setIgnoreEos(true);
-    setSpin("maxTokensSpin", 1024);
+    QVERIFY(prepareLongRun("<CAPTION>"));
     QSignalSpy tokens(m_w.get(), &MainWindow::tokenArrived);
     QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
     QVERIFY(m_w->startRun());
@@ -429,10 +435,7 @@ void TestMainWindow::precisionSwitchReloadsModel() {
     QVERIFY(combo);
     QCOMPARE(combo->currentText(), QString("float32"));
     QCOMPARE(m_w->modelInfo().precision, QString("float32"));
-    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
-    m_w->setTask("<CAPTION>");
-    m_w->setIgnoreEos(true);
-    setSpin("maxTokensSpin", 1024);
+    QVERIFY(prepareLongRun("<CAPTION>"));
     QSignalSpy tokens(m_w.get(), &MainWindow::tokenArrived);
     QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
     QSignalSpy ready(m_w.get(), &MainWindow::modelReady);
@@ -468,10 +471,7 @@ void TestMainWindow::precisionSwitchReloadsModel() {
 }
 
 void TestMainWindow::newRunWhileRunningReplacesTheOldOne() {
-    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
-    m_w->setTask("<CAPTION>");
-    m_w->setIgnoreEos(true);
-    setSpin("maxTokensSpin", 1024);
+    QVERIFY(prepareLongRun("<CAPTION>"));
     QSignalSpy tokens(m_w.get(), &MainWindow::tokenArrived);
     QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
     QVERIFY(m_w->startRun());
@@ -495,10 +495,7 @@ void TestMainWindow::newRunWhileRunningReplacesTheOldOne() {
 }
 
 void TestMainWindow::closeMidRunDoesNotHang() {
-    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
-    m_w->setTask("<OD>");
-    m_w->setIgnoreEos(true);
-    setSpin("maxTokensSpin", 1024);
+    QVERIFY(prepareLongRun("<OD>"));
     QSignalSpy tokens(m_w.get(), &MainWindow::tokenArrived);
     QVERIFY(m_w->startRun());
     QTRY_VERIFY_WITH_TIMEOUT(tokens.count() >= 2, kRunTimeoutMs);
