@@ -1,6 +1,8 @@
 """Trains the bundled demo model: a small Florence-2 on synthetic scenes (tools/demo/scenes.py).
 
-    nice -n 5 /usr/bin/python3 tools/demo/train.py --out /tmp/demo-train --minutes 50
+    /usr/bin/python3 tools/demo/train.py --out /tmp/demo-train --minutes 115 --seed 1 --threads 2
+
+(the committed model's command, on an otherwise idle 2-core machine; see tools/demo/README.md)
 
 Same code as the real model (tools/florence2/model.py) at a small size. Two training-only
 shortcuts, both invisible to the exported model:
