@@ -1,5 +1,5 @@
 // Florence-2's 15 tasks: the task table, prompt construction and region quantization
-// (shared/florence2/TASKS.md).
+// (docs/florence2-tasks.md).
 //
 //   const florence::TaskInfo& t = florence::taskInfo("<REGION_TO_CATEGORY>"); // throws TaskError
 //   florence::TaskRequest req{"<REGION_TO_CATEGORY>", "", florence::Box{10, 20, 200, 300}};

@@ -1,5 +1,5 @@
 // Florence-2's tokenizer: BART's byte-level BPE plus the 1024 tokens Florence-2 adds at load
-// time (<od>, <loc_0>…<loc_999>, <cap>, …; see shared/florence2/TASKS.md).
+// time (<od>, <loc_0>…<loc_999>, <cap>, …; see docs/florence2-tasks.md).
 //
 //   florence::Tokenizer tok = florence::Tokenizer::fromFiles("pkg/vocab.json", "pkg/merges.txt");
 //   std::vector<int64_t> ids = tok.encode("What does the region <loc_1><loc_2> describe?");

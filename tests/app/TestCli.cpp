@@ -113,7 +113,7 @@ void TestCli::parseMatchesOriginal_data() {
     QTest::addColumn<int>("width");
     QTest::addColumn<int>("height");
     QTest::addColumn<QJsonValue>("expected");
-    QFile f(FLORENCE_SHARED_DIR "/fixtures/postprocess-cases.json");
+    QFile f(FLORENCE_TEST_DATA_DIR "/postprocess-cases.json");
     QVERIFY(f.open(QIODevice::ReadOnly));
     const QJsonArray cases = QJsonDocument::fromJson(f.readAll()).array();
     QVERIFY(cases.size() >= 16);

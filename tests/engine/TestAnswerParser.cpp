@@ -1,5 +1,5 @@
 // Answer parsing against the original Florence-2 post-processor's results
-// (shared/fixtures/postprocess-cases.json) and against the text a stream produces on the way.
+// (tests/data/postprocess-cases.json) and against the text a stream produces on the way.
 #include "AnswerParser.h"
 
 #include <QFile>
@@ -15,7 +15,7 @@ using namespace florence;
 namespace {
 
 QJsonArray loadCases() {
-    QFile file(QStringLiteral(FLORENCE_SHARED_DIR "/fixtures/postprocess-cases.json"));
+    QFile file(QStringLiteral(FLORENCE_TEST_DATA_DIR "/postprocess-cases.json"));
     if (!file.open(QIODevice::ReadOnly))
         return {};
     return QJsonDocument::fromJson(file.readAll()).array();

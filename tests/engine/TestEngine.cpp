@@ -28,7 +28,7 @@ using namespace florence;
 
 namespace {
 
-const QString kFixture = QStringLiteral(FLORENCE_SHARED_DIR "/fixtures/florence2-tiny-random");
+const QString kFixture = QStringLiteral(FLORENCE_TEST_DATA_DIR "/florence2-tiny-random");
 
 std::vector<int64_t> toIds(const QJsonArray& a) {
     std::vector<int64_t> v;
@@ -391,7 +391,7 @@ void TestEngine::cancelBeforeDecoding() {
     // A cancel that arrives while the image is being prepared skips the encoders.
     Session s(m_models[0]);
     Request req;
-    req.image = loadImage(FLORENCE_SHARED_DIR "/samples/pier.png");
+    req.image = loadImage(FLORENCE_SAMPLES_DIR "/pier.png");
     req.prompt = m_tasks[0].prompt;
     std::atomic<bool> cancel{true};
     int events = 0;
@@ -468,7 +468,7 @@ void TestEngine::verifiedRecordKeepsRecentEntries() {
 void TestEngine::featureReuse() {
     Session s(m_models[0]);
     Request req;
-    req.image = loadImage(FLORENCE_SHARED_DIR "/samples/pier.png");
+    req.image = loadImage(FLORENCE_SAMPLES_DIR "/pier.png");
     req.prompt = m_tasks[0].prompt;
     GenerationOptions o = model(0).defaultOptions();
     o.numBeams = 1;
@@ -526,7 +526,7 @@ void TestEngine::batchEqualsOneByOne() {
     std::vector<Request> mixed;
     for (const char* name : {"pier.png", "chelsea.png", "coffee.png"}) {
         Request r;
-        r.image = loadImage(std::string(FLORENCE_SHARED_DIR "/samples/") + name);
+        r.image = loadImage(std::string(FLORENCE_SAMPLES_DIR "/") + name);
         mixed.push_back(r);
     }
     mixed[0].prompt = m_tasks[3].prompt;
@@ -546,7 +546,7 @@ void TestEngine::realImageRuns() {
     // resize matches PIL's to the bit), through the public request path.
     Session s(m_models[1]);
     Request req;
-    req.image = loadImage(FLORENCE_SHARED_DIR "/samples/pier.png");
+    req.image = loadImage(FLORENCE_SAMPLES_DIR "/pier.png");
     req.prompt =
         buildPrompt({"<OCR_WITH_REGION>", "", std::nullopt}, req.image.width, req.image.height);
     GenerationOptions o = model(1).defaultOptions();

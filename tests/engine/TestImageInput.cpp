@@ -28,8 +28,8 @@ namespace {
 const std::array<float, 3> kMean = {0.485f, 0.456f, 0.406f};
 const std::array<float, 3> kStd = {0.229f, 0.224f, 0.225f};
 
-QString sharedPath(const QString& relative) {
-    return QStringLiteral(FLORENCE_SHARED_DIR) + QLatin1Char('/') + relative;
+QString samplePath(const QString& name) {
+    return QStringLiteral(FLORENCE_SAMPLES_DIR) + QLatin1Char('/') + name;
 }
 
 QString dataPath(const QString& name) {
@@ -212,20 +212,20 @@ void TestImageInput::resizeMatchesPilOnSamples() {
     QFETCH(int, width);
     QFETCH(int, height);
     QFETCH(quint64, pilHash);
-    const RgbImage input = loadImage(sharedPath(QStringLiteral("samples/") + sample).toStdString());
+    const RgbImage input = loadImage(samplePath(sample).toStdString());
     const RgbImage resized = resizeBicubicPil(input, width, height);
     QCOMPARE(quint64(fnv1a64(resized.pixels)), pilHash);
 }
 
 void TestImageInput::preprocessMatchesFixture() {
     const SafetensorsFile reference = SafetensorsFile::open(
-        sharedPath(QStringLiteral("fixtures/florence2-tiny-random/reference.safetensors"))
+        QStringLiteral(FLORENCE_TEST_DATA_DIR "/florence2-tiny-random/reference.safetensors")
             .toStdString());
     const std::vector<int64_t> expectedShape = {1, 3, 768, 768};
     QCOMPARE(reference.tensor("pixel_values").shape, expectedShape);
     const std::vector<float> expected = reference.toFloat("pixel_values");
 
-    const RgbImage pier = loadImage(sharedPath(QStringLiteral("samples/pier.png")).toStdString());
+    const RgbImage pier = loadImage(samplePath(QStringLiteral("pier.png")).toStdString());
     QCOMPARE(pier.width, 1000);
     QCOMPARE(pier.height, 667);
     const std::vector<float> actual = preprocess(pier, 768, 768, kMean, kStd);

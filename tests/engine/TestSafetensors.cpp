@@ -15,8 +15,7 @@ using namespace florence;
 namespace {
 
 QString fixturePath() {
-    return QStringLiteral(FLORENCE_SHARED_DIR) +
-           QStringLiteral("/fixtures/florence2-tiny-random/reference.safetensors");
+    return QStringLiteral(FLORENCE_TEST_DATA_DIR "/florence2-tiny-random/reference.safetensors");
 }
 
 template <typename T> std::vector<uint8_t> bytesOf(const std::vector<T>& values) {

@@ -197,7 +197,7 @@ void TestTasks::prompts() {
 
 void TestTasks::referencePrompts() {
     QFile file(
-        QStringLiteral(FLORENCE_SHARED_DIR "/fixtures/florence2-tiny-random/reference.json"));
+        QStringLiteral(FLORENCE_TEST_DATA_DIR "/florence2-tiny-random/reference.json"));
     QVERIFY(file.open(QIODevice::ReadOnly));
     const QJsonObject tasks = QJsonDocument::fromJson(file.readAll())["tasks"].toObject();
     QCOMPARE(tasks.size(), 5);

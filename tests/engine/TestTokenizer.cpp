@@ -26,17 +26,11 @@ Q_DECLARE_METATYPE(Ids)
 
 namespace {
 
-const QString kSharedDir = QStringLiteral(FLORENCE_SHARED_DIR);
-
-std::string sharedPath(const char* relative) {
-    return (kSharedDir + QLatin1Char('/') + QLatin1String(relative)).toStdString();
-}
-
 std::string vocabPath() {
-    return sharedPath("florence2/vocab.json");
+    return FLORENCE_TOKENIZER_DIR "/vocab.json";
 }
 std::string mergesPath() {
-    return sharedPath("florence2/merges.txt");
+    return FLORENCE_TOKENIZER_DIR "/merges.txt";
 }
 
 // True when `s` is well-formed UTF-8 that contains no U+FFFD, i.e. nothing was cut or replaced.
@@ -47,7 +41,7 @@ bool isCleanUtf8(const std::string& s) {
 }
 
 QJsonObject referenceTasks() {
-    QFile file(kSharedDir + QStringLiteral("/fixtures/florence2-tiny-random/reference.json"));
+    QFile file(QStringLiteral(FLORENCE_TEST_DATA_DIR "/florence2-tiny-random/reference.json"));
     if (!file.open(QIODevice::ReadOnly))
         return {};
     return QJsonDocument::fromJson(file.readAll())

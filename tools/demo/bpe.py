@@ -104,7 +104,8 @@ class Tokenizer:
 
 
 if __name__ == "__main__":
-    ref = json.load(open("/work/shared/fixtures/florence2-tiny-random/reference.json"))
+    ref = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
+                                "data", "florence2-tiny-random", "reference.json")))
     tok = Tokenizer()
     ok = True
     for task, t in ref["tasks"].items():

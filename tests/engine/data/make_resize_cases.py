@@ -9,7 +9,7 @@ python3-pil and python3-numpy):
 It writes, next to this script:
   resize_in_<name>.png              small synthetic source images (seeded, reproducible)
   resize_out_<name>_<w>x<h>.png     Image.resize((w, h), Image.BICUBIC) of that source
-and prints FNV-1a-64 hashes of PIL's resize of the shared sample photos (too large to commit),
+and prints FNV-1a-64 hashes of PIL's resize of the app's sample photos in resources/samples/ (too large to duplicate here),
 which TestImageInput::resizeMatchesPilOnSamples hard-codes.
 
 The sources are built to stress the resampler: uniform noise drives the bicubic overshoot into
@@ -24,7 +24,7 @@ import PIL
 from PIL import Image
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SHARED = os.path.join(HERE, "..", "..", "..", "..", "shared")
+SAMPLES = os.path.join(HERE, "..", "..", "..", "resources", "samples")
 
 # (source name, output sizes)
 CASES = {
@@ -81,7 +81,7 @@ def main():
             out = src.resize((w, h), Image.BICUBIC)
             out.save(os.path.join(HERE, f"resize_out_{name}_{w}x{h}.png"), optimize=True)
     for sample, (w, h) in SAMPLE_CASES:
-        img = Image.open(os.path.join(SHARED, "samples", sample)).convert("RGB")
+        img = Image.open(os.path.join(SAMPLES, sample)).convert("RGB")
         out = np.asarray(img.resize((w, h), Image.BICUBIC), dtype=np.uint8)
         # FNV-1a-64 over the interleaved RGB bytes, row-major, as the test computes it
         print(f'{{"{sample}", {w}, {h}, 0x{fnv1a64(out.tobytes()):016x}ull}},')
