@@ -1,19 +1,19 @@
 #include "MainWindow.h"
 
-#include "CompareView.h"
-#include "EngineWorker.h"
-#include "ImageView.h"
-#include "ImportDialog.h"
-#include "LatencyChart.h"
-#include "ResultsPanel.h"
-#include "StepStats.h"
+#include "widgets/CompareView.h"
+#include "run/EngineWorker.h"
+#include "widgets/ImageView.h"
+#include "dialogs/ImportDialog.h"
+#include "widgets/LatencyChart.h"
+#include "widgets/ResultsPanel.h"
+#include "run/StepStats.h"
 
-#include "Annotate.h"
-#include "ImageInput.h"
-#include "ModelPackage.h"
-#include "Paths.h"
-#include "Runtime.h"
-#include "Tasks.h"
+#include <florence/annotate.h>
+#include <florence/image.h>
+#include <florence/package.h>
+#include <florence/paths.h>
+#include <florence/runtime.h>
+#include <florence/tasks.h>
 
 #include <QAction>
 #include <QApplication>

@@ -13,9 +13,9 @@
 // setFileChooser().
 #pragma once
 
-#include "AnswerParser.h"
-#include "WorkerThread.h"
-#include "WorkerTypes.h"
+#include <florence/answer.h>
+#include "run/WorkerThread.h"
+#include "run/WorkerTypes.h"
 
 #include <QMainWindow>
 #include <QStringList>

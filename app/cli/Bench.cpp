@@ -1,12 +1,12 @@
 #include "Bench.h"
 
 #include "Args.h"
-#include "Engine.h"
-#include "ImageInput.h"
-#include "Importer.h"
-#include "Paths.h"
-#include "Runtime.h"
-#include "Tasks.h"
+#include <florence/engine.h>
+#include <florence/image.h>
+#include <florence/importer.h>
+#include <florence/paths.h>
+#include <florence/runtime.h>
+#include <florence/tasks.h>
 
 #include <QDir>
 #include <QFileInfo>

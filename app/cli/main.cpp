@@ -1,15 +1,15 @@
 // florence-studio-cli: the engine from the command line (import, run, tokenize, parse, bench).
-#include "Annotate.h"
-#include "AnswerParser.h"
+#include <florence/annotate.h>
+#include <florence/answer.h>
 #include "Args.h"
 #include "Bench.h"
-#include "Engine.h"
-#include "ImageInput.h"
-#include "Importer.h"
-#include "Paths.h"
-#include "Runtime.h"
-#include "Safetensors.h"
-#include "Tasks.h"
+#include <florence/engine.h>
+#include <florence/image.h>
+#include <florence/importer.h>
+#include <florence/paths.h>
+#include <florence/runtime.h>
+#include <florence/safetensors.h>
+#include <florence/tasks.h>
 
 #include <QCoreApplication>
 #include <QDir>

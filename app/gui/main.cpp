@@ -1,8 +1,8 @@
 // florence-studio: the desktop app. Only wiring: command line, settings identity, the window.
-#include "EngineWorker.h"
+#include "run/EngineWorker.h"
 #include "MainWindow.h"
-#include "Paths.h"
-#include "Runtime.h"
+#include <florence/paths.h>
+#include <florence/runtime.h>
 
 #include <QApplication>
 #include <QCommandLineParser>

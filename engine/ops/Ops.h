@@ -1,4 +1,4 @@
-// florence_ops: TorchScript operators the exported model calls (tools/florence2/model.py). The
+// florence_ops: TorchScript operators the exported model calls (engine/exporter/florence2/model.py). The
 // library registers them when it loads, so a process that runs packages links it (the engine
 // does) and the exporter loads it into Python before scripting:
 //

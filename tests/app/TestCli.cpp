@@ -1,8 +1,8 @@
 // florence-studio-cli as a user runs it: every task end to end on the bundled model, the
 // answer parser through `parse` on every fixture case, and one-line errors with a non-zero exit
 // for wrong arguments, unknown tasks and bad files.
-#include "AnswerParser.h"
-#include "Tasks.h"
+#include <florence/answer.h>
+#include <florence/tasks.h>
 
 #include <QRegularExpression>
 

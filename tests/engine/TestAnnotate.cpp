@@ -1,7 +1,7 @@
 // The annotated PNG a user exports: geometry lands where the answer says, the photo stays
 // untouched elsewhere, fills let the photo show through, labels scale with the image, and the
 // file written is exactly the image drawn. Also the inputs that must not crash the export.
-#include "Annotate.h"
+#include <florence/annotate.h>
 
 #include <QDir>
 #include <QFile>

@@ -1,6 +1,6 @@
 // Answer parsing against the original Florence-2 post-processor's results
 // (tests/data/postprocess-cases.json) and against the text a stream produces on the way.
-#include "AnswerParser.h"
+#include <florence/answer.h>
 
 #include <QFile>
 #include <QJsonArray>

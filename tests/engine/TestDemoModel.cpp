@@ -4,11 +4,11 @@
 // AnswerParser and scored with the metrics of tools/demo/evaluate.py. Fails when a figure falls
 // below its threshold (kThresholds). Also: bfloat16 gives the same answers as float32 on the
 // sample scenes shipped with the app.
-#include "AnswerParser.h"
-#include "Engine.h"
-#include "ImageInput.h"
-#include "Paths.h"
-#include "Tasks.h"
+#include <florence/answer.h>
+#include <florence/engine.h>
+#include <florence/image.h>
+#include <florence/paths.h>
+#include <florence/tasks.h>
 
 #include <QDir>
 #include <QFile>

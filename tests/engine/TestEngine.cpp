@@ -2,13 +2,13 @@
 // exporter from both weight formats, must reproduce the reference image features, encoder
 // outputs, logits and every greedily generated token, with and without the key/value cache.
 // Also: beam search in both modes, streaming, cancel, feature reuse and every promised error.
-#include "Engine.h"
-#include "ImageInput.h"
-#include "Importer.h"
-#include "ModelPackage.h"
+#include <florence/engine.h>
+#include <florence/image.h>
+#include <florence/importer.h>
+#include <florence/package.h>
 #include "Ops.h"
-#include "Safetensors.h"
-#include "Tasks.h"
+#include <florence/safetensors.h>
+#include <florence/tasks.h>
 
 #include <QDateTime>
 #include <QDir>

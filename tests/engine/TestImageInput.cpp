@@ -1,8 +1,8 @@
 // Image input: every format the app claims to open, the conversions to RGB8 a user would see
 // go wrong (orientation, alpha, 16-bit), the errors, and pixel parity of the resize with PIL,
 // which is what the model saw in training.
-#include "ImageInput.h"
-#include "Safetensors.h"
+#include <florence/image.h>
+#include <florence/safetensors.h>
 
 #include <QDir>
 #include <QElapsedTimer>

@@ -1,6 +1,6 @@
 // Safetensors: the fixture the parity tests read, a round trip through the writer for every
 // dtype, the half-precision conversions, and the damaged files a user may point the app at.
-#include "Safetensors.h"
+#include <florence/safetensors.h>
 
 #include <QFile>
 #include <QTemporaryDir>

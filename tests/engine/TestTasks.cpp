@@ -1,6 +1,6 @@
 // The task table, prompt construction and region quantization (shared/florence2/TASKS.md),
 // checked against the prompts the original processor produced for the reference fixture.
-#include "Tasks.h"
+#include <florence/tasks.h>
 
 #include <QFile>
 #include <QJsonDocument>

@@ -1,6 +1,6 @@
 // Tests of florence::Tokenizer against the published Florence-2 tokenizer files and the
 // reference outputs of the original Python code (shared/fixtures/florence2-tiny-random).
-#include "Tokenizer.h"
+#include <florence/tokenizer.h>
 
 #include <QDir>
 #include <QElapsedTimer>

@@ -2,15 +2,15 @@
 // events, waits on signals. Runs the bundled (demo) model end to end; where an
 // assertion needs a known answer, the answer goes through the same token/finish path a run
 // takes (MainWindow::showAnswerText).
-#include "CompareView.h"
-#include "EngineWorker.h"
-#include "ImageView.h"
-#include "ImportDialog.h"
-#include "LatencyChart.h"
+#include "widgets/CompareView.h"
+#include "run/EngineWorker.h"
+#include "widgets/ImageView.h"
+#include "dialogs/ImportDialog.h"
+#include "widgets/LatencyChart.h"
 #include "MainWindow.h"
-#include "Paths.h"
-#include "ResultsPanel.h"
-#include "Tasks.h"
+#include <florence/paths.h>
+#include "widgets/ResultsPanel.h"
+#include <florence/tasks.h>
 
 #include <QAbstractButton>
 #include <QApplication>

@@ -30,7 +30,7 @@ from PIL import Image
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "engine", "exporter"))
 import bpe  # noqa: E402
 import scenes  # noqa: E402
 from florence2.package import load_modules  # noqa: E402

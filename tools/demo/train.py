@@ -4,7 +4,7 @@
 
 (the committed model's command, on an otherwise idle 2-core machine; see tools/demo/README.md)
 
-Same code as the real model (tools/florence2/model.py) at a small size. Two training-only
+Same code as the real model (engine/exporter/florence2/model.py) at a small size. Two training-only
 shortcuts, both invisible to the exported model:
 - the token embedding (tied: encoder, decoder, LM head) is trained only for the ~1.3k tokens
   the synthetic data uses; when saving, those rows are written into a full 51289-row matrix
@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "engine", "exporter"))
 sys.path.insert(0, HERE)
 from florence2.checkpoint import write_safetensors  # noqa: E402
 from florence2.model import Florence2, padding_mask  # noqa: E402

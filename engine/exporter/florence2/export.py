@@ -1,0 +1,399 @@
+"""Exports Florence-2 as a model package for Florence Studio's C++ engine.
+
+    /usr/bin/python3 engine/exporter/florence2_export.py --hf ~/Florence-2-base --out ~/models/base
+    /usr/bin/python3 engine/exporter/florence2_export.py --random-init tiny --out resources/models/tiny
+
+The package folder holds three TorchScript modules made with torch.jit.script (never trace, which
+would freeze shapes and drop the key/value cache), the tokenizer files and manifest.json.
+Progress goes to stderr as lines "progress <percent> <message>" so a GUI can show it.
+The model calls Florence Studio's own operators (engine/ops/), so the exporter loads their
+library first: --ops-library, else $FLORENCE_OPS_LIBRARY, else lib/florence-studio/ops/ of the
+build or installation these tools are in, else the one in build/ of this source checkout
+(florence2/ops.py).
+"""
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import torch
+
+from . import ops, package
+from .checkpoint import CheckpointError, load_state_dict
+from .model import Decoder, Florence2, TextEncoder, VisionEncoder
+
+# 1: three self-contained modules. 2: a module may hold an empty tensor in place of one it
+# shares with another module ("shared_parameters" in the manifest); written only when used, so
+# an engine that reads only version 1 refuses such a package instead of failing mid-run.
+FORMAT_VERSION = 1
+SHARED_FORMAT_VERSION = 2
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESOURCES = os.path.normpath(os.path.join(HERE, "..", "..", "..", "resources", "florence2"))
+RANDOM_CONFIGS = {"tiny": "config-tiny.json", "base": "config-base-ft.json",
+                  "large": "config-large.json"}
+
+
+class ExportError(Exception):
+    pass
+
+
+def progress(percent: int, message: str) -> None:
+    print(f"progress {percent} {message}", file=sys.stderr, flush=True)
+
+
+def resources_dir() -> str:
+    """Tokenizer files and configs shipped with the project (or installed next to the tools)."""
+    for candidate in (os.environ.get("FLORENCE_RESOURCES"), RESOURCES,
+                      os.path.join(HERE, "data")):
+        if candidate and os.path.exists(os.path.join(candidate, "vocab.json")):
+            return candidate
+    raise ExportError("cannot find the bundled Florence-2 tokenizer files (vocab.json, merges.txt)")
+
+
+def read_json(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise ExportError(f"{path} is missing") from None
+    except ValueError as e:
+        raise ExportError(f"{path} is not valid JSON ({e})") from None
+
+
+def check_config(config: dict, path: str) -> None:
+    if "text_config" not in config or "vision_config" not in config:
+        raise ExportError(f"{path} is not a Florence-2 config (no text_config/vision_config)")
+    tc = config["text_config"]
+    for key in ("d_model", "encoder_layers", "decoder_layers", "encoder_attention_heads",
+                "decoder_attention_heads", "encoder_ffn_dim", "decoder_ffn_dim", "vocab_size",
+                "max_position_embeddings"):
+        if key not in tc:
+            raise ExportError(f"{path}: text_config lacks {key}")
+
+
+def random_state(model: Florence2, seed: int) -> None:
+    """Seeded random weights with the spread of a freshly initialized model."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        norms = set()
+        for module in model.modules():
+            if isinstance(module, torch.nn.LayerNorm):
+                module.weight.copy_(1.0 + 0.1 * torch.randn(module.weight.shape, generator=gen))
+                module.bias.copy_(0.02 * torch.randn(module.bias.shape, generator=gen))
+                norms.update((id(module.weight), id(module.bias)))
+        for p in model.parameters():
+            if id(p) not in norms:
+                p.copy_(0.02 * torch.randn(p.shape, generator=gen))
+
+
+def load_hf_model(folder: str):
+    if not os.path.isdir(folder):
+        raise ExportError(f"{folder} is not a folder")
+    config_path = os.path.join(folder, "config.json")
+    config = read_json(config_path)
+    check_config(config, config_path)
+    progress(5, "reading weights")
+    try:
+        sd = load_state_dict(folder)
+    except CheckpointError as e:
+        raise ExportError(str(e)) from None
+    model = Florence2(config).eval()
+    mapped = {}
+    unknown = []
+    for key, value in sd.items():
+        if key == "language_model.model.shared.weight":
+            continue
+        try:
+            mapped[Florence2.map_name(key)] = value
+        except KeyError:
+            unknown.append(key)
+    expected = model.state_dict()
+    missing = [k for k in expected if k not in mapped]
+    if missing:
+        raise ExportError(f"{folder}: the checkpoint lacks {len(missing)} weights, e.g. "
+                          + ", ".join(missing[:3]) + " (is this a Florence-2 checkpoint?)")
+    for k, v in mapped.items():
+        if k in expected and expected[k].shape != v.shape:
+            raise ExportError(f"{folder}: weight {k} has shape {list(v.shape)}, config.json "
+                              f"implies {list(expected[k].shape)}")
+    model.load_state_dict({k: v for k, v in mapped.items() if k in expected}, strict=True)
+    if torch.equal(model.dec.lm_head.weight, model.dec.decoder.embed_tokens.weight):
+        model.tie_weights()
+    if torch.equal(model.text.encoder.embed_tokens.weight, model.dec.decoder.embed_tokens.weight):
+        # The published checkpoints have one token embedding for encoder, decoder and LM head.
+        model.tie_encoder_embedding()
+    return model, config
+
+
+def tokenizer_files(source_folder: str, out: str) -> None:
+    """vocab.json and merges.txt; merges come from tokenizer.json when merges.txt is absent."""
+    res = resources_dir()
+    vocab = os.path.join(source_folder, "vocab.json") if source_folder else ""
+    shutil.copyfile(vocab if vocab and os.path.exists(vocab) else os.path.join(res, "vocab.json"),
+                    os.path.join(out, "vocab.json"))
+    merges = os.path.join(source_folder, "merges.txt") if source_folder else ""
+    tok_json = os.path.join(source_folder, "tokenizer.json") if source_folder else ""
+    if merges and os.path.exists(merges):
+        shutil.copyfile(merges, os.path.join(out, "merges.txt"))
+    elif tok_json and os.path.exists(tok_json):
+        model = read_json(tok_json).get("model", {})
+        rules = model.get("merges")
+        if not rules:
+            raise ExportError(f"{tok_json} has no BPE merges")
+        with open(os.path.join(out, "merges.txt"), "w", encoding="utf-8") as f:
+            f.write("#version: 0.2\n")
+            for rule in rules:
+                f.write((" ".join(rule) if isinstance(rule, list) else rule) + "\n")
+    else:
+        shutil.copyfile(os.path.join(res, "merges.txt"), os.path.join(out, "merges.txt"))
+
+
+def sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def verify(eager: Florence2, vision, text, decoder, size) -> dict:
+    """Runs the scripted modules against the eager ones on a fixed input; raises if they differ."""
+    gen = torch.Generator().manual_seed(0)
+    pixels = torch.randn(1, 3, size["height"], size["width"], generator=gen)
+    ids = torch.tensor([[0, 2264, 473, 5, 2274, 6190, 116, 2]])
+    mask = torch.ones_like(ids)
+    report = {}
+    with torch.no_grad():
+        f_e = eager.vision(pixels)
+        f_s = vision(pixels)
+        h_e = eager.text(f_e, ids, mask)
+        h_s = text(f_s, ids, mask)
+        enc_mask = torch.ones(1, h_e.shape[1], dtype=torch.long)
+        dec_ids = torch.tensor([[2, 0, 100, 200, 300, 50300]])
+        l_e = eager.dec.forward_full(dec_ids, h_e, enc_mask, False)
+        l_s = decoder.forward_full(dec_ids, h_s, enc_mask, False)
+        # The cached path, one token at a time, must give the same logits as the full pass.
+        cache = decoder.new_cache(1, 8)
+        cross = decoder.cross_kv(h_s)
+        steps = []
+        for t in range(dec_ids.shape[1]):
+            logits, cache = decoder.step(dec_ids[:, t:t + 1], t, cache, cross, enc_mask)
+            steps.append(logits)
+        l_c = torch.stack(steps, dim=1)
+    for name, a, b in (("image features", f_e, f_s), ("encoder", h_e, h_s),
+                       ("decoder logits", l_e, l_s), ("cached decoder logits", l_e, l_c)):
+        diff = (a - b).abs().max().item()
+        scale = max(1.0, a.abs().max().item())
+        report[name] = diff
+        if not diff <= 1e-4 * scale:
+            raise ExportError(f"scripted {name} differ from the eager model by {diff:.3g}")
+    return report
+
+
+def shared_parameters(model: Florence2) -> list:
+    """Tensors the text encoder shares with the decoder: saved once, in decoder.pt."""
+    if model.text.encoder.embed_tokens.weight is not model.dec.decoder.embed_tokens.weight:
+        return []
+    return [{"module": "text_encoder", "name": "encoder.embed_tokens.weight",
+             "from_module": "decoder", "from_name": "decoder.embed_tokens.weight"}]
+
+
+def check_shared(folder: str, model: Florence2, shared: list, storage: str) -> None:
+    """Loads the written modules like the engine does and checks every shared tensor is back."""
+    if not shared:
+        return
+    dtype = torch.float16 if storage == "float16" else torch.float32
+    modules = {role: torch.jit.load(os.path.join(folder, fname)).float().eval()
+               for role, fname in (("text_encoder", "text_encoder.pt"), ("decoder", "decoder.pt"))}
+    package.restore_shared(modules, shared)
+    eager = {"text_encoder": model.text, "decoder": model.dec}
+    for entry in shared:
+        got = package.get_parameter(modules[entry["module"]], entry["name"])
+        want = package.get_parameter(eager[entry["module"]], entry["name"]).detach()
+        if not torch.equal(got, want.to(dtype).float()):
+            raise ExportError(f"{entry['name']} of {entry['module']} does not load back as "
+                              f"{entry['from_name']} of {entry['from_module']}")
+    with torch.no_grad():
+        ids = torch.tensor([[0, 2264, 473, 5, 2274, 6190, 116, 2]])
+        d = model.text.encoder.embed_tokens.weight.shape[1]
+        h = modules["text_encoder"](torch.zeros(1, 1, d), ids, torch.ones_like(ids))
+    if not bool(torch.isfinite(h).all()):
+        raise ExportError("the text encoder with its shared embedding gives non-finite values")
+
+
+def preprocessor(source_folder: str) -> dict:
+    """The folder's preprocessor_config.json, else the published one."""
+    path = os.path.join(source_folder, "preprocessor_config.json") if source_folder else ""
+    pre = read_json(path) if path and os.path.exists(path) else {}
+    size = pre.get("size", {"height": 768, "width": 768})
+    if size.get("height", 0) % 32 or size.get("width", 0) % 32 or size.get("height") != size.get("width"):
+        raise ExportError(f"{path}: image size {size} must be square and a multiple of 32")
+    pre["size"] = size
+    return pre
+
+
+def export(model: Florence2, config: dict, out: str, source_folder: str, name: str,
+           source: str, storage: str = "float32") -> dict:
+    model.eval()
+    pre = preprocessor(source_folder)
+    progress(30, "scripting modules")
+    with torch.no_grad():
+        vision = torch.jit.script(model.vision)
+        text = torch.jit.script(model.text)
+        decoder = torch.jit.script(model.dec)
+    progress(50, "checking scripted against eager")
+    report = verify(model, vision, text, decoder, pre["size"])
+    if storage == "float16":
+        # Half the size on disk; the engine turns the weights back to float32 when it loads
+        # them, so computation is unchanged apart from the rounding of the weights.
+        vision.half()
+        text.half()
+        decoder.half()
+    shared = shared_parameters(model)
+    for entry in shared:
+        # Stored once, in the module it comes from; the loader puts it back (the token
+        # embedding: 13 MB of the demo package, 79 MB of Florence-2-base in float32).
+        value = package.get_parameter(text, entry["name"])
+        package.set_parameter(text, entry["name"], value.new_empty((0,) + tuple(value.shape[1:])))
+
+    parent = os.path.dirname(os.path.abspath(out)) or "."
+    os.makedirs(parent, exist_ok=True)
+    # Written next to the destination and renamed at the end, so an interrupted export never
+    # leaves a half-written package under the final name.
+    tmp = tempfile.mkdtemp(prefix=".export-", dir=parent)
+    try:
+        progress(60, "writing modules")
+        vision.save(os.path.join(tmp, "vision.pt"))
+        text.save(os.path.join(tmp, "text_encoder.pt"))
+        decoder.save(os.path.join(tmp, "decoder.pt"))
+        progress(85, "writing tokenizer and manifest")
+        check_shared(tmp, model, shared, storage)
+        tokenizer_files(source_folder, tmp)
+        with open(os.path.join(tmp, "config.json"), "w") as f:
+            json.dump(config, f, indent=2)
+        write_manifest(tmp, model, config, pre, name, source, report, storage, shared)
+        if os.path.exists(out):
+            if not os.path.exists(os.path.join(out, "manifest.json")) and os.listdir(out):
+                raise ExportError(f"{out} exists and is not a model package; choose another --out")
+            shutil.rmtree(out)
+        os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    progress(100, "done")
+    return report
+
+
+def write_manifest(folder: str, model: Florence2, config: dict, pre: dict, name: str,
+                   source: str, report: dict, storage: str, shared: list = ()) -> None:
+    tc = config["text_config"]
+    size = pre["size"]
+    files = {}
+    for role, fname in (("vision", "vision.pt"), ("text_encoder", "text_encoder.pt"),
+                        ("decoder", "decoder.pt"), ("vocab", "vocab.json"),
+                        ("merges", "merges.txt"), ("config", "config.json")):
+        path = os.path.join(folder, fname)
+        files[role] = {"name": fname, "size": os.path.getsize(path), "sha256": sha256(path)}
+    params = sum(p.numel() for p in model.parameters())
+    manifest = {
+        "format_version": SHARED_FORMAT_VERSION if shared else FORMAT_VERSION,
+        "name": name,
+        "source": source,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "torch_version": torch.__version__,
+        "precision": "float32",
+        "storage": storage,
+        "parameters": params,
+        "dimensions": {
+            "d_model": tc["d_model"],
+            "encoder_layers": tc["encoder_layers"],
+            "decoder_layers": tc["decoder_layers"],
+            "encoder_heads": tc["encoder_attention_heads"],
+            "decoder_heads": tc["decoder_attention_heads"],
+            "vocab_size": tc["vocab_size"],
+            "max_positions": tc["max_position_embeddings"],
+            "image_tokens": 1 + (size["height"] // 32) * (size["width"] // 32),
+            "vision_dims": config["vision_config"]["dim_embed"],
+        },
+        "image": {
+            "width": size["width"],
+            "height": size["height"],
+            "mean": pre.get("image_mean", [0.485, 0.456, 0.406]),
+            "std": pre.get("image_std", [0.229, 0.224, 0.225]),
+            "resample": "bicubic",
+        },
+        "tokens": {
+            "bos": tc.get("bos_token_id", 0),
+            "pad": tc.get("pad_token_id", 1),
+            "eos": tc.get("eos_token_id", 2),
+            "decoder_start": tc.get("decoder_start_token_id", 2),
+            "forced_bos": tc.get("forced_bos_token_id", 0),
+            "forced_eos": tc.get("forced_eos_token_id", 2),
+        },
+        "generation": {
+            "num_beams": tc.get("num_beams", 3),
+            "no_repeat_ngram_size": tc.get("no_repeat_ngram_size", 3),
+            "length_penalty": tc.get("length_penalty", 1.0),
+            "early_stopping": bool(tc.get("early_stopping", True)),
+            "max_new_tokens": 1024,
+        },
+        "export_check": report,
+        "files": files,
+    }
+    if shared:
+        manifest["shared_parameters"] = list(shared)
+    with open(os.path.join(folder, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=2)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="florence2_export",
+        description="Export Florence-2 as a TorchScript model package for Florence Studio.")
+    src = parser.add_mutually_exclusive_group(required=True)
+    src.add_argument("--hf", metavar="DIR", help="a Hugging Face Florence-2 folder")
+    src.add_argument("--random-init", choices=sorted(RANDOM_CONFIGS),
+                     help="seeded random weights at this size")
+    parser.add_argument("--out", required=True, metavar="PKG", help="package folder to write")
+    parser.add_argument("--seed", type=int, default=1234, help="seed for --random-init")
+    parser.add_argument("--storage", choices=["float32", "float16"], default="float32",
+                        help="how weights are stored in the package (float16 halves its size)")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
+    parser.add_argument("--ops-library", metavar="PATH",
+                        help="Florence Studio's operator library, which the exported model calls "
+                             f"(default: ${ops.ENV}, else lib/florence-studio/ops/{ops.NAME} "
+                             "next to these tools' share/ folder)")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads or os.cpu_count() or 1)
+    try:
+        ops.load_library(args.ops_library)  # before scripting: the model calls its operators
+        if args.hf:
+            folder = os.path.abspath(args.hf)
+            model, config = load_hf_model(folder)
+            base = os.path.basename(folder.rstrip("/"))
+            report = export(model, config, args.out, folder, base, f"Hugging Face folder {folder}",
+                            args.storage)
+        else:
+            config = read_json(os.path.join(resources_dir(), RANDOM_CONFIGS[args.random_init]))
+            progress(5, "initializing random weights")
+            torch.manual_seed(args.seed)
+            model = Florence2(config).eval()
+            random_state(model, args.seed)
+            # One token embedding for text encoder, decoder and LM head, as in the published
+            # checkpoints, so the package stores and loads it once like theirs. Tied after the
+            # random draw: every other weight is the same as before for the same seed.
+            model.tie_weights()
+            model.tie_encoder_embedding()
+            report = export(model, config, args.out, "",
+                            f"florence2-{args.random_init} (random weights, seed {args.seed})",
+                            f"random init, seed {args.seed}", args.storage)
+    except (ExportError, ops.OpsLibraryError, OSError) as e:
+        print(f"florence2_export: error: {e}", file=sys.stderr)
+        return 1
+    checks = ", ".join(f"{k} {v:.1e}" for k, v in report.items())
+    print(f"wrote {args.out} (scripted vs eager max diff: {checks})", file=sys.stderr)
+    return 0

@@ -1,0 +1,125 @@
+#include <florence/runtime.h>
+
+#include "Ops.h"
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <dlfcn.h>
+#include <malloc.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace florence {
+
+namespace {
+
+const char* openblasCoreName() {
+    using CoreNameFn = char* (*)();
+    auto fn = reinterpret_cast<CoreNameFn>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+    return fn ? fn() : nullptr;
+}
+
+const char* preferredCoreType() {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl"))
+        return "SkylakeX";
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return "Haswell";
+    return nullptr;
+}
+
+constexpr const char* kReexecGuard = "FLORENCE_STUDIO_BLAS_REEXEC";
+
+} // namespace
+
+void prepareProcess(int argc, char** argv) {
+    (void)argc;
+    if (std::getenv("OPENBLAS_CORETYPE") || std::getenv(kReexecGuard))
+        return;
+    const char* core = openblasCoreName();
+    if (!core)
+        return; // not OpenBLAS
+    // "Prescott" (or "Core2"/"Nehalem"…) is OpenBLAS's fallback for CPUs it does not know.
+    const bool fallback = std::strcmp(core, "Prescott") == 0 || std::strcmp(core, "Core2") == 0 ||
+                          std::strcmp(core, "Nehalem") == 0 ||
+                          std::strcmp(core, "Sandybridge") == 0;
+    const char* wanted = preferredCoreType();
+    if (!fallback || !wanted)
+        return;
+    setenv("OPENBLAS_CORETYPE", wanted, 0);
+    setenv(kReexecGuard, "1", 1);
+    // The kernel is chosen when libopenblas loads, so the setting only takes effect in a new
+    // process image. On failure we simply go on with the slow kernels.
+    execv("/proc/self/exe", argv);
+    unsetenv("OPENBLAS_CORETYPE");
+}
+
+void tuneAllocator() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        for (const char* v : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_",
+                              "MALLOC_MMAP_MAX_"})
+            if (std::getenv(v))
+                return; // the user tuned the allocator: keep their settings
+        mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024); // glibc's maximum
+        mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024);
+        mallopt(M_TOP_PAD, 64 * 1024 * 1024);
+    });
+}
+
+void setThreads(int n) {
+    if (n <= 0)
+        n = static_cast<int>(std::thread::hardware_concurrency());
+    if (n <= 0)
+        n = 1;
+    at::set_num_threads(n);
+}
+
+int threads() {
+    return at::get_num_threads();
+}
+
+double measureReadBandwidth(size_t bufferBytes) {
+    c10::InferenceMode guard;
+    const int64_t n = static_cast<int64_t>(bufferBytes / sizeof(float));
+    torch::Tensor buffer = torch::ones({n}, torch::kFloat32);
+    double best = 1e30;
+    for (int i = 0; i < 6; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        volatile float s = buffer.sum().item<float>();
+        (void)s;
+        const double sec =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (i > 0) // the first pass also faults the pages in
+            best = std::min(best, sec);
+    }
+    return static_cast<double>(n) * sizeof(float) / best;
+}
+
+int64_t peakResidentBytes() {
+    struct rusage usage {};
+    getrusage(RUSAGE_SELF, &usage);
+    return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+}
+
+std::string runtimeSummary() {
+    std::string s = "LibTorch " TORCH_VERSION ", " + std::to_string(threads()) + " threads";
+    if (const char* core = openblasCoreName())
+        s += std::string(", OpenBLAS ") + core;
+    else
+        s += ", BLAS: not OpenBLAS";
+    s += ", row kernels " + ops::rowKernelName();
+    return s;
+}
+
+} // namespace florence

@@ -1,0 +1,194 @@
+// The Florence-2 engine: an immutable model loaded from a package folder, shared by pointer, and
+// per-request sessions that own the key/value cache and the reusable image features.
+//
+//   auto model = florence::Model::load("resources/models/tiny");          // throws EngineError
+//   florence::Session session(model);
+//   florence::Request req;
+//   req.image = florence::loadImage("pier.png");
+//   req.prompt = florence::buildPrompt({"<CAPTION>", "", std::nullopt}, req.image.width,
+//                                      req.image.height);
+//   florence::GenerationOptions opts = model->defaultOptions();
+//   opts.useCache = true;
+//   florence::Result r = session.generate(req, opts, [](const florence::TokenEvent& e) {
+//       std::cerr << e.textDelta;
+//       return true;  // false stops generation
+//   });
+#pragma once
+
+#include <florence/image.h>
+#include <florence/package.h>
+#include <florence/tokenizer.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace florence {
+
+class EngineError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// How the model's weights are run.
+enum class Precision {
+    Float32,  // as exported
+    BFloat16, // linear layers in bfloat16 (AVX512-BF16 kernels); norms, softmax, residuals float32
+};
+
+// "float32" / "bfloat16"
+const char* precisionName(Precision p);
+
+struct LoadOptions {
+    int threads = 0; // intra-op threads; 0 = all cores of the machine
+    Precision precision = Precision::Float32;
+};
+
+struct GenerationOptions {
+    int numBeams = 3;          // 1 = greedy search
+    int maxNewTokens = 1024;   // new tokens after the decoder start token, the forced </s> included
+    bool useCache = true;      // false: the whole prefix runs through the decoder at every step
+    int noRepeatNgramSize = 3; // 0 disables the n-gram ban
+    double lengthPenalty = 1.0; // beam hypotheses are scored sum(logprob) / length^penalty
+    bool earlyStopping = true;  // beam search ends once num_beams hypotheses are finished
+    bool ignoreEos = false;     // keep generating to maxNewTokens (benchmarks)
+    bool reuseFeatures = true;  // reuse the image features of the same image from an earlier run
+};
+
+// Reported once per decoding step.
+struct TokenEvent {
+    int step = 0;          // 0-based decoding step
+    int64_t id = 0;        // token appended to the best hypothesis at this step
+    std::string textDelta; // text to append to what was reported so far
+    bool rewound = false;  // beam search switched hypothesis: `text` replaces all earlier text
+    std::string text;      // the best hypothesis so far, decoded
+    std::vector<int64_t> sequence; // the best hypothesis so far, decoder start token included
+    double stepMs = 0;             // wall time of this step
+    // The stages before decoding, known from the first token on (0 for a stage that was
+    // skipped, e.g. the vision encoder when features were reused).
+    double preprocessMs = 0;
+    double visionMs = 0;
+    double textEncoderMs = 0;
+};
+// Return false to stop generation after this step.
+using TokenCallback = std::function<bool(const TokenEvent&)>;
+// The same for a batch: `index` is the request's position in the batch.
+using BatchTokenCallback = std::function<bool(size_t index, const TokenEvent&)>;
+
+struct Timings {
+    double preprocessMs = 0;     // image resize and normalization
+    double visionMs = 0;         // vision encoder + projection (0 when features were reused)
+    double textEncoderMs = 0;    // prompt embedding + encoder
+    double firstTokenMs = 0;     // from the start of generate() to the first token
+    std::vector<double> stepMs;  // every decoding step
+    double decodeMs = 0;         // all decoding steps
+    double totalMs = 0;          // the whole generate()
+    bool featuresReused = false; // the image features came from an earlier run
+};
+
+struct Request {
+    RgbImage image;                 // the original image (its size maps locations to pixels)
+    std::vector<float> pixelValues; // optional: CHW model input that replaces preprocessing
+    std::string prompt;             // text fed to the model, e.g. from buildPrompt()
+};
+
+struct Result {
+    std::vector<int64_t> promptIds;
+    std::vector<int64_t> generatedIds; // decoder start token first, as Hugging Face returns it
+    std::string text;                  // decoded with special tokens kept
+    double score = 0;                  // beam score of the returned hypothesis
+    bool cancelled = false;            // stopped by the cancel flag or the callback
+    Timings timings;
+};
+
+// A tensor copied out of the engine, for tests and diagnostics.
+struct FloatArray {
+    std::vector<int64_t> shape;
+    std::vector<float> data;
+};
+
+class Model {
+public:
+    // Loads and validates a model package folder. Throws EngineError naming the file at fault.
+    static std::shared_ptr<const Model> load(const std::string& packageDir,
+                                             const LoadOptions& options = {});
+    ~Model();
+
+    const Manifest& manifest() const;
+    const Tokenizer& tokenizer() const;
+    const LoadOptions& loadOptions() const;
+    GenerationOptions defaultOptions() const; // from the package's generation settings
+    double loadMs() const;
+
+    // Bytes one cached decoding step must read for one hypothesis: every decoder weight it
+    // multiplies (the LM head included, the precomputed cross-attention projections not), one
+    // embedding row each, and the cross-attention keys/values of `encoderTokens` positions.
+    // Divided by the memory bandwidth this is the floor no implementation can beat.
+    int64_t decodeStepBytes(int encoderTokens) const;
+    // Bytes of all weights in memory (parameters and buffers of the three modules); a tensor
+    // two modules share counts once.
+    int64_t weightBytes() const;
+
+    struct Impl;
+    const Impl& impl() const { return *m_impl; }
+
+private:
+    Model();
+    std::unique_ptr<Impl> m_impl;
+};
+
+// Per-run state: the key/value cache and the features of the last image. Not thread-safe; use
+// one session per thread.
+class Session {
+public:
+    explicit Session(std::shared_ptr<const Model> model);
+    ~Session();
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    const Model& model() const { return *m_model; }
+
+    // Runs one request. `cancel`, when set, is checked between the stages and before every
+    // decoding step; a cancelled run returns what was generated so far with `cancelled` set.
+    // Throws EngineError or ImageError.
+    Result generate(const Request& request, const GenerationOptions& options,
+                    const TokenCallback& onToken = {}, const std::atomic<bool>* cancel = nullptr);
+
+    // Several requests decoded together: images through the vision encoder as one batch,
+    // prompts padded to the longest with a mask that keeps the padding out of attention, greedy
+    // decoding of all rows at once. Each result equals what generate() gives for its request.
+    // With beams > 1 the requests run one after another. Timings other than the steps are the
+    // batch's.
+    std::vector<Result> generateBatch(const std::vector<Request>& requests,
+                                      const GenerationOptions& options,
+                                      const BatchTokenCallback& onToken = {},
+                                      const std::atomic<bool>* cancel = nullptr);
+
+    // Diagnostics (parity tests): the stages on their own.
+    FloatArray imageFeatures(const std::vector<float>& pixelValues);
+    FloatArray encoderHidden(const std::vector<float>& pixelValues,
+                             const std::vector<int64_t>& promptIds);
+    // Logits of one full decoder pass over `decoderIds`: [len, vocab].
+    FloatArray decoderLogits(const std::vector<float>& pixelValues,
+                             const std::vector<int64_t>& promptIds,
+                             const std::vector<int64_t>& decoderIds);
+
+    // Forget the reusable image features.
+    void clearFeatureCache();
+
+private:
+    std::vector<Result> generateRows(const std::vector<Request>& requests,
+                                     const GenerationOptions& options,
+                                     const BatchTokenCallback& onToken,
+                                     const std::atomic<bool>* cancel);
+
+    std::shared_ptr<const Model> m_model;
+    struct State;
+    std::unique_ptr<State> m_state;
+};
+
+} // namespace florence

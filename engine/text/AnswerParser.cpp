@@ -1,0 +1,649 @@
+#include <florence/answer.h>
+
+#include <QJsonArray>
+#include <QRegularExpression>
+
+#include <algorithm>
+#include <initializer_list>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <set>
+
+// The parsing below mirrors Florence2PostProcesser in the original processing_florence2.py
+// regular expression by regular expression, so that odd outputs (labels made of "loc_12>",
+// dropped labels with a line break, …) come out exactly as the original's.
+
+namespace florence {
+
+namespace {
+
+// The text the regular expressions run on. Bytes are widened one-to-one to QChars (Latin-1), so
+// offsets stay byte offsets of the UTF-8 text, and a stream cut inside a multi-byte character
+// cannot disturb them; every pattern only looks at ASCII characters.
+struct Cleaned {
+    QString text;
+    std::vector<int> origin; // origin[i]: byte offset in the generated text of text[i]
+
+    int originBegin(qsizetype begin) const { return origin[size_t(begin)]; }
+    int originEnd(qsizetype end) const { return origin[size_t(end - 1)] + 1; }
+};
+
+// Removes the tokens one after another, like the original's chained str.replace calls (so a
+// token that only forms once an earlier one is removed stays, as it does there).
+Cleaned removeTokens(const std::string& generated, std::initializer_list<const char*> tokens) {
+    std::string text = generated;
+    std::vector<int> origin(text.size());
+    std::iota(origin.begin(), origin.end(), 0);
+    for (const char* token : tokens) {
+        const std::string t(token);
+        std::string kept;
+        std::vector<int> keptOrigin;
+        kept.reserve(text.size());
+        keptOrigin.reserve(text.size());
+        for (size_t i = 0; i < text.size();) {
+            if (text.compare(i, t.size(), t) == 0) {
+                i += t.size();
+                continue;
+            }
+            kept.push_back(text[i]);
+            keptOrigin.push_back(origin[i]);
+            ++i;
+        }
+        text.swap(kept);
+        origin.swap(keptOrigin);
+    }
+    return {QString::fromLatin1(text.data(), qsizetype(text.size())), std::move(origin)};
+}
+
+std::string bytesOf(const QString& latin1) {
+    return latin1.toLatin1().toStdString();
+}
+
+std::string replaceAll(std::string text, const std::string& token) {
+    for (size_t at = text.find(token); at != std::string::npos; at = text.find(token, at))
+        text.erase(at, token.size());
+    return text;
+}
+
+// Multi-byte UTF-8 forms of the characters Python's str.strip() removes besides ASCII ones.
+const char* const kUnicodeSpaces[] = {
+    "\xC2\x85",     "\xC2\xA0",     "\xE1\x9A\x80", "\xE2\x80\x80", "\xE2\x80\x81",
+    "\xE2\x80\x82", "\xE2\x80\x83", "\xE2\x80\x84", "\xE2\x80\x85", "\xE2\x80\x86",
+    "\xE2\x80\x87", "\xE2\x80\x88", "\xE2\x80\x89", "\xE2\x80\x8A", "\xE2\x80\xA8",
+    "\xE2\x80\xA9", "\xE2\x80\xAF", "\xE2\x81\x9F", "\xE3\x80\x80",
+};
+
+bool isAsciiSpace(unsigned char c) {
+    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20);
+}
+
+// Python's str.strip() on UTF-8 bytes.
+std::string pythonStrip(const std::string& s) {
+    size_t begin = 0, end = s.size();
+    for (bool more = true; more && begin < end;) {
+        more = false;
+        if (isAsciiSpace(static_cast<unsigned char>(s[begin]))) {
+            ++begin;
+            more = true;
+            continue;
+        }
+        for (const char* space : kUnicodeSpaces) {
+            const std::string sp(space);
+            if (end - begin >= sp.size() && s.compare(begin, sp.size(), sp) == 0) {
+                begin += sp.size();
+                more = true;
+                break;
+            }
+        }
+    }
+    for (bool more = true; more && begin < end;) {
+        more = false;
+        if (isAsciiSpace(static_cast<unsigned char>(s[end - 1]))) {
+            --end;
+            more = true;
+            continue;
+        }
+        for (const char* space : kUnicodeSpaces) {
+            const std::string sp(space);
+            if (end - begin >= sp.size() && s.compare(end - sp.size(), sp.size(), sp) == 0) {
+                end -= sp.size();
+                more = true;
+                break;
+            }
+        }
+    }
+    return s.substr(begin, end - begin);
+}
+
+// phrase.encode('ascii', errors='ignore'): the original drops every non-ASCII character.
+std::string asciiOnly(const std::string& s) {
+    std::string out;
+    std::copy_if(s.begin(), s.end(), std::back_inserter(out),
+                 [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+    return out;
+}
+
+// int() of a \d+ group. The model only emits 0..999, but text can spell out any digits; bins
+// saturate instead of overflowing.
+int parseBin(QStringView digits) {
+    constexpr long long kMaxBin = 1'000'000'000;
+    long long value = 0;
+    for (QChar c : digits)
+        value = std::min(value * 10 + (c.unicode() - u'0'), kMaxBin);
+    return static_cast<int>(value);
+}
+
+// The original's dequantization runs in float32: (int64 bin + 0.5) becomes float32 and is
+// multiplied by size/1000 converted to float32.
+double float32Pixel(int bin, int size) {
+    const float center = static_cast<float>(bin) + 0.5f;
+    const float perBin = static_cast<float>(size / 1000.0);
+    return static_cast<double>(static_cast<float>(double(center) * double(perBin)));
+}
+
+const std::set<std::string>& phraseGroundingBlackList() {
+    // Verbatim from the original (duplicates and all); matched case-sensitively after strip().
+    static const std::set<std::string> kList = {"it",         "I",
+                                                "me",         "mine",
+                                                "you",        "your",
+                                                "yours",      "he",
+                                                "him",        "his",
+                                                "she",        "her",
+                                                "hers",       "they",
+                                                "them",       "their",
+                                                "theirs",     "one",
+                                                "oneself",    "we",
+                                                "us",         "our",
+                                                "ours",       "you",
+                                                "your",       "yours",
+                                                "they",       "them",
+                                                "their",      "theirs",
+                                                "mine",       "yours",
+                                                "his",        "hers",
+                                                "its",        "ours",
+                                                "yours",      "theirs",
+                                                "myself",     "yourself",
+                                                "himself",    "herself",
+                                                "itself",     "ourselves",
+                                                "yourselves", "themselves",
+                                                "this",       "that",
+                                                "these",      "those",
+                                                "who",        "whom",
+                                                "whose",      "which",
+                                                "what",       "who",
+                                                "whom",       "whose",
+                                                "which",      "that",
+                                                "all",        "another",
+                                                "any",        "anybody",
+                                                "anyone",     "anything",
+                                                "each",       "everybody",
+                                                "everyone",   "everything",
+                                                "few",        "many",
+                                                "nobody",     "none",
+                                                "one",        "several",
+                                                "some",       "somebody",
+                                                "someone",    "something",
+                                                "each other", "one another",
+                                                "myself",     "yourself",
+                                                "himself",    "herself",
+                                                "itself",     "ourselves",
+                                                "yourselves", "themselves",
+                                                "the image",  "image",
+                                                "images",     "the",
+                                                "a",          "an",
+                                                "a group",    "other objects",
+                                                "lots",       "a set"};
+    return kList;
+}
+
+// Compiled once per thread: a QRegularExpression is reentrant, not documented thread-safe, and
+// the parser runs on the engine's worker thread as well as in tests.
+const QRegularExpression& regex(const char* pattern) {
+    thread_local std::map<const char*, QRegularExpression> cache;
+    auto it = cache.find(pattern);
+    if (it == cache.end())
+        it = cache.emplace(pattern, QRegularExpression(QString::fromLatin1(pattern))).first;
+    return it->second;
+}
+
+constexpr const char* kPhrasePattern =
+    R"(^\s*(.*?)(?=<od>|</od>|<box>|</box>|<bbox>|</bbox>|<loc_))";
+constexpr const char* kBoxPattern = R"(<loc_(\d+)><loc_(\d+)><loc_(\d+)><loc_(\d+)>)";
+
+// parse_description_with_bboxes_from_text_and_spans, and with blackList set
+// parse_phrase_grounding_from_text_and_spans (the two differ only by the black list).
+void parseBboxes(const std::string& generated, int width, int height, bool allowEmptyPhrase,
+                 bool blackList, std::vector<AnswerItem>& items) {
+    const Cleaned c = removeTokens(generated, {"<s>", "</s>", "<pad>"});
+    const char* phrasesPattern =
+        allowEmptyPhrase ? R"((?:(?:<loc_\d+>){4,}))" : R"(([^<]+(?:<loc_\d+>){4,}))";
+    auto phrases = regex(phrasesPattern).globalMatch(c.text);
+    while (phrases.hasNext()) {
+        const QRegularExpressionMatch phraseMatch = phrases.next();
+        // The original strips "<obj>" here, but neither pattern can match one.
+        const QString phraseText = phraseMatch.captured(0);
+        const QRegularExpressionMatch phrase = regex(kPhrasePattern).match(phraseText);
+        if (!phrase.hasMatch())
+            continue;
+        const std::string label = pythonStrip(bytesOf(phrase.captured(0)));
+        if (blackList && phraseGroundingBlackList().count(label) != 0)
+            continue;
+        auto boxes = regex(kBoxPattern).globalMatch(phraseText);
+        while (boxes.hasNext()) {
+            const QRegularExpressionMatch boxMatch = boxes.next();
+            AnswerItem item;
+            item.kind = AnswerItem::Kind::Box;
+            item.label = asciiOnly(label);
+            std::vector<int> bins;
+            for (int i = 1; i <= 4; ++i)
+                bins.push_back(parseBin(boxMatch.capturedView(i)));
+            item.box = {binToPixel(bins[0], width), binToPixel(bins[1], height),
+                        binToPixel(bins[2], width), binToPixel(bins[3], height)};
+            item.bins.push_back(std::move(bins));
+            item.charBegin = c.originBegin(phraseMatch.capturedStart(0));
+            item.charEnd = c.originEnd(phraseMatch.capturedStart(0) + boxMatch.capturedEnd(0));
+            items.push_back(std::move(item));
+        }
+    }
+}
+
+// parse_ocr_from_text_and_spans (its area threshold is 0 in the original's config: no filter).
+void parseOcr(const std::string& generated, int width, int height, std::vector<AnswerItem>& items) {
+    // Only <s> is removed: a leading "</s>" stays part of the first label, as in the original.
+    const Cleaned c = removeTokens(generated, {"<s>"});
+    auto lines = regex(R"((.+?)<loc_(\d+)><loc_(\d+)><loc_(\d+)><loc_(\d+)>)"
+                       R"(<loc_(\d+)><loc_(\d+)><loc_(\d+)><loc_(\d+)>)")
+                     .globalMatch(c.text);
+    while (lines.hasNext()) {
+        const QRegularExpressionMatch line = lines.next();
+        AnswerItem item;
+        item.kind = AnswerItem::Kind::Quad;
+        item.label = bytesOf(line.captured(1));
+        std::vector<int> bins;
+        for (int i = 0; i < 8; ++i) {
+            bins.push_back(parseBin(line.capturedView(i + 2)));
+            item.quad.push_back(binToPixel(bins.back(), i % 2 == 0 ? width : height));
+        }
+        item.bins.push_back(std::move(bins));
+        item.charBegin = c.originBegin(line.capturedStart(0));
+        item.charEnd = c.originEnd(line.capturedEnd(0));
+        items.push_back(std::move(item));
+    }
+}
+
+// parse_description_with_polygons_from_text_and_spans (with_box_at_start is never set).
+void parsePolygons(const std::string& generated, int width, int height, bool allowEmptyPhrase,
+                   std::vector<AnswerItem>& items) {
+    const Cleaned c = removeTokens(generated, {"<s>", "</s>", "<pad>"});
+    const char* phrasesPattern = allowEmptyPhrase
+                                     ? R"((?:(?:<loc_\d+>|<sep>|<poly>|</poly>){4,}))"
+                                     : R"(([^<]+(?:<loc_\d+>|<sep>|<poly>|</poly>){4,}))";
+    auto phrases = regex(phrasesPattern).globalMatch(c.text);
+    while (phrases.hasNext()) {
+        const QRegularExpressionMatch phraseMatch = phrases.next();
+        const QString phraseText = phraseMatch.captured(0);
+        const qsizetype phraseStart = phraseMatch.capturedStart(0);
+        // [^<]+ can start inside a location token ("loc_12><loc_…"); the original cuts that off
+        // before reading the label.
+        QString phraseTextStrip = phraseText;
+        phraseTextStrip.remove(regex(R"(^loc_\d+>)"));
+        if (phraseTextStrip.isEmpty() && !allowEmptyPhrase)
+            continue;
+        const QRegularExpressionMatch phrase =
+            regex(R"(^\s*(.*?)(?=<od>|</od>|<box>|</box>|<bbox>|</bbox>|<loc_|<poly>))")
+                .match(phraseTextStrip);
+        if (!phrase.hasMatch())
+            continue;
+        // No ASCII filtering here: the original keeps non-ASCII labels for polygons.
+        const std::string label = pythonStrip(bytesOf(phrase.captured(0)));
+
+        // One object per <poly>…</poly>; without both markers the whole phrase is one object.
+        struct Instance {
+            QString text;
+            qsizetype offset; // in phraseText
+        };
+        std::vector<Instance> instances;
+        if (phraseText.contains(QLatin1String("<poly>")) &&
+            phraseText.contains(QLatin1String("</poly>"))) {
+            auto polys = regex(R"(<poly>(.*?)</poly>)").globalMatch(phraseText);
+            while (polys.hasNext()) {
+                const QRegularExpressionMatch poly = polys.next();
+                instances.push_back({poly.captured(1), poly.capturedStart(1)});
+            }
+        } else {
+            instances.push_back({phraseText, 0});
+        }
+
+        for (const Instance& instance : instances) {
+            AnswerItem item;
+            item.kind = AnswerItem::Kind::Polygon;
+            item.label = label;
+            qsizetype lastEnd = -1;
+            auto polygons = regex(R"(((?:<loc_\d+>)+)(?:<sep>|$))").globalMatch(instance.text);
+            while (polygons.hasNext()) {
+                const QRegularExpressionMatch polygon = polygons.next();
+                std::vector<int> bins;
+                auto locs = regex(R"(<loc_(\d+)>)").globalMatch(polygon.captured(1));
+                while (locs.hasNext())
+                    bins.push_back(parseBin(locs.next().capturedView(1)));
+                // An unpaired last coordinate is abandoned, as in the original.
+                if (bins.size() % 2 == 1)
+                    bins.pop_back();
+                std::vector<double> points;
+                for (size_t i = 0; i < bins.size(); ++i)
+                    points.push_back(binToPixel(bins[i], i % 2 == 0 ? width : height));
+                item.polygons.push_back(std::move(points));
+                item.bins.push_back(std::move(bins));
+                lastEnd = polygon.capturedEnd(1);
+            }
+            if (item.polygons.empty())
+                continue;
+            item.charBegin = c.originBegin(phraseStart);
+            item.charEnd = c.originEnd(phraseStart + instance.offset + lastEnd);
+            items.push_back(std::move(item));
+        }
+    }
+}
+
+AnswerType answerTypeOf(const std::string& task) {
+    for (const TaskInfo& info : allTasks()) {
+        if (info.token == task)
+            return info.answerType;
+    }
+    // The original's tasks_answer_post_processing_type.get(task, 'pure_text').
+    return AnswerType::PureText;
+}
+
+QJsonArray hfCoordinates(const std::vector<int>& bins, int width, int height) {
+    QJsonArray values;
+    for (size_t i = 0; i < bins.size(); ++i)
+        values.append(float32Pixel(bins[i], i % 2 == 0 ? width : height));
+    return values;
+}
+
+QJsonArray toJsonArray(const std::vector<double>& values) {
+    QJsonArray array;
+    for (double v : values)
+        array.append(v);
+    return array;
+}
+
+QString qstr(const std::string& s) {
+    return QString::fromStdString(s);
+}
+
+const char* kindName(AnswerItem::Kind kind) {
+    switch (kind) {
+    case AnswerItem::Kind::Box:
+        return "box";
+    case AnswerItem::Kind::Quad:
+        return "quad";
+    case AnswerItem::Kind::Polygon:
+        return "polygon";
+    }
+    return "box";
+}
+
+double polygonArea(const std::vector<double>& xy) {
+    double twiceArea = 0;
+    const size_t n = xy.size() / 2;
+    for (size_t i = 0; i < n; ++i) {
+        const size_t j = (i + 1) % n;
+        twiceArea += xy[2 * i] * xy[2 * j + 1] - xy[2 * j] * xy[2 * i + 1];
+    }
+    return std::abs(twiceArea) / 2;
+}
+
+} // namespace
+
+std::string answerTypeName(AnswerType type) {
+    switch (type) {
+    case AnswerType::PureText:
+        return "pure_text";
+    case AnswerType::DescriptionWithBboxes:
+        return "description_with_bboxes";
+    case AnswerType::Bboxes:
+        return "bboxes";
+    case AnswerType::Ocr:
+        return "ocr";
+    case AnswerType::PhraseGrounding:
+        return "phrase_grounding";
+    case AnswerType::Polygons:
+        return "polygons";
+    case AnswerType::DescriptionWithBboxesOrPolygons:
+        return "description_with_bboxes_or_polygons";
+    }
+    return "pure_text";
+}
+
+ParsedAnswer parseAnswer(const std::string& task, const std::string& generatedText, int imageWidth,
+                         int imageHeight) {
+    ParsedAnswer answer;
+    answer.task = task;
+    answer.type = answerTypeOf(task);
+    answer.imageWidth = imageWidth;
+    answer.imageHeight = imageHeight;
+    if (answer.type == AnswerType::PureText) {
+        answer.text = replaceAll(replaceAll(generatedText, "<s>"), "</s>");
+        return answer;
+    }
+    answer.text = replaceAll(replaceAll(replaceAll(generatedText, "<s>"), "</s>"), "<pad>");
+
+    const int w = imageWidth, h = imageHeight;
+    switch (answer.type) {
+    case AnswerType::PureText:
+        break;
+    case AnswerType::DescriptionWithBboxes:
+        parseBboxes(generatedText, w, h, false, false, answer.items);
+        break;
+    case AnswerType::Bboxes:
+        parseBboxes(generatedText, w, h, true, false, answer.items);
+        break;
+    case AnswerType::PhraseGrounding:
+        parseBboxes(generatedText, w, h, false, true, answer.items);
+        break;
+    case AnswerType::Ocr:
+        parseOcr(generatedText, w, h, answer.items);
+        break;
+    case AnswerType::Polygons:
+        parsePolygons(generatedText, w, h, true, answer.items);
+        break;
+    case AnswerType::DescriptionWithBboxesOrPolygons:
+        // The original supports either polygons or boxes in one answer, never both, and decides
+        // on the raw text; while streaming, boxes therefore turn into nothing once "<poly>" shows.
+        if (generatedText.find("<poly>") != std::string::npos)
+            parsePolygons(generatedText, w, h, false, answer.items);
+        else
+            parseBboxes(generatedText, w, h, false, false, answer.items);
+        break;
+    }
+    return answer;
+}
+
+ParsedAnswer parseAnswerTokens(const std::string& task, const std::vector<std::string>& tokenTexts,
+                               int imageWidth, int imageHeight) {
+    std::string text;
+    std::vector<int> tokenEnds; // byte offset where each token ends
+    for (const std::string& piece : tokenTexts) {
+        text += piece;
+        tokenEnds.push_back(int(text.size()));
+    }
+    ParsedAnswer answer = parseAnswer(task, text, imageWidth, imageHeight);
+    for (AnswerItem& item : answer.items) {
+        if (item.charBegin < 0 || item.charEnd <= item.charBegin)
+            continue;
+        // First token ending after the first byte; first token ending at or after the last one.
+        item.tokenBegin = int(std::upper_bound(tokenEnds.begin(), tokenEnds.end(), item.charBegin) -
+                              tokenEnds.begin());
+        item.tokenEnd = int(std::lower_bound(tokenEnds.begin(), tokenEnds.end(), item.charEnd) -
+                            tokenEnds.begin()) +
+                        1;
+    }
+    return answer;
+}
+
+QJsonObject toHuggingFaceJson(const ParsedAnswer& answer) {
+    const QString task = qstr(answer.task);
+    const int w = answer.imageWidth, h = answer.imageHeight;
+    if (answer.type == AnswerType::PureText)
+        return QJsonObject{{task, qstr(answer.text)}};
+
+    QJsonArray bboxes, bboxLabels, quads, quadLabels, polygons, polygonLabels;
+    for (const AnswerItem& item : answer.items) {
+        switch (item.kind) {
+        case AnswerItem::Kind::Box:
+            bboxes.append(hfCoordinates(item.bins.front(), w, h));
+            bboxLabels.append(qstr(item.label));
+            break;
+        case AnswerItem::Kind::Quad:
+            quads.append(hfCoordinates(item.bins.front(), w, h));
+            quadLabels.append(qstr(item.label));
+            break;
+        case AnswerItem::Kind::Polygon: {
+            QJsonArray objectPolygons;
+            for (const std::vector<int>& bins : item.bins)
+                objectPolygons.append(hfCoordinates(bins, w, h));
+            polygons.append(objectPolygons);
+            polygonLabels.append(qstr(item.label));
+            break;
+        }
+        }
+    }
+
+    QJsonObject value;
+    switch (answer.type) {
+    case AnswerType::PureText:
+        break;
+    case AnswerType::DescriptionWithBboxes:
+    case AnswerType::Bboxes:
+    case AnswerType::PhraseGrounding:
+        value = {{"bboxes", bboxes}, {"labels", bboxLabels}};
+        break;
+    case AnswerType::Ocr:
+        value = {{"quad_boxes", quads}, {"labels", quadLabels}};
+        break;
+    case AnswerType::Polygons:
+        value = {{"polygons", polygons}, {"labels", polygonLabels}};
+        break;
+    case AnswerType::DescriptionWithBboxesOrPolygons:
+        value = {{"bboxes", bboxes},
+                 {"bboxes_labels", bboxLabels},
+                 {"polygons", polygons},
+                 {"polygons_labels", polygonLabels}};
+        break;
+    }
+    return QJsonObject{{task, value}};
+}
+
+QJsonObject toNativeJson(const ParsedAnswer& answer) {
+    QJsonArray items;
+    for (const AnswerItem& item : answer.items) {
+        QJsonObject o{{"kind", kindName(item.kind)},   {"label", qstr(item.label)},
+                      {"charBegin", item.charBegin},   {"charEnd", item.charEnd},
+                      {"tokenBegin", item.tokenBegin}, {"tokenEnd", item.tokenEnd}};
+        switch (item.kind) {
+        case AnswerItem::Kind::Box:
+            o["box"] = QJsonArray{item.box.x1, item.box.y1, item.box.x2, item.box.y2};
+            break;
+        case AnswerItem::Kind::Quad:
+            o["quad"] = toJsonArray(item.quad);
+            break;
+        case AnswerItem::Kind::Polygon: {
+            QJsonArray polys;
+            for (const std::vector<double>& p : item.polygons)
+                polys.append(toJsonArray(p));
+            o["polygons"] = polys;
+            break;
+        }
+        }
+        QJsonArray bins;
+        for (const std::vector<int>& group : item.bins) {
+            QJsonArray g;
+            for (int b : group)
+                g.append(b);
+            bins.append(g);
+        }
+        o["bins"] = bins;
+        items.append(o);
+    }
+    return QJsonObject{
+        {"task", qstr(answer.task)},         {"answerType", qstr(answerTypeName(answer.type))},
+        {"text", qstr(answer.text)},         {"imageWidth", answer.imageWidth},
+        {"imageHeight", answer.imageHeight}, {"items", items}};
+}
+
+QJsonObject toCocoJson(const ParsedAnswer& answer, const std::string& imageFileName, int imageWidth,
+                       int imageHeight) {
+    QJsonArray annotations, categories;
+    std::map<std::string, int> categoryIds;
+    const auto categoryOf = [&](const std::string& label) {
+        const std::string name = label.empty() ? "region" : label;
+        auto it = categoryIds.find(name);
+        if (it == categoryIds.end()) {
+            it = categoryIds.emplace(name, int(categoryIds.size()) + 1).first;
+            categories.append(QJsonObject{{"id", it->second}, {"name", qstr(name)}});
+        }
+        return it->second;
+    };
+
+    for (const AnswerItem& item : answer.items) {
+        // Every geometry as polygons in COCO's flat x,y form; its bounding box and area follow.
+        std::vector<std::vector<double>> outlines;
+        double area = 0;
+        if (item.kind == AnswerItem::Kind::Box) {
+            const Box& b = item.box;
+            const double x1 = std::min(b.x1, b.x2), x2 = std::max(b.x1, b.x2);
+            const double y1 = std::min(b.y1, b.y2), y2 = std::max(b.y1, b.y2);
+            outlines.push_back({x1, y1, x2, y1, x2, y2, x1, y2});
+            area = (x2 - x1) * (y2 - y1);
+        } else if (item.kind == AnswerItem::Kind::Quad) {
+            outlines.push_back(item.quad);
+            area = polygonArea(item.quad);
+        } else {
+            // COCO needs at least three points per polygon.
+            for (const std::vector<double>& p : item.polygons) {
+                if (p.size() >= 6) {
+                    outlines.push_back(p);
+                    area += polygonArea(p);
+                }
+            }
+        }
+        if (outlines.empty())
+            continue;
+        double minX = std::numeric_limits<double>::max(), minY = minX;
+        double maxX = std::numeric_limits<double>::lowest(), maxY = maxX;
+        for (const std::vector<double>& p : outlines) {
+            for (size_t i = 0; i + 1 < p.size(); i += 2) {
+                minX = std::min(minX, p[i]);
+                maxX = std::max(maxX, p[i]);
+                minY = std::min(minY, p[i + 1]);
+                maxY = std::max(maxY, p[i + 1]);
+            }
+        }
+        QJsonObject annotation{{"id", annotations.size() + 1},
+                               {"image_id", 1},
+                               {"category_id", categoryOf(item.label)},
+                               {"bbox", QJsonArray{minX, minY, maxX - minX, maxY - minY}},
+                               {"area", area},
+                               {"iscrowd", 0}};
+        if (item.kind != AnswerItem::Kind::Box) {
+            QJsonArray segmentation;
+            for (const std::vector<double>& p : outlines)
+                segmentation.append(toJsonArray(p));
+            annotation["segmentation"] = segmentation;
+        }
+        if (item.kind == AnswerItem::Kind::Quad)
+            annotation["text"] = qstr(item.label);
+        annotations.append(annotation);
+    }
+
+    const QJsonObject image{{"id", 1},
+                            {"file_name", qstr(imageFileName)},
+                            {"width", imageWidth},
+                            {"height", imageHeight}};
+    return QJsonObject{
+        {"images", QJsonArray{image}}, {"annotations", annotations}, {"categories", categories}};
+}
+
+} // namespace florence

@@ -1,0 +1,197 @@
+#include <florence/tasks.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+namespace florence {
+
+namespace {
+
+// Prompts are copied from the original Florence2Processor (task_prompts_without_inputs and
+// task_prompts_with_input); the answer types from its tasks_answer_post_processing_type.
+const std::vector<TaskInfo> kTasks = {
+    {"<CAPTION>", "Caption", "What does the image describe?", TaskInput::None, "",
+     AnswerType::PureText},
+    {"<DETAILED_CAPTION>", "Detailed caption", "Describe in detail what is shown in the image.",
+     TaskInput::None, "", AnswerType::PureText},
+    {"<MORE_DETAILED_CAPTION>", "More detailed caption",
+     "Describe with a paragraph what is shown in the image.", TaskInput::None, "",
+     AnswerType::PureText},
+    {"<OD>", "Object detection", "Locate the objects with category name in the image.",
+     TaskInput::None, "", AnswerType::DescriptionWithBboxes},
+    {"<DENSE_REGION_CAPTION>", "Dense region caption",
+     "Locate the objects in the image, with their descriptions.", TaskInput::None, "",
+     AnswerType::DescriptionWithBboxes},
+    {"<REGION_PROPOSAL>", "Region proposal", "Locate the region proposals in the image.",
+     TaskInput::None, "", AnswerType::Bboxes},
+    {"<OCR>", "OCR", "What is the text in the image?", TaskInput::None, "", AnswerType::PureText},
+    {"<OCR_WITH_REGION>", "OCR with regions", "What is the text in the image, with regions?",
+     TaskInput::None, "", AnswerType::Ocr},
+    {"<CAPTION_TO_PHRASE_GROUNDING>", "Caption to phrase grounding",
+     "Locate the phrases in the caption: {input}", TaskInput::Text, "caption",
+     AnswerType::PhraseGrounding},
+    {"<REFERRING_EXPRESSION_SEGMENTATION>", "Referring expression segmentation",
+     "Locate {input} in the image with mask", TaskInput::Text, "phrase", AnswerType::Polygons},
+    {"<REGION_TO_SEGMENTATION>", "Region to segmentation",
+     "What is the polygon mask of region {input}", TaskInput::Region, "region",
+     AnswerType::Polygons},
+    {"<OPEN_VOCABULARY_DETECTION>", "Open vocabulary detection", "Locate {input} in the image.",
+     TaskInput::Text, "phrase", AnswerType::DescriptionWithBboxesOrPolygons},
+    {"<REGION_TO_CATEGORY>", "Region to category", "What is the region {input}?", TaskInput::Region,
+     "region", AnswerType::PureText},
+    {"<REGION_TO_DESCRIPTION>", "Region to description", "What does the region {input} describe?",
+     TaskInput::Region, "region", AnswerType::PureText},
+    {"<REGION_TO_OCR>", "Region to OCR", "What text is in the region {input}?", TaskInput::Region,
+     "region", AnswerType::PureText},
+};
+
+bool isBlank(const std::string& s) {
+    return std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c) != 0; });
+}
+
+std::string trimmed(const std::string& s) {
+    const auto notSpace = [](unsigned char c) { return std::isspace(c) == 0; };
+    const auto begin = std::find_if(s.begin(), s.end(), notSpace);
+    const auto end = std::find_if(s.rbegin(), s.rend(), notSpace).base();
+    return begin < end ? std::string(begin, end) : std::string();
+}
+
+// What to pass, for the "needs a …" message: says what the user has to do, per task.
+std::string inputHint(const TaskInfo& task) {
+    if (task.input == TaskInput::Region)
+        return "pass a box in pixels or four <loc_N> tokens";
+    if (task.token == "<CAPTION_TO_PHRASE_GROUNDING>")
+        return "pass the text to ground";
+    if (task.token == "<REFERRING_EXPRESSION_SEGMENTATION>")
+        return "pass the text describing what to segment";
+    return "pass the text describing what to find";
+}
+
+// True when text is exactly four <loc_N> tokens with N in 0..999, the form the processor
+// would pass through unchanged.
+bool isFourLocTokens(const std::string& text) {
+    static const std::string kPrefix = "<loc_";
+    size_t pos = 0;
+    for (int i = 0; i < 4; ++i) {
+        if (text.compare(pos, kPrefix.size(), kPrefix) != 0)
+            return false;
+        pos += kPrefix.size();
+        const size_t digitsBegin = pos;
+        while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos])) != 0)
+            ++pos;
+        const size_t digits = pos - digitsBegin;
+        if (digits == 0 || digits > 3 || pos >= text.size() || text[pos] != '>')
+            return false;
+        ++pos;
+    }
+    return pos == text.size();
+}
+
+std::string formatPrompt(const std::string& format, const std::string& input) {
+    std::string prompt = format;
+    const size_t at = prompt.find("{input}");
+    if (at != std::string::npos)
+        prompt.replace(at, 7, input);
+    return prompt;
+}
+
+} // namespace
+
+const std::vector<TaskInfo>& allTasks() {
+    return kTasks;
+}
+
+const TaskInfo& taskInfo(const std::string& token) {
+    for (const TaskInfo& task : kTasks) {
+        if (task.token == token)
+            return task;
+    }
+    std::string known;
+    for (const TaskInfo& task : kTasks)
+        known += (known.empty() ? "" : ", ") + task.token;
+    throw TaskError("unknown task '" + token + "'; known tasks: " + known);
+}
+
+int pixelToBin(double x, int size) {
+    // A zero-sized axis or a NaN coordinate has no meaningful bin; 0 keeps callers total.
+    if (size <= 0 || std::isnan(x))
+        return 0;
+    const double bin = std::floor(x / (size / 1000.0));
+    return static_cast<int>(std::clamp(bin, 0.0, 999.0));
+}
+
+double binToPixel(int bin, int size) {
+    return (bin + 0.5) * (size / 1000.0);
+}
+
+std::string regionToLocTokens(const Box& box, int imageWidth, int imageHeight) {
+    if (imageWidth <= 0 || imageHeight <= 0)
+        throw TaskError("cannot place a region on an image of " + std::to_string(imageWidth) + "x" +
+                        std::to_string(imageHeight) + " pixels");
+    if (std::isnan(box.x1) || std::isnan(box.y1) || std::isnan(box.x2) || std::isnan(box.y2))
+        throw TaskError("the region has an undefined coordinate");
+    // Boxes dragged right-to-left or bottom-to-top arrive with swapped corners; the model wants
+    // x1 <= x2 and y1 <= y2.
+    const double x1 = std::clamp(std::min(box.x1, box.x2), 0.0, double(imageWidth));
+    const double x2 = std::clamp(std::max(box.x1, box.x2), 0.0, double(imageWidth));
+    const double y1 = std::clamp(std::min(box.y1, box.y2), 0.0, double(imageHeight));
+    const double y2 = std::clamp(std::max(box.y1, box.y2), 0.0, double(imageHeight));
+    if (!(x2 > x1) || !(y2 > y1))
+        throw TaskError("the region is empty once clipped to the " + std::to_string(imageWidth) +
+                        "x" + std::to_string(imageHeight) +
+                        " image: draw a box that covers part of the image");
+    return "<loc_" + std::to_string(pixelToBin(x1, imageWidth)) + "><loc_" +
+           std::to_string(pixelToBin(y1, imageHeight)) + "><loc_" +
+           std::to_string(pixelToBin(x2, imageWidth)) + "><loc_" +
+           std::to_string(pixelToBin(y2, imageHeight)) + ">";
+}
+
+std::string buildPrompt(const TaskRequest& request, int imageWidth, int imageHeight) {
+    const TaskInfo& task = taskInfo(request.task);
+    const bool hasText = !isBlank(request.text);
+
+    if (task.input == TaskInput::None) {
+        // The original processor asserts that the text is the task token alone.
+        if (hasText)
+            throw TaskError(task.token + " takes no text, but got \"" + request.text +
+                            "\": remove the text or pick a task that uses it");
+        if (request.region)
+            throw TaskError(task.token + " takes no region: remove the box or pick a region task");
+        return task.promptFormat;
+    }
+
+    if (!hasText && !(task.input == TaskInput::Region && request.region))
+        throw TaskError(task.token + " needs a " + task.inputLabel + ": " + inputHint(task));
+
+    // The original processor asserts when a prompt holds a task token besides its own, and
+    // replaces every copy of its own; refusing both keeps the prompt what the user sees.
+    for (const TaskInfo& other : kTasks) {
+        if (request.text.find(other.token) != std::string::npos)
+            throw TaskError("the " + task.inputLabel + " for " + task.token +
+                            " must not contain the task token " + other.token);
+    }
+
+    if (task.input == TaskInput::Text) {
+        if (request.region)
+            throw TaskError(task.token + " takes a " + task.inputLabel +
+                            ", not a region: remove the box");
+        // Passed verbatim, as the original does (it does not trim), so prompts match it.
+        return formatPrompt(task.promptFormat, request.text);
+    }
+
+    if (request.region) {
+        if (hasText)
+            throw TaskError(task.token +
+                            " got both a box and text: pass the region one way, not both");
+        return formatPrompt(task.promptFormat,
+                            regionToLocTokens(*request.region, imageWidth, imageHeight));
+    }
+    const std::string locs = trimmed(request.text);
+    if (!isFourLocTokens(locs))
+        throw TaskError(task.token + " needs a region: \"" + request.text +
+                        "\" is not four <loc_N> tokens (N 0-999); " + inputHint(task));
+    return formatPrompt(task.promptFormat, locs);
+}
+
+} // namespace florence

@@ -1,0 +1,252 @@
+#include "dialogs/ImportDialog.h"
+
+#include <florence/paths.h>
+
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QRadioButton>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+namespace florence::ui {
+
+ImportDialog::ImportDialog(QWidget* parent) : QDialog(parent) {
+    setObjectName(QStringLiteral("importDialog"));
+    setWindowTitle(tr("Import a Florence-2 model"));
+
+    auto* intro = new QLabel(
+        tr("Converts a Hugging Face Florence-2 checkpoint folder (config.json, model.safetensors "
+           "or "
+           "pytorch_model.bin, tokenizer files), for example a clone of "
+           "<i>huggingface.co/microsoft/Florence-2-base</i>, into a model package this app runs. "
+           "It takes a few minutes for the large model."),
+        this);
+    intro->setWordWrap(true);
+
+    m_fromHf = new QRadioButton(tr("Hugging Face folder:"), this);
+    m_fromHf->setChecked(true);
+    m_hfDir = new QLineEdit(this);
+    m_hfDir->setObjectName(QStringLiteral("hfDirEdit"));
+    m_hfDir->setPlaceholderText(tr("folder with config.json and the weights"));
+    m_browse = new QPushButton(tr("Browse…"), this);
+    auto* hfRow = new QHBoxLayout();
+    hfRow->addWidget(m_hfDir, 1);
+    hfRow->addWidget(m_browse);
+
+    m_fromRandom = new QRadioButton(tr("Random weights (pipeline demo):"), this);
+    m_fromRandom->setObjectName(QStringLiteral("randomRadio"));
+    m_fromHf->setObjectName(QStringLiteral("hfRadio"));
+    m_randomSize = new QComboBox(this);
+    m_randomSize->addItems(
+        {QStringLiteral("tiny"), QStringLiteral("base"), QStringLiteral("large")});
+    m_seed = new QSpinBox(this);
+    m_seed->setRange(0, 1'000'000);
+    m_seed->setValue(1234);
+    m_seed->setPrefix(tr("seed "));
+    auto* randomRow = new QHBoxLayout();
+    randomRow->addWidget(m_randomSize);
+    randomRow->addWidget(m_seed);
+    randomRow->addStretch(1);
+
+    m_name = new QLineEdit(this);
+    m_name->setObjectName(QStringLiteral("packageNameEdit"));
+    m_outLabel = new QLabel(this);
+    m_outLabel->setWordWrap(true);
+    m_outLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    auto* form = new QFormLayout();
+    form->addRow(m_fromHf, hfRow);
+    form->addRow(m_fromRandom, randomRow);
+    form->addRow(tr("Package name:"), m_name);
+    form->addRow(tr("Written to:"), m_outLabel);
+
+    m_progress = new QProgressBar(this);
+    m_progress->setObjectName(QStringLiteral("importProgress"));
+    m_progress->setRange(0, 100);
+    m_progress->setValue(0);
+    m_message = new QLabel(this);
+    m_message->setObjectName(QStringLiteral("importMessage"));
+    m_message->setWordWrap(true);
+    m_message->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    auto* buttons = new QDialogButtonBox(this);
+    m_start = buttons->addButton(tr("Import"), QDialogButtonBox::AcceptRole);
+    m_start->setObjectName(QStringLiteral("importStartButton"));
+    m_cancel = buttons->addButton(QDialogButtonBox::Cancel);
+    m_cancel->setObjectName(QStringLiteral("importCancelButton"));
+    connect(m_start, &QPushButton::clicked, this, &ImportDialog::startFromForm);
+    // While exporting, Cancel stops the job and keeps the dialog open to show the outcome.
+    connect(m_cancel, &QPushButton::clicked, this, [this] {
+        if (isRunning())
+            cancelImport();
+        else
+            reject();
+    });
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(intro);
+    layout->addLayout(form);
+    layout->addWidget(m_progress);
+    layout->addWidget(m_message);
+    layout->addStretch(1);
+    layout->addWidget(buttons);
+    resize(620, 360);
+
+    connect(m_browse, &QPushButton::clicked, this, &ImportDialog::browse);
+    // A name is suggested from the source; the user may still type another.
+    auto suggestName = [this] {
+        if (m_fromHf->isChecked())
+            m_name->setText(QFileInfo(QDir::cleanPath(m_hfDir->text())).fileName());
+        else
+            m_name->setText(QStringLiteral("florence2-%1-random-%2")
+                                .arg(m_randomSize->currentText())
+                                .arg(m_seed->value()));
+    };
+    connect(m_fromHf, &QRadioButton::toggled, this, suggestName);
+    connect(m_hfDir, &QLineEdit::textChanged, this, suggestName);
+    connect(m_randomSize, &QComboBox::currentTextChanged, this, suggestName);
+    connect(m_seed, qOverload<int>(&QSpinBox::valueChanged), this, suggestName);
+    connect(m_fromHf, &QRadioButton::toggled, this, &ImportDialog::updateForm);
+    connect(m_name, &QLineEdit::textChanged, this, &ImportDialog::updateForm);
+    updateForm();
+}
+
+ImportDialog::~ImportDialog() {
+    // The exporter is a child process; the cancel flag makes runImport stop it and return, so
+    // the thread's deleter does not wait for a whole export.
+    m_cancelFlag.store(true);
+    m_thread.reset();
+}
+
+void ImportDialog::browse() {
+    const QString dir = QFileDialog::getExistingDirectory(
+        this, tr("Hugging Face Florence-2 folder"), m_hfDir->text());
+    if (!dir.isEmpty())
+        m_hfDir->setText(dir);
+}
+
+void ImportDialog::updateForm() {
+    const bool hf = m_fromHf->isChecked();
+    m_hfDir->setEnabled(hf && !isRunning());
+    m_browse->setEnabled(hf && !isRunning());
+    m_randomSize->setEnabled(!hf && !isRunning());
+    m_seed->setEnabled(!hf && !isRunning());
+    m_name->setEnabled(!isRunning());
+    if (!isRunning()) { // while running, m_outDir is the job's folder
+        const QString name = m_name->text().trimmed();
+        m_outDir = name.isEmpty() ? QString()
+                                  : QDir(QString::fromStdString(userModelsDir())).filePath(name);
+    }
+    m_outLabel->setText(m_outDir.isEmpty() ? tr("(enter a name)") : m_outDir);
+    m_start->setEnabled(!isRunning() && !m_outDir.isEmpty() &&
+                        (!hf || !m_hfDir->text().trimmed().isEmpty()));
+}
+
+void ImportDialog::startFromForm() {
+    ImportJob job;
+    if (m_fromHf->isChecked()) {
+        job.hfDir = QDir::cleanPath(m_hfDir->text().trimmed()).toStdString();
+        if (!QFileInfo(QString::fromStdString(job.hfDir)).isDir()) {
+            m_message->setText(tr("%1 is not a folder.").arg(m_hfDir->text()));
+            return;
+        }
+    } else {
+        job.randomInit = m_randomSize->currentText().toStdString();
+        job.seed = m_seed->value();
+    }
+    if (QFileInfo::exists(m_outDir)) {
+        m_message->setText(tr("%1 already exists: choose another package name.").arg(m_outDir));
+        return;
+    }
+    job.outDir = m_outDir.toStdString();
+    startImport(job);
+}
+
+void ImportDialog::startImport(const ImportJob& job) {
+    if (isRunning())
+        return;
+    m_outDir = QString::fromStdString(job.outDir);
+    m_cancelFlag.store(false);
+    m_progress->setValue(0);
+    m_message->setText(tr("Starting the exporter…"));
+    QDir().mkpath(QFileInfo(m_outDir).absolutePath());
+    // The thread only runs the exporter; results come back as queued calls on this dialog,
+    // which Qt drops if the dialog is gone.
+    m_thread.reset(QThread::create([this, job] {
+        bool ok = true;
+        QString message;
+        try {
+            runImport(
+                job,
+                [this](int percent, const std::string& msg) {
+                    const QString m = QString::fromStdString(msg);
+                    QMetaObject::invokeMethod(
+                        this, [this, percent, m] { onProgress(percent, m); }, Qt::QueuedConnection);
+                },
+                &m_cancelFlag);
+        } catch (const std::exception& e) {
+            ok = false;
+            message = QString::fromStdString(e.what());
+        }
+        QMetaObject::invokeMethod(
+            this, [this, ok, message] { onFinished(ok, message); }, Qt::QueuedConnection);
+    }));
+    m_thread->setObjectName(QStringLiteral("import"));
+    m_thread->start();
+    m_start->setEnabled(false);
+    updateForm();
+}
+
+void ImportDialog::cancelImport() {
+    if (!isRunning())
+        return;
+    m_cancelFlag.store(true);
+    m_message->setText(tr("Cancelling…"));
+}
+
+void ImportDialog::reject() {
+    if (isRunning()) {
+        // Close once the exporter has stopped and cleaned up its temporary folder.
+        m_closeWhenDone = true;
+        cancelImport();
+        return;
+    }
+    QDialog::reject();
+}
+
+void ImportDialog::onProgress(int percent, const QString& message) {
+    m_progress->setValue(percent);
+    m_message->setText(message);
+}
+
+void ImportDialog::onFinished(bool ok, const QString& message) {
+    m_thread.reset(); // the function has returned: this only joins
+    updateForm();
+    if (ok) {
+        m_progress->setValue(100);
+        m_message->setText(tr("Imported to %1").arg(m_outDir));
+        emit imported(m_outDir);
+        accept();
+        return;
+    }
+    m_progress->setValue(0);
+    m_message->setText(m_cancelFlag.load() ? tr("Import cancelled.")
+                                           : tr("Import failed: %1").arg(message));
+    if (m_closeWhenDone)
+        QDialog::reject();
+}
+
+QString ImportDialog::lastMessage() const {
+    return m_message->text();
+}
+
+} // namespace florence::ui

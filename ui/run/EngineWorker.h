@@ -1,0 +1,61 @@
+// The one object that touches the engine. It lives on the window's engine thread; requests come
+// in as queued slot calls and everything comes out as signals carrying plain values, so the GUI
+// thread never waits for the model.
+//
+//   auto worker = std::make_unique<EngineWorker>();
+//   worker->moveToThread(thread.get());
+//   connect(worker.get(), &EngineWorker::tokenReady, window, &MainWindow::onToken);
+//   QMetaObject::invokeMethod(worker.get(), [w = worker.get(), r] { w->run(r); },
+//                             Qt::QueuedConnection);
+//
+// Runs never overlap: slots execute one after another on the engine thread, and the window
+// cancels the running request (through its atomic flag) before queueing the next one.
+#pragma once
+
+#include "run/WorkerTypes.h"
+
+#include <QObject>
+
+#include <memory>
+
+namespace florence {
+class Model;
+class Session;
+} // namespace florence
+
+namespace florence::ui {
+
+class EngineWorker : public QObject {
+    Q_OBJECT
+
+public:
+    explicit EngineWorker(QObject* parent = nullptr);
+    ~EngineWorker() override;
+
+public slots:
+    // Loads a package and replaces the current model; on failure the previous model stays.
+    // Reloading the same package with another precision takes the same path.
+    void loadModel(const QString& packageDir,
+                   florence::Precision precision = florence::Precision::Float32);
+    // Runs a single request or a cached/uncached comparison.
+    void run(const florence::ui::RunRequest& request);
+
+signals:
+    void modelLoading(const QString& packageDir);
+    void modelLoaded(const florence::ui::ModelInfo& info);
+    void modelFailed(const QString& packageDir, const QString& message);
+    void runStarted(quint64 runId);
+    void tokenReady(const florence::ui::TokenUpdate& update);
+    void runFinished(const florence::ui::RunOutcome& outcome);
+    // Only for RunKind::Compare, after the two runFinished signals.
+    void compareFinished(const florence::ui::CompareOutcome& outcome);
+    void runFailed(quint64 runId, const QString& message);
+
+private:
+    RunOutcome runPass(const RunRequest& request, const GenerationOptions& options, int pass);
+
+    std::shared_ptr<const Model> m_model;
+    std::unique_ptr<Session> m_session;
+};
+
+} // namespace florence::ui

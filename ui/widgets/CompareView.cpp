@@ -1,0 +1,167 @@
+#include "widgets/CompareView.h"
+
+#include "widgets/ChartStyle.h"
+#include "run/StepStats.h"
+
+#include <QChart>
+#include <QChartView>
+#include <QEvent>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLegend>
+#include <QLineSeries>
+#include <QValueAxis>
+
+#include <algorithm>
+
+namespace florence::ui {
+
+namespace {
+
+// Fixed hues (not palette roles) so "cached" and "uncached" keep their colors in both themes.
+const QColor kCachedColor(0x2c, 0xa0, 0x2c);
+const QColor kUncachedColor(0xd6, 0x27, 0x28);
+
+} // namespace
+
+CompareView::CompareView(QWidget* parent) : QWidget(parent) {
+    setObjectName(QStringLiteral("compareView"));
+    m_chart = new QChart();
+    m_chart->setTitle(tr("Cached vs uncached: run Compare (Ctrl+Shift+R)"));
+    setUpLatencyChart(m_chart, m_axisX, m_axisY);
+    const QString names[2] = {tr("KV cache on"), tr("KV cache off")};
+    for (int i = 0; i < 2; ++i) {
+        m_series[i] = new QLineSeries();
+        m_series[i]->setName(names[i]);
+        m_chart->addSeries(m_series[i]);
+        m_series[i]->attachAxis(m_axisX);
+        m_series[i]->attachAxis(m_axisY);
+    }
+    m_chart->legend()->setAlignment(Qt::AlignTop);
+
+    auto* stats = new QWidget(this);
+    auto* form = new QFormLayout(stats);
+    form->setContentsMargins(0, 0, 0, 0);
+    for (int i = 0; i < 2; ++i) {
+        m_total[i] = new QLabel(QStringLiteral("–"), stats);
+        m_total[i]->setObjectName(i == 0 ? QStringLiteral("cachedTotalLabel")
+                                         : QStringLiteral("uncachedTotalLabel"));
+        m_total[i]->setWordWrap(true);
+    }
+    m_speedup = new QLabel(QStringLiteral("–"), stats);
+    m_speedup->setObjectName(QStringLiteral("speedupLabel"));
+    m_verdict = new QLabel(QStringLiteral("–"), stats);
+    m_verdict->setObjectName(QStringLiteral("verdictLabel"));
+    m_verdict->setWordWrap(true);
+    m_verdict->setTextFormat(Qt::PlainText); // engine messages may quote task tokens
+    form->addRow(tr("Cache on:"), m_total[0]);
+    form->addRow(tr("Cache off:"), m_total[1]);
+    form->addRow(tr("Speedup:"), m_speedup);
+    form->addRow(tr("Outputs:"), m_verdict);
+    m_view = layOutChartWithStats(this, m_chart, stats, QStringLiteral("compareChartView"));
+    applyPalette();
+}
+
+void CompareView::startComparison() {
+    for (int i = 0; i < 2; ++i) {
+        m_series[i]->clear();
+        m_steps[i].clear();
+        m_plotted[i] = 0;
+        m_total[i]->setText(i == 0 ? tr("running…") : tr("waiting"));
+    }
+    m_maxMs = 0;
+    m_axisX->setRange(0, 10);
+    m_axisY->setRange(0, 10);
+    m_speedup->setText(QStringLiteral("–"));
+    m_verdict->setText(QStringLiteral("–"));
+    m_chart->setTitle(tr("Cached vs uncached (running…)"));
+}
+
+void CompareView::addStep(int pass, int step, double stepMs) {
+    if (pass < 0 || pass > 1 || step != static_cast<int>(m_steps[pass].size()))
+        return;
+    if (pass == 1 && step == 0)
+        m_total[1]->setText(tr("running…"));
+    m_steps[pass].push_back(stepMs);
+    m_maxMs = std::max(m_maxMs, stepMs);
+}
+
+void CompareView::refresh() {
+    int longest = 10;
+    for (int i = 0; i < 2; ++i) {
+        QList<QPointF> points;
+        for (int s = m_plotted[i]; s < static_cast<int>(m_steps[i].size()); ++s)
+            points.append(QPointF(s, m_steps[i][static_cast<size_t>(s)]));
+        if (!points.isEmpty())
+            m_series[i]->append(points);
+        m_plotted[i] = static_cast<int>(m_steps[i].size());
+        longest = std::max(longest, m_plotted[i]);
+    }
+    m_axisX->setRange(0, longest);
+    m_axisY->setRange(0, std::max(1.0, m_maxMs * 1.15));
+}
+
+void CompareView::setPassFinished(const RunOutcome& outcome) {
+    const int pass = outcome.pass;
+    if (pass < 0 || pass > 1)
+        return;
+    // The engine's complete step list replaces what streamed in.
+    m_steps[pass] = outcome.timings.stepMs;
+    m_series[pass]->clear();
+    m_plotted[pass] = 0;
+    for (double v : m_steps[pass])
+        m_maxMs = std::max(m_maxMs, v);
+    refresh();
+    const StepStats s = summarizeSteps(outcome.timings.stepMs);
+    m_total[pass]->setText(tr("%1 total, %2 tokens, median step %3")
+                               .arg(formatMs(outcome.timings.totalMs))
+                               .arg(s.count)
+                               .arg(formatMs(s.medianMs)) +
+                           (outcome.cancelled ? tr(" (cancelled)") : QString()));
+}
+
+void CompareView::setOutcome(const CompareOutcome& outcome) {
+    if (outcome.cancelled) {
+        m_chart->setTitle(tr("Cached vs uncached (cancelled)"));
+        m_speedup->setText(QStringLiteral("–"));
+        m_verdict->setText(tr("cancelled before both runs finished"));
+        if (outcome.uncached.timings.stepMs.empty())
+            m_total[1]->setText(tr("not run"));
+        return;
+    }
+    m_chart->setTitle(tr("Cached vs uncached"));
+    const double a = outcome.cached.timings.totalMs;
+    const double b = outcome.uncached.timings.totalMs;
+    const double decodeA = outcome.cached.timings.decodeMs;
+    const double decodeB = outcome.uncached.timings.decodeMs;
+    m_speedup->setText(a > 0 ? tr("%1× overall, %2× decoding")
+                                   .arg(b / a, 0, 'f', 2)
+                                   .arg(decodeA > 0 ? decodeB / decodeA : 0.0, 0, 'f', 2)
+                             : QStringLiteral("–"));
+    m_verdict->setText(outcome.identical ? tr("identical ✔")
+                                         : tr("different ✘ (the cache changed the answer)"));
+}
+
+void CompareView::setFailed(const QString& message) {
+    m_chart->setTitle(tr("Cached vs uncached (failed)"));
+    m_verdict->setText(message);
+}
+
+QString CompareView::verdict() const {
+    return m_verdict->text();
+}
+
+void CompareView::applyPalette() {
+    applyChartPalette(m_chart, palette());
+    m_series[0]->setPen(QPen(kCachedColor, 2));
+    m_series[1]->setPen(QPen(kUncachedColor, 2));
+}
+
+void CompareView::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::PaletteChange)
+        applyPalette();
+    QWidget::changeEvent(event);
+}
+
+} // namespace florence::ui

@@ -1,0 +1,237 @@
+#include "widgets/ResultsPanel.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QClipboard>
+#include <QFontDatabase>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QScrollBar>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QTextCursor>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+namespace florence::ui {
+
+namespace {
+
+QString kindName(AnswerItem::Kind k) {
+    switch (k) {
+    case AnswerItem::Kind::Box:
+        return QObject::tr("box");
+    case AnswerItem::Kind::Quad:
+        return QObject::tr("quad");
+    case AnswerItem::Kind::Polygon:
+        return QObject::tr("polygon");
+    }
+    return {};
+}
+
+QString num(double v) {
+    return QString::number(v, 'f', 1);
+}
+
+QString coordinates(const AnswerItem& it) {
+    if (it.kind == AnswerItem::Kind::Box)
+        return QStringLiteral("%1, %2, %3, %4")
+            .arg(num(it.box.x1), num(it.box.y1), num(it.box.x2), num(it.box.y2));
+    if (it.kind == AnswerItem::Kind::Quad) {
+        QStringList pts;
+        for (size_t i = 0; i + 1 < it.quad.size(); i += 2)
+            pts << QStringLiteral("(%1, %2)").arg(num(it.quad[i]), num(it.quad[i + 1]));
+        return pts.join(QLatin1Char(' '));
+    }
+    int points = 0;
+    double x1 = 1e18, y1 = 1e18, x2 = -1e18, y2 = -1e18;
+    for (const auto& poly : it.polygons) {
+        for (size_t i = 0; i + 1 < poly.size(); i += 2) {
+            ++points;
+            x1 = std::min(x1, poly[i]);
+            x2 = std::max(x2, poly[i]);
+            y1 = std::min(y1, poly[i + 1]);
+            y2 = std::max(y2, poly[i + 1]);
+        }
+    }
+    if (points == 0)
+        return QObject::tr("(no points yet)");
+    return QObject::tr("%n polygon(s), %1 points, bounds %2, %3, %4, %5", nullptr,
+                       static_cast<int>(it.polygons.size()))
+        .arg(points)
+        .arg(num(x1), num(y1), num(x2), num(y2));
+}
+
+bool sameItem(const AnswerItem& a, const AnswerItem& b) {
+    return a.kind == b.kind && a.label == b.label && a.bins == b.bins;
+}
+
+} // namespace
+
+ResultsPanel::ResultsPanel(QWidget* parent) : QWidget(parent) {
+    setObjectName(QStringLiteral("resultsPanel"));
+    m_summary = new QLabel(tr("No result yet"), this);
+    m_summary->setObjectName(QStringLiteral("resultSummary"));
+    m_summary->setTextFormat(Qt::PlainText); // "<OD> · …" is not HTML
+    m_summary->setMinimumWidth(0);
+    m_summary->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    // Buttons below the table so the summary line keeps the full width.
+    m_header = new QHBoxLayout();
+    m_header->setContentsMargins(0, 0, 0, 0);
+    m_header->addStretch(1);
+
+    m_text = new QPlainTextEdit(this);
+    m_text->setObjectName(QStringLiteral("rawText"));
+    m_text->setReadOnly(true);
+    m_text->setPlaceholderText(tr("Generated text appears here as tokens arrive."));
+    m_text->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    m_text->setLineWrapMode(QPlainTextEdit::WidgetWidth);
+
+    m_table = new QTableWidget(0, 4, this);
+    m_table->setObjectName(QStringLiteral("itemsTable"));
+    m_table->setHorizontalHeaderLabels({tr("#"), tr("Label"), tr("Kind"), tr("Coordinates (px)")});
+    m_table->verticalHeader()->hide();
+    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_table->setSelectionMode(QAbstractItemView::ExtendedSelection);
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->setAlternatingRowColors(true);
+    m_table->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    m_table->horizontalHeader()->setSectionResizeMode(1, QHeaderView::Interactive);
+    m_table->horizontalHeader()->setSectionResizeMode(2, QHeaderView::ResizeToContents);
+    m_table->horizontalHeader()->setStretchLastSection(true);
+    m_table->setColumnWidth(1, 140);
+    m_table->setWordWrap(false);
+    connect(m_table, &QTableWidget::itemSelectionChanged, this, &ResultsPanel::onSelectionChanged);
+
+    // Ctrl+C anywhere in the panel except inside the text (which copies its own selection).
+    auto* copy = new QAction(tr("Copy"), m_table);
+    copy->setShortcut(QKeySequence::Copy);
+    copy->setShortcutContext(Qt::WidgetShortcut);
+    connect(copy, &QAction::triggered, this, &ResultsPanel::copyToClipboard);
+    m_table->addAction(copy);
+
+    auto* split = new QSplitter(Qt::Vertical, this);
+    split->setObjectName(QStringLiteral("resultsSplitter"));
+    split->addWidget(m_text);
+    split->addWidget(m_table);
+    split->setStretchFactor(0, 1);
+    split->setStretchFactor(1, 2);
+    split->setChildrenCollapsible(false);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(m_summary);
+    layout->addWidget(split, 1);
+    layout->addLayout(m_header);
+}
+
+void ResultsPanel::addHeaderActions(const QList<QAction*>& actions) {
+    for (QAction* a : actions) {
+        auto* b = new QToolButton(this);
+        b->setDefaultAction(a);
+        b->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+        b->setAutoRaise(true);
+        m_header->addWidget(b);
+    }
+}
+
+void ResultsPanel::setSummary(const QString& text) {
+    m_summary->setText(text);
+}
+
+void ResultsPanel::setRawText(const std::string& text) {
+    if (text == m_shownText)
+        return;
+    QScrollBar* bar = m_text->verticalScrollBar();
+    const bool atEnd = bar->value() >= bar->maximum() - 4;
+    if (text.size() > m_shownText.size() && text.compare(0, m_shownText.size(), m_shownText) == 0) {
+        // Appending keeps the user's selection and scroll position; replacing would reset both.
+        QTextCursor c(m_text->document());
+        c.movePosition(QTextCursor::End);
+        c.insertText(QString::fromStdString(text.substr(m_shownText.size())));
+    } else {
+        m_text->setPlainText(QString::fromStdString(text));
+    }
+    m_shownText = text;
+    if (atEnd)
+        bar->setValue(bar->maximum());
+}
+
+QString ResultsPanel::rawText() const {
+    return m_text->toPlainText();
+}
+
+void ResultsPanel::setAnswer(const ParsedAnswer& answer) {
+    // While streaming, items only grow at the end; rebuild only the rows that changed so the
+    // user's selection survives.
+    size_t common = 0;
+    while (common < answer.items.size() && common < m_answer.items.size() &&
+           sameItem(answer.items[common], m_answer.items[common]))
+        ++common;
+    const int selected = m_table->currentRow();
+    m_table->setSortingEnabled(false);
+    m_table->setRowCount(static_cast<int>(answer.items.size()));
+    for (size_t i = common; i < answer.items.size(); ++i) {
+        const AnswerItem& it = answer.items[i];
+        const int row = static_cast<int>(i);
+        auto* index = new QTableWidgetItem(QString::number(row + 1));
+        index->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        m_table->setItem(row, 0, index);
+        m_table->setItem(row, 1, new QTableWidgetItem(QString::fromStdString(it.label).trimmed()));
+        m_table->setItem(row, 2, new QTableWidgetItem(kindName(it.kind)));
+        auto* coords = new QTableWidgetItem(coordinates(it));
+        coords->setToolTip(coords->text());
+        m_table->setItem(row, 3, coords);
+    }
+    if (selected >= static_cast<int>(answer.items.size()))
+        m_table->clearSelection();
+    m_answer = answer;
+}
+
+void ResultsPanel::clear() {
+    m_text->clear();
+    m_shownText.clear();
+    m_table->clearSelection();
+    m_table->setRowCount(0);
+    m_answer = ParsedAnswer();
+    m_summary->setText(tr("No result yet"));
+}
+
+int ResultsPanel::itemCount() const {
+    return m_table->rowCount();
+}
+
+void ResultsPanel::selectItem(int index) {
+    if (index < 0 || index >= m_table->rowCount()) {
+        m_table->clearSelection();
+        return;
+    }
+    m_table->selectRow(index);
+    m_table->scrollToItem(m_table->item(index, 0));
+}
+
+void ResultsPanel::onSelectionChanged() {
+    const QList<QTableWidgetSelectionRange> ranges = m_table->selectedRanges();
+    if (ranges.isEmpty()) {
+        emit itemSelected(-1);
+        return;
+    }
+    emit itemSelected(m_table->currentRow() >= 0 ? m_table->currentRow() : ranges.first().topRow());
+}
+
+void ResultsPanel::copyToClipboard() {
+    QStringList lines;
+    for (int row = 0; row < m_table->rowCount(); ++row) {
+        if (!m_table->item(row, 0) || !m_table->item(row, 0)->isSelected())
+            continue;
+        QStringList cells;
+        for (int col = 0; col < m_table->columnCount(); ++col)
+            cells << (m_table->item(row, col) ? m_table->item(row, col)->text() : QString());
+        lines << cells.join(QLatin1Char('\t'));
+    }
+    QApplication::clipboard()->setText(lines.isEmpty() ? rawText() : lines.join(QLatin1Char('\n')));
+}
+
+} // namespace florence::ui

@@ -1,0 +1,59 @@
+// The answer as text and as a table: the raw generated text with its location tokens, and one
+// row per parsed item (label, kind, pixel coordinates). Selecting a row emits itemSelected so
+// the image view can highlight the shape.
+//
+//   panel->setRawText(outcome.text);          // streamed: called again as the text grows
+//   panel->setAnswer(florence::parseAnswer(task, text, w, h));
+//   connect(panel, &ResultsPanel::itemSelected, view, &ImageView::highlightItem);
+#pragma once
+
+#include <florence/answer.h>
+
+#include <QWidget>
+
+#include <string>
+
+class QPlainTextEdit;
+class QTableWidget;
+class QLabel;
+class QHBoxLayout;
+class QAction;
+
+namespace florence::ui {
+
+class ResultsPanel : public QWidget {
+    Q_OBJECT
+
+public:
+    explicit ResultsPanel(QWidget* parent = nullptr);
+
+    // Appends when `text` extends what is shown (the common streaming case), else replaces.
+    void setRawText(const std::string& text);
+    QString rawText() const;
+    void setAnswer(const ParsedAnswer& answer);
+    void clear();
+    int itemCount() const;
+    // Puts buttons for these actions in the panel's header row.
+    void addHeaderActions(const QList<QAction*>& actions);
+    void setSummary(const QString& text);
+
+public slots:
+    void selectItem(int index);
+    // Selected rows as tab-separated text, or the whole raw text when no row is selected.
+    void copyToClipboard();
+
+signals:
+    void itemSelected(int index);
+
+private:
+    void onSelectionChanged();
+
+    QLabel* m_summary = nullptr;
+    QHBoxLayout* m_header = nullptr;
+    QPlainTextEdit* m_text = nullptr;
+    QTableWidget* m_table = nullptr;
+    std::string m_shownText;
+    ParsedAnswer m_answer;
+};
+
+} // namespace florence::ui
