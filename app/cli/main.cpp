@@ -133,6 +133,10 @@ QJsonObject resultJson(const std::string& task, const florence::Request& req,
     o["prompt"] = QString::fromStdString(req.prompt);
     o["prompt_ids"] = idsJson(r.promptIds);
     o["generated_ids"] = idsJson(r.generatedIds);
+    QJsonArray logprobs;
+    for (float lp : r.tokenLogprobs)
+        logprobs.append(double(lp));
+    o["token_logprobs"] = logprobs;
     o["text"] = QString::fromStdString(r.text);
     o["cancelled"] = r.cancelled;
     o["beams"] = opts.numBeams;
@@ -279,7 +283,8 @@ int cmdRun(int argc, char** argv) {
         const florence::Result& r = results[i];
         cancelled = cancelled || r.cancelled;
         const auto [w, h] = sizes[i];
-        const florence::ParsedAnswer answer = florence::parseAnswer(task, r.text, w, h);
+        const florence::ParsedAnswer answer =
+            florence::parseResult(model->tokenizer(), task, r, w, h);
         if (a.has("annotate")) {
             if (reqs[i].image.empty())
                 throw UsageError("--annotate needs --image");

@@ -668,6 +668,7 @@ std::vector<Result> Session::generateRows(const std::vector<Request>& requests,
     for (int b = 0; b < batch; ++b) {
         Result& r = results[b];
         r.generatedIds = std::move(found[b].sequence);
+        r.tokenLogprobs = std::move(found[b].tokenLogprobs);
         r.score = found[b].score;
         r.cancelled = found[b].cancelled;
         r.text = impl.tokenizer.decode(r.generatedIds);

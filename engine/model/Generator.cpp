@@ -17,6 +17,18 @@ double msSince(Clock::time_point start) {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+// log(softmax(row)[index]) for a row that may hold -inf (banned or forced-out tokens).
+float logSoftmaxAt(const float* row, int64_t vocab, int64_t index) {
+    const float top = *std::max_element(row, row + vocab);
+    if (top == kNegInf || row[index] == kNegInf)
+        return kNegInf;
+    double sum = 0;
+    for (int64_t i = 0; i < vocab; ++i)
+        if (row[i] != kNegInf)
+            sum += std::exp(double(row[i]) - top);
+    return static_cast<float>(double(row[index]) - top - std::log(sum));
+}
+
 bool cancelled(const SearchCallbacks& callbacks) {
     return callbacks.cancel && callbacks.cancel->load(std::memory_order_relaxed);
 }
@@ -44,6 +56,7 @@ void processRow(float* row, int64_t vocab, const std::vector<int64_t>& sequence,
 
 struct Hypothesis {
     std::vector<int64_t> tokens;
+    std::vector<float> logprobs; // per token after the decoder start; </s> included when it ended so
     double score;
 };
 
@@ -53,10 +66,11 @@ public:
     FinishedHypotheses(int numBeams, double lengthPenalty, bool earlyStopping)
         : m_numBeams(numBeams), m_lengthPenalty(lengthPenalty), m_earlyStopping(earlyStopping) {}
 
-    void add(std::vector<int64_t> tokens, double sumLogprobs, int generatedLen) {
+    void add(std::vector<int64_t> tokens, std::vector<float> logprobs, double sumLogprobs,
+             int generatedLen) {
         const double score = sumLogprobs / std::pow(std::max(generatedLen, 1), m_lengthPenalty);
         if (static_cast<int>(m_hyps.size()) < m_numBeams || score > worstScore()) {
-            m_hyps.push_back({std::move(tokens), score});
+            m_hyps.push_back({std::move(tokens), std::move(logprobs), score});
             if (static_cast<int>(m_hyps.size()) > m_numBeams) {
                 auto worst = std::min_element(
                     m_hyps.begin(), m_hyps.end(),
@@ -141,6 +155,7 @@ std::vector<SearchResult> greedySearchBatch(DecodeBackend& backend, const Search
             float* row = logits.data_ptr<float>() + b * vocab;
             processRow(row, vocab, seqs[b], s);
             chosen[b] = std::max_element(row, row + vocab) - row;
+            results[b].tokenLogprobs.push_back(logSoftmaxAt(row, vocab, chosen[b]));
         }
         for (int b = 0; b < batch; ++b)
             seqs[b].push_back(chosen[b]);
@@ -180,6 +195,7 @@ SearchResult beamSearch(DecodeBackend& backend, const SearchSettings& s,
     const int nb = std::max(1, s.numBeams);
     SearchResult result;
     std::vector<std::vector<int64_t>> seqs(nb, std::vector<int64_t>{s.decoderStartId});
+    std::vector<std::vector<float>> logprobs(nb); // per beam, one per token after the start
     // Only the first beam is live at the start, so the first step does not pick the same token
     // nb times.
     std::vector<double> beamScores(nb, -1e9);
@@ -208,21 +224,26 @@ SearchResult beamSearch(DecodeBackend& backend, const SearchSettings& s,
 
         const int curLen = static_cast<int>(seqs[0].size()) + 1; // as HF's process() counts
         std::vector<std::vector<int64_t>> nextSeqs;
+        std::vector<std::vector<float>> nextLogprobs;
         std::vector<double> nextScores;
         std::vector<int64_t> origin;
         for (int rank = 0; rank < 2 * nb && static_cast<int>(nextSeqs.size()) < nb; ++rank) {
             const int64_t beam = indices[rank] / vocab;
             const int64_t token = indices[rank] % vocab;
             const double score = values[rank];
+            // The token's own processed log-probability: the running score less the beam's.
+            std::vector<float> tokenLogprobs = logprobs[beam];
+            tokenLogprobs.push_back(static_cast<float>(score - beamScores[beam]));
             if (token == s.eosId && !s.ignoreEos) {
                 if (rank >= nb)
                     continue;
                 if (score > kNegInf)
-                    finished.add(seqs[beam], score, curLen - 1);
+                    finished.add(seqs[beam], std::move(tokenLogprobs), score, curLen - 1);
             } else {
                 std::vector<int64_t> next = seqs[beam];
                 next.push_back(token);
                 nextSeqs.push_back(std::move(next));
+                nextLogprobs.push_back(std::move(tokenLogprobs));
                 nextScores.push_back(score);
                 origin.push_back(beam);
             }
@@ -232,11 +253,15 @@ SearchResult beamSearch(DecodeBackend& backend, const SearchSettings& s,
             std::vector<int64_t> next = seqs[0];
             next.push_back(s.eosId);
             nextSeqs.push_back(std::move(next));
+            std::vector<float> forced = logprobs[0];
+            forced.push_back(0.0f);
+            nextLogprobs.push_back(std::move(forced));
             nextScores.push_back(-1e9);
             origin.push_back(0);
         }
         done = finished.isDone(values[0], curLen);
         seqs = std::move(nextSeqs);
+        logprobs = std::move(nextLogprobs);
         beamScores = std::move(nextScores);
         backend.reorder(origin);
 
@@ -261,6 +286,7 @@ SearchResult beamSearch(DecodeBackend& backend, const SearchSettings& s,
 
     if (result.cancelled) {
         result.sequence = seqs[0];
+        result.tokenLogprobs = logprobs[0];
         result.score = beamScores[0];
         return result;
     }
@@ -268,17 +294,22 @@ SearchResult beamSearch(DecodeBackend& backend, const SearchSettings& s,
     // gets </s> appended when it ended by </s> below the length limit.
     if (!done)
         for (int b = 0; b < nb; ++b)
-            finished.add(seqs[b], beamScores[b], static_cast<int>(seqs[b].size()) - 1);
+            finished.add(seqs[b], logprobs[b], beamScores[b], static_cast<int>(seqs[b].size()) - 1);
     const Hypothesis* best = finished.best();
     if (!best) {
         result.sequence = seqs[0];
+        result.tokenLogprobs = logprobs[0];
         return result;
     }
     result.sequence = best->tokens;
+    result.tokenLogprobs = best->logprobs;
     result.score = best->score;
     if (static_cast<int>(result.sequence.size()) < s.maxLength &&
         (result.sequence.empty() || result.sequence.back() != s.eosId))
         result.sequence.push_back(s.eosId);
+    // A live beam that reached the length limit without </s> gets none appended above, so its
+    // log-probabilities already match; one that ended by </s> carries that token's.
+    result.tokenLogprobs.resize(result.sequence.size() - 1, 0.0f);
     return result;
 }
 

@@ -52,6 +52,11 @@ struct SearchCallbacks {
 
 struct SearchResult {
     std::vector<int64_t> sequence; // decoder start token first
+    // One per token after the decoder start: its log-probability under the search that chose
+    // it, from the processed scores (Hugging Face's compute_transition_scores with normalized
+    // logits): greedy, the log-softmax of the processed logits; beam, the processed
+    // log-probability in the hypothesis returned. A forced token has 0.
+    std::vector<float> tokenLogprobs;
     double score = 0;
     bool cancelled = false;
     std::vector<double> stepMs;

@@ -4,11 +4,13 @@
 #include <QRegularExpression>
 
 #include <algorithm>
+#include <cmath>
 #include <initializer_list>
 #include <limits>
 #include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 // The parsing below mirrors Florence2PostProcesser in the original processing_florence2.py
 // regular expression by regular expression, so that odd outputs (labels made of "loc_12>",
@@ -241,8 +243,14 @@ void parseBboxes(const std::string& generated, int width, int height, bool allow
             item.box = {binToPixel(bins[0], width), binToPixel(bins[1], height),
                         binToPixel(bins[2], width), binToPixel(bins[3], height)};
             item.bins.push_back(std::move(bins));
-            item.charBegin = c.originBegin(phraseMatch.capturedStart(0));
-            item.charEnd = c.originEnd(phraseMatch.capturedStart(0) + boxMatch.capturedEnd(0));
+            const qsizetype start = phraseMatch.capturedStart(0);
+            item.charBegin = c.originBegin(start);
+            item.charEnd = c.originEnd(start + boxMatch.capturedEnd(0));
+            if (phrase.capturedLength(0) > 0)
+                item.ownChars.push_back(
+                    {item.charBegin, c.originEnd(start + phrase.capturedEnd(0))});
+            item.ownChars.push_back(
+                {c.originBegin(start + boxMatch.capturedStart(0)), item.charEnd});
             items.push_back(std::move(item));
         }
     }
@@ -268,6 +276,7 @@ void parseOcr(const std::string& generated, int width, int height, std::vector<A
         item.bins.push_back(std::move(bins));
         item.charBegin = c.originBegin(line.capturedStart(0));
         item.charEnd = c.originEnd(line.capturedEnd(0));
+        item.ownChars.push_back({item.charBegin, item.charEnd});
         items.push_back(std::move(item));
     }
 }
@@ -341,6 +350,12 @@ void parsePolygons(const std::string& generated, int width, int height, bool all
                 continue;
             item.charBegin = c.originBegin(phraseStart);
             item.charEnd = c.originEnd(phraseStart + instance.offset + lastEnd);
+            // The label is what precedes the phrase's first token; the geometry this object's.
+            const qsizetype labelEnd = phraseText.indexOf(QLatin1Char('<'));
+            if (labelEnd > 0)
+                item.ownChars.push_back({item.charBegin, c.originEnd(phraseStart + labelEnd)});
+            item.ownChars.push_back(
+                {c.originBegin(phraseStart + instance.offset), item.charEnd});
             items.push_back(std::move(item));
         }
     }
@@ -462,23 +477,65 @@ ParsedAnswer parseAnswer(const std::string& task, const std::string& generatedTe
 }
 
 ParsedAnswer parseAnswerTokens(const std::string& task, const std::vector<std::string>& tokenTexts,
-                               int imageWidth, int imageHeight) {
+                               int imageWidth, int imageHeight,
+                               const std::vector<float>& tokenLogprobs) {
     std::string text;
     std::vector<int> tokenEnds; // byte offset where each token ends
     for (const std::string& piece : tokenTexts) {
         text += piece;
         tokenEnds.push_back(int(text.size()));
     }
+    // Tokens [first, last) overlapping bytes [begin, end): the first token ending after the first
+    // byte through the first token ending at or after the last one.
+    const auto tokensOf = [&](int begin, int end) {
+        const int first =
+            int(std::upper_bound(tokenEnds.begin(), tokenEnds.end(), begin) - tokenEnds.begin());
+        const int last =
+            int(std::lower_bound(tokenEnds.begin(), tokenEnds.end(), end) - tokenEnds.begin()) + 1;
+        return std::make_pair(first, std::min(last, int(tokenEnds.size())));
+    };
+    // tokenLogprobs[i] belongs to token i + offset.
+    const size_t n = std::min(tokenLogprobs.size(), tokenTexts.size());
+    const size_t offset = tokenTexts.size() - n;
+    const auto probability = [&](size_t token) {
+        return std::exp(double(tokenLogprobs[token - offset + (tokenLogprobs.size() - n)]));
+    };
+
     ParsedAnswer answer = parseAnswer(task, text, imageWidth, imageHeight);
     for (AnswerItem& item : answer.items) {
         if (item.charBegin < 0 || item.charEnd <= item.charBegin)
             continue;
-        // First token ending after the first byte; first token ending at or after the last one.
-        item.tokenBegin = int(std::upper_bound(tokenEnds.begin(), tokenEnds.end(), item.charBegin) -
-                              tokenEnds.begin());
-        item.tokenEnd = int(std::lower_bound(tokenEnds.begin(), tokenEnds.end(), item.charEnd) -
-                            tokenEnds.begin()) +
-                        1;
+        std::tie(item.tokenBegin, item.tokenEnd) = tokensOf(item.charBegin, item.charEnd);
+        if (n == 0)
+            continue;
+        std::set<size_t> own;
+        for (const auto& [begin, end] : item.ownChars) {
+            const auto [first, last] = tokensOf(begin, end);
+            for (int t = std::max(first, int(offset)); t < last; ++t)
+                own.insert(size_t(t));
+        }
+        double sum = 0;
+        for (size_t t : own)
+            sum += probability(t);
+        if (!own.empty())
+            item.score = sum / double(own.size());
+    }
+    if (n > 0) {
+        // The answer's words: location tokens echo a region (<REGION_TO_CATEGORY>) or belong to
+        // items, which have scores of their own. An answer of special tokens only (an <OCR> that
+        // found no text) is as sure as its </s> was.
+        double sum = 0, all = 0;
+        int count = 0;
+        for (size_t t = offset; t < tokenTexts.size(); ++t) {
+            const std::string& piece = tokenTexts[t];
+            all += probability(t);
+            if (piece == "<s>" || piece == "</s>" || piece == "<pad>" ||
+                piece.rfind("<loc_", 0) == 0)
+                continue;
+            sum += probability(t);
+            ++count;
+        }
+        answer.score = count > 0 ? sum / count : all / double(n);
     }
     return answer;
 }
@@ -565,12 +622,17 @@ QJsonObject toNativeJson(const ParsedAnswer& answer) {
             bins.append(g);
         }
         o["bins"] = bins;
+        if (item.score >= 0)
+            o["score"] = item.score;
         items.append(o);
     }
-    return QJsonObject{
+    QJsonObject o{
         {"task", qstr(answer.task)},         {"answerType", qstr(answerTypeName(answer.type))},
         {"text", qstr(answer.text)},         {"imageWidth", answer.imageWidth},
         {"imageHeight", answer.imageHeight}, {"items", items}};
+    if (answer.score >= 0)
+        o["score"] = answer.score;
+    return o;
 }
 
 QJsonObject toCocoJson(const ParsedAnswer& answer, const std::string& imageFileName, int imageWidth,
@@ -635,6 +697,8 @@ QJsonObject toCocoJson(const ParsedAnswer& answer, const std::string& imageFileN
         }
         if (item.kind == AnswerItem::Kind::Quad)
             annotation["text"] = qstr(item.label);
+        if (item.score >= 0)
+            annotation["score"] = item.score;
         annotations.append(annotation);
     }
 

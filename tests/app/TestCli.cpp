@@ -178,6 +178,17 @@ void TestCli::everyTaskEndToEnd() {
     QVERIFY(ids.size() <= 25);
     QCOMPARE(r["result"].toObject()["answerType"].toString(), type);
     QVERIFY(r["hf_result"].toObject().contains(task));
+    // Confidence: a log-probability per generated token, a score in (0, 1] for the answer and
+    // every item.
+    QCOMPARE(r["token_logprobs"].toArray().size(), ids.size() - 1);
+    for (const QJsonValue& lp : r["token_logprobs"].toArray())
+        QVERIFY(lp.isDouble() && lp.toDouble() <= 1e-6);
+    const QJsonObject result = r["result"].toObject();
+    QVERIFY2(result["score"].toDouble() > 0 && result["score"].toDouble() <= 1,
+             qPrintable(QString::number(result["score"].toDouble())));
+    for (const QJsonValue& item : result["items"].toArray())
+        QVERIFY(item.toObject()["score"].toDouble() > 0 &&
+                item.toObject()["score"].toDouble() <= 1);
     if (!extra.isEmpty() && extra.first() == "--region")
         QVERIFY2(r["prompt"].toString().contains(QRegularExpression("(<loc_\\d+>){4}")),
                  qPrintable(r["prompt"].toString()));

@@ -106,6 +106,7 @@ private slots:
     void fixturePrefixesNeverCrash();
     void boxAppearsOnFourthLoc();
     void tokenSpans();
+    void scores();
     void malformed_data();
     void malformed();
     void longAnswers();
@@ -237,6 +238,63 @@ void TestAnswerParser::tokenSpans() {
              std::string("car<loc_52><loc_333><loc_932><loc_774>"));
     // Parsed from plain text the token span is unknown.
     QCOMPARE(parseAnswer("<OD>", text, 1000, 667).items[0].tokenBegin, -1);
+}
+
+void TestAnswerParser::scores() {
+    // An item's score is the mean probability of its own tokens: its label and its own four
+    // location tokens (the second wheel does not inherit the first wheel's); the answer's is
+    // the mean over its words, every token but <s>, </s>, <pad> and <loc_N>.
+    const std::string text = loadCases()[3].toObject()["text"].toString().toStdString();
+    const std::vector<std::string> pieces = tokenPieces(text);
+    QCOMPARE(pieces.size(), size_t(22));
+    // One probability per token after the decoder start (piece 0), as Result::tokenLogprobs.
+    const std::vector<double> probs = {0.01,                     // <s>
+                                       0.5,  1,   1,   1,   1,   // car + box
+                                       0.2,  0.6, 0.6, 0.6, 0.6, // door + box
+                                       0.3,  0.9, 0.9, 0.9, 0.9, // wheel + box
+                                       0.4,  0.4, 0.4, 0.4,      // second wheel box
+                                       0.01};                    // </s>
+    std::vector<float> logprobs;
+    for (double p : probs)
+        logprobs.push_back(float(std::log(p)));
+    const ParsedAnswer a = parseAnswerTokens("<OD>", pieces, 1000, 667, logprobs);
+    QCOMPARE(a.items.size(), size_t(4));
+    const double expected[] = {(0.5 + 4) / 5, (0.2 + 2.4) / 5, (0.3 + 3.6) / 5, (0.3 + 1.6) / 5};
+    for (size_t i = 0; i < 4; ++i)
+        QVERIFY2(std::abs(a.items[i].score - expected[i]) < 1e-6,
+                 qPrintable(QStringLiteral("item %1: %2, expected %3")
+                                .arg(i)
+                                .arg(a.items[i].score)
+                                .arg(expected[i])));
+    // The answer: its words (car, door, wheel), without special or location tokens.
+    QVERIFY(std::abs(a.score - 1.0 / 3) < 1e-6);
+
+    // The app's JSON and COCO carry the scores; the Hugging Face form stays as the original's.
+    const QJsonObject native = toNativeJson(a);
+    QVERIFY(std::abs(native["score"].toDouble() - 1.0 / 3) < 1e-6);
+    QVERIFY(std::abs(native["items"].toArray()[1].toObject()["score"].toDouble() - expected[1]) <
+            1e-6);
+    const QJsonArray annotations = toCocoJson(a, "x.png", 1000, 667)["annotations"].toArray();
+    QVERIFY(std::abs(annotations[3].toObject()["score"].toDouble() - expected[3]) < 1e-6);
+    const QJsonObject hf = toHuggingFaceJson(a)["<OD>"].toObject();
+    QCOMPARE(hf.keys(), QStringList({"bboxes", "labels"}));
+
+    // Without log-probabilities nothing is scored, and nothing claims a score.
+    const ParsedAnswer unscored = parseAnswerTokens("<OD>", pieces, 1000, 667);
+    QCOMPARE(unscored.score, -1.0);
+    QCOMPARE(unscored.items[0].score, -1.0);
+    QVERIFY(!toNativeJson(unscored).contains("score"));
+    QVERIFY(!toNativeJson(unscored)["items"].toArray()[0].toObject().contains("score"));
+
+    // A caption is scored as a whole.
+    const ParsedAnswer caption =
+        parseAnswerTokens("<CAPTION>", {"</s>", "<s>", "A", " car", "</s>"}, 10, 10,
+                          {0.0f, float(std::log(0.5)), float(std::log(0.25)), 0.0f});
+    QVERIFY(std::abs(caption.score - 0.375) < 1e-6);
+    // An empty answer is as sure as its </s>.
+    const ParsedAnswer empty = parseAnswerTokens("<OCR>", {"</s>", "<s>", "</s>"}, 10, 10,
+                                                 {0.0f, float(std::log(0.8))});
+    QVERIFY(std::abs(empty.score - 0.9) < 1e-6);
 }
 
 void TestAnswerParser::malformed_data() {

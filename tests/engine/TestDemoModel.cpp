@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 using namespace florence;
@@ -100,6 +101,25 @@ struct Scene {
     QString word;  // "" without text
     Box wordBox{}; // bounding box of the word's quad
 };
+
+bool overlaps(const Box& a, const Box& b) {
+    return a.x1 < b.x2 && b.x1 < a.x2 && a.y1 < b.y2 && b.y1 < a.y2;
+}
+
+// A corner of the canvas, a fifth of each side, that no object or word touches; none if all do.
+std::optional<Box> emptyCorner(const Scene& scene) {
+    const double w = scene.image.width, h = scene.image.height;
+    const double cw = w / 5, ch = h / 5;
+    for (const Box& corner : {Box{0, 0, cw, ch}, Box{w - cw, 0, w, ch}, Box{0, h - ch, cw, h},
+                              Box{w - cw, h - ch, w, h}}) {
+        bool free = !(!scene.word.isEmpty() && overlaps(corner, scene.wordBox));
+        for (const Object& o : scene.objects)
+            free = free && !overlaps(corner, o.box);
+        if (free)
+            return corner;
+    }
+    return std::nullopt;
+}
 
 Box boundingBox(const std::vector<double>& xy) {
     Box b{xy[0], xy[1], xy[0], xy[1]};
@@ -388,17 +408,37 @@ void TestDemoModel::regionToCategory() {
     // The first (leftmost) object of each scene: all 69 would triple the time for little more.
     Session s(m_model);
     int objects = 0, right = 0;
+    // Confidence scores: an answer about a shape should be surer than one about a region that
+    // holds none (a corner of the canvas that no object touches).
+    double shapeScores = 0, emptyScores = 0;
+    int emptyRegions = 0;
     for (const Scene& scene : m_scenes) {
         const Object& o = scene.objects.front();
         ++objects;
         const Result r = run(s, scene.image, {"<REGION_TO_CATEGORY>", "", o.box});
-        const ParsedAnswer a =
-            parseAnswer("<REGION_TO_CATEGORY>", r.text, scene.image.width, scene.image.height);
+        const ParsedAnswer a = parseResult(m_model->tokenizer(), "<REGION_TO_CATEGORY>", r,
+                                           scene.image.width, scene.image.height);
         right += locFree(a.text) == o.color + " " + o.shape;
+        QVERIFY(a.score > 0 && a.score <= 1);
+        shapeScores += a.score;
+
+        if (const std::optional<Box> empty = emptyCorner(scene)) {
+            const Result e = run(s, scene.image, {"<REGION_TO_CATEGORY>", "", *empty});
+            const ParsedAnswer ea = parseResult(m_model->tokenizer(), "<REGION_TO_CATEGORY>", e,
+                                                scene.image.width, scene.image.height);
+            QVERIFY(ea.score > 0 && ea.score <= 1);
+            emptyScores += ea.score;
+            ++emptyRegions;
+        }
     }
     qInfo("%s", qPrintable(figure("<REGION_TO_CATEGORY> colour and shape", right, objects)));
     QVERIFY2(right >= kThresholds.regionCategory * objects,
              qPrintable(figure("region to category below threshold", right, objects)));
+    QVERIFY(emptyRegions >= 6);
+    const double shapeMean = shapeScores / objects, emptyMean = emptyScores / emptyRegions;
+    qInfo("<REGION_TO_CATEGORY> mean score: %.3f on a shape, %.3f on %d empty corners", shapeMean,
+          emptyMean, emptyRegions);
+    QVERIFY2(shapeMean > emptyMean, "answers about empty regions score as high as about shapes");
 }
 
 void TestDemoModel::bfloat16MatchesFloat32_data() {

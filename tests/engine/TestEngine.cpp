@@ -22,6 +22,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace florence;
@@ -271,6 +272,31 @@ void TestEngine::greedyGeneration() {
     QCOMPARE(events, int(t.generated.size()) - 1);
     QCOMPARE(r.timings.stepMs.size(), t.generated.size() - 1);
     QVERIFY(!r.cancelled);
+
+    // One log-probability per generated token: forced tokens (<s> first, </s> at the limit) are
+    // certain, and every other is at least its raw log-softmax (the logits processors only take
+    // probability away from other tokens).
+    QCOMPARE(r.tokenLogprobs.size(), t.generated.size() - 1);
+    QCOMPARE(r.tokenLogprobs.front(), 0.0f);
+    if (int(t.generated.size()) - 1 == o.maxNewTokens)
+        QCOMPARE(r.tokenLogprobs.back(), 0.0f);
+    const std::vector<int64_t> decoderIds(t.generated.begin(), t.generated.end() - 1);
+    const FloatArray logits = s.decoderLogits(m_pixels, t.inputIds, decoderIds);
+    const int64_t vocab = logits.shape.back();
+    for (size_t i = 0; i < r.tokenLogprobs.size(); ++i) {
+        const float lp = r.tokenLogprobs[i];
+        QVERIFY2(std::isfinite(lp) && lp <= 1e-6f, qPrintable(QString::number(lp)));
+        const float* row = logits.data.data() + i * vocab;
+        const float top = *std::max_element(row, row + vocab);
+        double sum = 0;
+        for (int64_t v = 0; v < vocab; ++v)
+            sum += std::exp(double(row[v]) - top);
+        const double raw = double(row[t.generated[i + 1]]) - top - std::log(sum);
+        QVERIFY2(lp >= raw - 1e-3, qPrintable(QStringLiteral("step %1: %2 < raw %3")
+                                                   .arg(i)
+                                                   .arg(double(lp))
+                                                   .arg(raw)));
+    }
 }
 
 void TestEngine::beamCachedMatchesUncached_data() {
@@ -304,6 +330,20 @@ void TestEngine::beamCachedMatchesUncached() {
     const Result full = s.generate(req, o);
     QCOMPARE(cached.generatedIds, full.generatedIds);
     QVERIFY(std::abs(cached.score - full.score) < 1e-3);
+    // The returned beam's token log-probabilities: the same with and without the cache, and
+    // they add up to its beam score (the sum over its tokens divided by its length to the power
+    // of the length penalty, as Hugging Face scores a finished hypothesis).
+    QCOMPARE(cached.tokenLogprobs.size(), cached.generatedIds.size() - 1);
+    QCOMPARE(full.tokenLogprobs.size(), cached.tokenLogprobs.size());
+    double sum = 0;
+    for (size_t i = 0; i < cached.tokenLogprobs.size(); ++i) {
+        QVERIFY(std::isfinite(cached.tokenLogprobs[i]) && cached.tokenLogprobs[i] <= 1e-6f);
+        QVERIFY(std::abs(cached.tokenLogprobs[i] - full.tokenLogprobs[i]) < 1e-4);
+        sum += cached.tokenLogprobs[i];
+    }
+    const double length = double(cached.generatedIds.size()) - 1;
+    QVERIFY2(std::abs(sum - cached.score * std::pow(length, o.lengthPenalty)) < 1e-3,
+             qPrintable(QStringLiteral("sum %1, score %2").arg(sum).arg(cached.score)));
     QCOMPARE(cached.generatedIds.front(), int64_t(2));
     QCOMPARE(cached.generatedIds[1], int64_t(0)); // forced <s>
     QCOMPARE(cached.generatedIds.back(), int64_t(2));

@@ -44,6 +44,12 @@ struct AnswerItem {
     int charBegin = -1, charEnd = -1;
     // The same range in generated tokens [tokenBegin, tokenEnd); -1 unless parsed from tokens.
     int tokenBegin = -1, tokenEnd = -1;
+    // Byte ranges of the generated text that are this item's own: its label, then its geometry
+    // (for the second box of a label: the label and the second box, not the first).
+    std::vector<std::pair<int, int>> ownChars;
+    // Confidence in (0, 1]: the mean probability of the tokens of ownChars (label and location
+    // tokens together; an OCR line's text and quad). -1 unless parsed with log-probabilities.
+    double score = -1;
 };
 
 struct ParsedAnswer {
@@ -54,6 +60,10 @@ struct ParsedAnswer {
     std::string text;
     std::vector<AnswerItem> items; // in generation order; empty for PureText
     int imageWidth = 0, imageHeight = 0;
+    // The mean probability of the answer's words, every generated token but <s>, </s>, <pad>
+    // and <loc_N> (of all of them when there is no other): a caption's (or any answer's)
+    // confidence in (0, 1]. -1 unless parsed with log-probabilities.
+    double score = -1;
 };
 
 // "pure_text", "description_with_bboxes", … : the original's names for the answer types.
@@ -64,16 +74,21 @@ std::string answerTypeName(AnswerType type);
 // original does.
 ParsedAnswer parseAnswer(const std::string& task, const std::string& generatedText, int imageWidth,
                          int imageHeight);
-// Same, from the decoded text of each generated token in order; fills the items' token spans.
+// Same, from the decoded text of each generated token in order (Tokenizer::tokenBytes); fills the
+// items' token spans. With tokenLogprobs (Result::tokenLogprobs: one per token, aligned with the
+// end of tokenTexts, so tokenTexts may start with the decoder start token that has none) it also
+// scores the answer and every item: the mean of exp(log-probability) over the tokens that
+// overlap the item's ownChars, and over the answer's words for the answer (ParsedAnswer::score).
 ParsedAnswer parseAnswerTokens(const std::string& task, const std::vector<std::string>& tokenTexts,
-                               int imageWidth, int imageHeight);
+                               int imageWidth, int imageHeight,
+                               const std::vector<float>& tokenLogprobs = {});
 
 // Exactly the structure the original returns: {"<OD>": {"bboxes": [[x1,y1,x2,y2]…],
 // "labels": […]}}, {"<CAPTION>": "text"}, with its float32 coordinate values.
 QJsonObject toHuggingFaceJson(const ParsedAnswer& answer);
 // The app's form: {"task", "answerType", "text", "imageWidth", "imageHeight", "items": [{"kind":
 // "box"|"quad"|"polygon", "label", "box"|"quad"|"polygons" (pixels), "bins", "charBegin",
-// "charEnd", "tokenBegin", "tokenEnd"}]}.
+// "charEnd", "tokenBegin", "tokenEnd"}]}, and "score" (answer and items) where scored.
 QJsonObject toNativeJson(const ParsedAnswer& answer);
 // COCO detection file for one image (id 1): images, annotations (bbox as x,y,w,h; quads and
 // polygons also as segmentation) and one category per distinct label in order of appearance

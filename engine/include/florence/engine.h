@@ -100,10 +100,24 @@ struct Result {
     std::vector<int64_t> promptIds;
     std::vector<int64_t> generatedIds; // decoder start token first, as Hugging Face returns it
     std::string text;                  // decoded with special tokens kept
+    // One per generated token (generatedIds without the decoder start): its log-probability
+    // under the search that chose it, as Hugging Face's compute_transition_scores gives it with
+    // normalized logits (greedy: log-softmax of the processed logits; beam: the token's processed
+    // log-probability in the returned beam). Forced tokens have 0. parseAnswerTokens turns these
+    // into a score per answer item.
+    std::vector<float> tokenLogprobs;
     double score = 0;                  // beam score of the returned hypothesis
     bool cancelled = false;            // stopped by the cancel flag or the callback
     Timings timings;
 };
+
+struct ParsedAnswer; // <florence/answer.h>, which brings Qt's keywords that LibTorch's headers
+                     // cannot follow
+// The answer of a finished run for `task` on an image of imageWidth x imageHeight: parsed from
+// its tokens, with the items' token spans and the confidence scores of Result::tokenLogprobs
+// (see parseAnswerTokens). Torch-free.
+ParsedAnswer parseResult(const Tokenizer& tokenizer, const std::string& task, const Result& result,
+                         int imageWidth, int imageHeight);
 
 // A tensor copied out of the engine, for tests and diagnostics.
 struct FloatArray {
