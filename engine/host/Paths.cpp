@@ -58,6 +58,17 @@ std::string opsLibrary() {
     return path ? path : "";
 }
 
+std::vector<std::string> speedDemoModelDirs() {
+    std::vector<std::string> dirs;
+    for (const char* size : {"base", "large"}) {
+        const std::string dir =
+            existing(QString::fromStdString(dataDir()) + "/models/speed-demo-" + size);
+        if (!dir.empty())
+            dirs.push_back(dir);
+    }
+    return dirs;
+}
+
 std::string samplesDir() {
     return existing(QString::fromStdString(dataDir()) + "/samples");
 }

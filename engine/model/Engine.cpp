@@ -118,6 +118,18 @@ std::pair<torch::jit::Module, std::string> parameterSlot(torch::jit::Module m,
     return {m, last};
 }
 
+// A generator seed from the package's seed and a tensor's name (FNV-1a, then splitmix64's
+// finalizer, so neighbouring names give unrelated seeds).
+uint64_t mixSeed(uint64_t seed, const std::string& name) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : name)
+        h = (h ^ c) * 1099511628211ull;
+    uint64_t z = seed ^ h;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
 } // namespace
 
 // ------------------------------------------------------------------------------------------
@@ -146,6 +158,47 @@ struct Model::Impl {
 
     torch::jit::Module& module(const std::string& role) const {
         return role == "vision" ? vision : role == "text_encoder" ? textEncoder : decoder;
+    }
+
+    // Architecture packages: every parameter is an empty placeholder; fill each from a seeded
+    // normal distribution with the package's recipe. One generator per tensor, seeded by the
+    // package's seed and the tensor's name, so the weights do not depend on the list's order.
+    void generateParameters() const {
+        for (const GeneratedParameter& p : manifest.generatedParameters) {
+            const std::string file = manifest.path(p.module);
+            const at::Generator generator = at::detail::createCPUGenerator(
+                mixSeed(manifest.generatedSeed, p.module + "/" + p.names.front()));
+            const torch::Tensor value =
+                at::normal(p.mean, p.std, p.shape, generator, torch::kFloat32);
+            for (const std::string& name : p.names) {
+                try {
+                    auto [to, slot] = parameterSlot(module(p.module), name);
+                    const torch::Tensor placeholder = to.attr(slot).toTensor();
+                    if (placeholder.dim() != value.dim() || placeholder.size(0) != 0 ||
+                        !placeholder.sizes().slice(1).equals(value.sizes().slice(1)))
+                        throw std::runtime_error("has " + name + " of another shape than " +
+                                                 "manifest.json generates");
+                    // Linear weights are bfloat16 already when that precision was chosen.
+                    to.setattr(slot, value.to(placeholder.scalar_type()));
+                } catch (const c10::Error& e) {
+                    throw EngineError(file + ": cannot fill " + name + " (" +
+                                      std::string(e.what_without_backtrace()).substr(0, 200) +
+                                      ")");
+                } catch (const std::exception& e) {
+                    throw EngineError(file + " " + e.what());
+                }
+            }
+        }
+    }
+
+    // A parameter still empty once the package is loaded has no weights: a package that lists
+    // it neither as shared nor as generated is broken, and would fail in the middle of a run.
+    void checkNoEmptyParameters() const {
+        for (const char* role : {"vision", "text_encoder", "decoder"})
+            for (const auto& p : module(role).named_parameters(true))
+                if (p.value.numel() == 0)
+                    throw EngineError(manifest.path(role) + " has no weights for " + p.name +
+                                      " (an incomplete package: re-export it)");
     }
 
     // Puts every tensor the package stores once (the text encoder's token embedding is the
@@ -218,13 +271,23 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
     d.vision = loadModule(d.manifest.path("vision"), d.manifest, options.precision);
     d.textEncoder = loadModule(d.manifest.path("text_encoder"), d.manifest, options.precision);
     d.decoder = loadModule(d.manifest.path("decoder"), d.manifest, options.precision);
+    d.generateParameters();
     d.shareParameters();
+    d.checkNoEmptyParameters();
     for (const char* method : {"step", "cross_kv", "new_cache", "forward_full"})
         if (!d.decoder.find_method(method))
             throw EngineError(d.manifest.path("decoder") + " has no " + method +
                               " method: it was not exported by this project's exporter");
     d.loadMs = msSince(start);
     return model;
+}
+
+std::vector<std::pair<std::string, std::vector<int64_t>>> Model::parameterShapes() const {
+    std::vector<std::pair<std::string, std::vector<int64_t>>> shapes;
+    for (const char* role : {"vision", "text_encoder", "decoder"})
+        for (const auto& p : m_impl->module(role).named_parameters(true))
+            shapes.emplace_back(std::string(role) + "/" + p.name, p.value.sizes().vec());
+    return shapes;
 }
 
 int64_t Model::decodeStepBytes(int encoderTokens) const {
@@ -286,6 +349,7 @@ GenerationOptions Model::defaultOptions() const {
     o.lengthPenalty = m.lengthPenalty;
     o.earlyStopping = m.earlyStopping;
     o.maxNewTokens = std::min(m.maxNewTokens, m.maxPositions);
+    o.ignoreEos = m.ignoreEos;
     return o;
 }
 

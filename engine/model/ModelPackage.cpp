@@ -13,6 +13,7 @@
 #include <QTextStream>
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 #include <set>
 
@@ -53,6 +54,61 @@ std::string Manifest::path(const std::string& role) const {
         .toStdString();
 }
 
+namespace {
+
+// An architecture package's "generated_parameters": {"seed": N, "parameters": [{"module",
+// "names", "shape", "mean", "std"}]}. The shapes are untrusted: bounded so that a hostile
+// manifest cannot make the engine allocate more than the largest Florence-2 needs many times
+// over.
+void readGeneratedParameters(const QJsonObject& root, Manifest& m) {
+    const QJsonValue value = root.value("generated_parameters");
+    const bool generated = !value.isUndefined();
+    if (generated != (m.formatVersion >= 3) || generated != (m.storage == "none"))
+        fail(m.dir, "\"generated_parameters\", format version 3 and storage \"none\" go together");
+    if (!generated)
+        return;
+    const QJsonObject g = value.toObject();
+    const double seed = g.value("seed").toDouble(-1);
+    if (seed < 0 || seed > 9007199254740991.0 || seed != std::floor(seed))
+        fail(m.dir, "generated_parameters: seed must be a non-negative integer");
+    m.generatedSeed = static_cast<uint64_t>(seed);
+    constexpr int64_t kMaxElements = int64_t(4) << 30; // 16 GiB of float32 in all
+    int64_t total = 0;
+    for (const QJsonValue& v : g.value("parameters").toArray()) {
+        const QJsonObject o = v.toObject();
+        GeneratedParameter p;
+        p.module = o.value("module").toString().toStdString();
+        if (p.module != "vision" && p.module != "text_encoder" && p.module != "decoder")
+            fail(m.dir, "generated parameter of unknown module \"" + p.module + "\"");
+        for (const QJsonValue& n : o.value("names").toArray())
+            if (!n.toString().isEmpty())
+                p.names.push_back(n.toString().toStdString());
+        int64_t elements = 1;
+        for (const QJsonValue& d : o.value("shape").toArray()) {
+            const double size = d.toDouble(-1);
+            if (size < 1 || size > 1e6 || size != std::floor(size))
+                fail(m.dir, "generated parameter has an invalid shape");
+            p.shape.push_back(static_cast<int64_t>(size));
+            elements *= p.shape.back();
+            if (elements > kMaxElements)
+                fail(m.dir, "generated parameters are too large");
+        }
+        p.mean = o.value("mean").toDouble(0);
+        p.std = o.value("std").toDouble(-1);
+        if (p.names.empty() || p.shape.empty() || !(p.std >= 0 && p.std <= 10) ||
+            !(std::abs(p.mean) <= 10))
+            fail(m.dir, "incomplete generated parameter entry");
+        total += elements;
+        if (total > kMaxElements)
+            fail(m.dir, "generated parameters are too large");
+        m.generatedParameters.push_back(std::move(p));
+    }
+    if (m.generatedParameters.empty())
+        fail(m.dir, "\"generated_parameters\" lists no parameter");
+}
+
+} // namespace
+
 Manifest readManifest(const std::string& dir) {
     QFileInfo info(QString::fromStdString(dir));
     if (!info.exists())
@@ -87,7 +143,7 @@ Manifest readManifest(const std::string& dir) {
     m.source = root.value("source").toString().toStdString();
     m.precision = root.value("precision").toString("float32").toStdString();
     m.storage = root.value("storage").toString("float32").toStdString();
-    if (m.storage != "float32" && m.storage != "float16")
+    if (m.storage != "float32" && m.storage != "float16" && m.storage != "none")
         fail(dir, "unknown weight storage \"" + m.storage + "\"");
     m.parameterCount = static_cast<int64_t>(root.value("parameters").toDouble());
 
@@ -132,6 +188,7 @@ Manifest readManifest(const std::string& dir) {
     m.lengthPenalty = gen.value("length_penalty").toDouble(1.0);
     m.earlyStopping = gen.value("early_stopping").toBool(true);
     m.maxNewTokens = gen.value("max_new_tokens").toInt(1024);
+    m.ignoreEos = gen.value("ignore_eos").toBool(false);
 
     const QJsonObject files = object(root, "files", dir);
     for (auto it = files.begin(); it != files.end(); ++it) {
@@ -165,6 +222,7 @@ Manifest readManifest(const std::string& dir) {
             fail(dir, "incomplete shared parameter entry");
         m.sharedParameters.push_back(p);
     }
+    readGeneratedParameters(root, m);
     return m;
 }
 

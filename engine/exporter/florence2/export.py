@@ -2,6 +2,7 @@
 
     /usr/bin/python3 engine/exporter/florence2_export.py --hf ~/Florence-2-base --out ~/models/base
     /usr/bin/python3 engine/exporter/florence2_export.py --random-init tiny --out resources/models/tiny
+    /usr/bin/python3 engine/exporter/florence2_export.py --architecture base --out /tmp/base-arch
 
 The package folder holds three TorchScript modules made with torch.jit.script (never trace, which
 would freeze shapes and drop the key/value cache), the tokenizer files and manifest.json.
@@ -29,8 +30,11 @@ from .model import Decoder, Florence2, TextEncoder, VisionEncoder
 # 1: three self-contained modules. 2: a module may hold an empty tensor in place of one it
 # shares with another module ("shared_parameters" in the manifest); written only when used, so
 # an engine that reads only version 1 refuses such a package instead of failing mid-run.
+# 3: an architecture package: no weight data at all, every parameter an empty placeholder the
+# engine fills from a seeded generator ("generated_parameters").
 FORMAT_VERSION = 1
 SHARED_FORMAT_VERSION = 2
+GENERATED_FORMAT_VERSION = 3
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESOURCES = os.path.normpath(os.path.join(HERE, "..", "..", "..", "resources", "florence2"))
 RANDOM_CONFIGS = {"tiny": "config-tiny.json", "base": "config-base-ft.json",
@@ -88,6 +92,98 @@ def random_state(model: Florence2, seed: int) -> None:
         for p in model.parameters():
             if id(p) not in norms:
                 p.copy_(0.02 * torch.randn(p.shape, generator=gen))
+
+
+def init_recipe(model: Florence2) -> dict:
+    """(mean, std) of every parameter, as random_state draws them, keyed by id()."""
+    recipe = {}
+    for module in model.modules():
+        if isinstance(module, torch.nn.LayerNorm):
+            recipe[id(module.weight)] = (1.0, 0.1)
+            recipe[id(module.bias)] = (0.0, 0.02)
+    for p in model.parameters():
+        recipe.setdefault(id(p), (0.0, 0.02))
+    return recipe
+
+
+def all_parameters(module: torch.nn.Module, prefix: str = "") -> list:
+    """Every (name, parameter), a tied one under each of its names (torch 1.13's
+    named_parameters lists a tensor once)."""
+    found = [(prefix + n, p) for n, p in module._parameters.items() if p is not None]
+    for n, child in module._modules.items():
+        if child is not None:
+            found += all_parameters(child, prefix + n + ".")
+    return found
+
+
+def export_architecture(config: dict, out: str, size: str, seed: int) -> None:
+    """A package of the architecture alone: the scripted modules hold an empty placeholder for
+    every parameter, and the manifest the shapes and the recipe the engine fills them from with
+    a seeded generator. A few MB instead of 1-3 GB; answers are noise, speed is the real model's.
+    The module code is the same as every other export's, which verify() checks there."""
+    progress(5, "building the architecture")
+    with torch.no_grad():
+        model = Florence2(config).eval()
+    model.tie_weights()
+    model.tie_encoder_embedding()
+    recipe = init_recipe(model)
+    eager = {"decoder": model.dec, "text_encoder": model.text, "vision": model.vision}
+    progress(30, "scripting modules")
+    with torch.no_grad():
+        scripted = {role: torch.jit.script(m) for role, m in eager.items()}
+    # Each tensor once: generated in the first module that holds it (the decoder first, so the
+    # token embedding is generated there), its other names in that module filled with the same
+    # tensor, and another module's use listed as shared, as exports with weights do.
+    generated, shared, first = [], [], {}
+    for role, module in eager.items():
+        by_tensor = {}
+        for name, p in all_parameters(module):
+            by_tensor.setdefault(id(p), (p, []))[1].append(name)
+        for key, (p, names) in by_tensor.items():
+            if key in first:
+                from_role, from_name = first[key]
+                shared += [{"module": role, "name": n, "from_module": from_role,
+                            "from_name": from_name} for n in names]
+            else:
+                first[key] = (role, names[0])
+                mean, std = recipe[key]
+                generated.append({"module": role, "names": names, "shape": list(p.shape),
+                                  "mean": mean, "std": std})
+            for n in names:
+                package.set_parameter(scripted[role], n,
+                                      p.detach().new_empty((0,) + tuple(p.shape[1:])))
+    pre = preprocessor("")
+    name = (f"Florence-2-{size} · random weights (speed demo: answers are noise)")
+    parent = os.path.dirname(os.path.abspath(out)) or "."
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".export-", dir=parent)
+    try:
+        progress(60, "writing modules")
+        scripted["vision"].save(os.path.join(tmp, "vision.pt"))
+        scripted["text_encoder"].save(os.path.join(tmp, "text_encoder.pt"))
+        scripted["decoder"].save(os.path.join(tmp, "decoder.pt"))
+        tokenizer_files("", tmp)
+        with open(os.path.join(tmp, "config.json"), "w") as f:
+            json.dump(config, f, indent=2)
+        write_manifest(tmp, model, config, pre, name,
+                       f"architecture of Florence-2-{size}, weights generated at load (seed {seed})",
+                       {}, "none", shared)
+        with open(os.path.join(tmp, "manifest.json")) as f:
+            manifest = json.load(f)
+        manifest["format_version"] = GENERATED_FORMAT_VERSION
+        manifest["generated_parameters"] = {"seed": seed, "parameters": generated}
+        manifest["generation"]["ignore_eos"] = True
+        with open(os.path.join(tmp, "manifest.json"), "w") as f:
+            json.dump(manifest, f, indent=1)
+        if os.path.exists(out):
+            if not os.path.exists(os.path.join(out, "manifest.json")) and os.listdir(out):
+                raise ExportError(f"{out} exists and is not a model package; choose another --out")
+            shutil.rmtree(out)
+        os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    progress(100, "done")
 
 
 def load_hf_model(folder: str):
@@ -358,6 +454,9 @@ def main(argv=None) -> int:
     src.add_argument("--hf", metavar="DIR", help="a Hugging Face Florence-2 folder")
     src.add_argument("--random-init", choices=sorted(RANDOM_CONFIGS),
                      help="seeded random weights at this size")
+    src.add_argument("--architecture", choices=sorted(RANDOM_CONFIGS),
+                     help="this size's architecture without weight data: the engine generates "
+                          "seeded random weights when it loads the package (a speed demo)")
     parser.add_argument("--out", required=True, metavar="PKG", help="package folder to write")
     parser.add_argument("--seed", type=int, default=1234, help="seed for --random-init")
     parser.add_argument("--storage", choices=["float32", "float16"], default="float32",
@@ -371,6 +470,12 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads or os.cpu_count() or 1)
     try:
         ops.load_library(args.ops_library)  # before scripting: the model calls its operators
+        if args.architecture:
+            config = read_json(os.path.join(resources_dir(), RANDOM_CONFIGS[args.architecture]))
+            export_architecture(config, args.out, args.architecture, args.seed)
+            print(f"wrote {args.out} (architecture of {args.architecture}, no weights)",
+                  file=sys.stderr)
+            return 0
         if args.hf:
             folder = os.path.abspath(args.hf)
             model, config = load_hf_model(folder)

@@ -146,6 +146,9 @@ public:
     // Bytes of all weights in memory (parameters and buffers of the three modules); a tensor
     // two modules share counts once.
     int64_t weightBytes() const;
+    // Every parameter as "role/name" (role: vision, text_encoder, decoder) with its shape, in
+    // the modules' order: what a package loads into, whatever way its weights came.
+    std::vector<std::pair<std::string, std::vector<int64_t>>> parameterShapes() const;
 
     struct Impl;
     const Impl& impl() const { return *m_impl; }

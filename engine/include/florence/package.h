@@ -19,8 +19,9 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-// Versions this build reads: 1, and 2 (which adds "shared_parameters").
-constexpr int kPackageFormatVersion = 2;
+// Versions this build reads: 1, 2 (which adds "shared_parameters") and 3 (an architecture
+// package: no weight data, "generated_parameters" say what the engine generates at load).
+constexpr int kPackageFormatVersion = 3;
 constexpr int kOldestPackageFormatVersion = 1;
 
 struct PackageFile {
@@ -39,13 +40,23 @@ struct SharedParameter {
     std::string fromName;
 };
 
+// A parameter of an architecture package, filled at load from a seeded normal distribution:
+// every name of `names` in module `module` gets the same tensor of `shape`.
+struct GeneratedParameter {
+    std::string module;
+    std::vector<std::string> names;
+    std::vector<int64_t> shape;
+    double mean = 0;
+    double std = 0.02;
+};
+
 struct Manifest {
     std::string dir; // the package folder
     int formatVersion = 0;
     std::string name;      // "florence2-base (random init)"
     std::string source;    // where the weights came from
     std::string precision; // "float32"
-    std::string storage;   // how weights are stored: "float32" or "float16"
+    std::string storage;   // how weights are stored: "float32", "float16" or "none" (generated)
     // dimensions
     int dModel = 0;
     int encoderLayers = 0;
@@ -74,10 +85,15 @@ struct Manifest {
     double lengthPenalty = 1.0;
     bool earlyStopping = true;
     int maxNewTokens = 1024;
+    bool ignoreEos = false; // generate exactly maxNewTokens (the speed-demo packages)
     // files by role: "vision", "text_encoder", "decoder", "vocab", "merges", …
     std::map<std::string, PackageFile> files;
     // e.g. the text encoder's token embedding, which is the decoder's (format version 2)
     std::vector<SharedParameter> sharedParameters;
+    // Architecture packages (format version 3): the weights to generate, and the seed.
+    std::vector<GeneratedParameter> generatedParameters;
+    uint64_t generatedSeed = 0;
+    bool generatesWeights() const { return !generatedParameters.empty(); }
 
     std::string path(const std::string& role) const; // throws PackageError if absent
 };

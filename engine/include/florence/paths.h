@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace florence {
 
@@ -22,6 +23,10 @@ std::string pythonInterpreter();
 // The operator library (libflorence_ops.so) this program loaded, or "" when it has none. The
 // exporter must load the same file before it scripts the model, so it is passed on explicitly.
 std::string opsLibrary();
+// The speed-demo packages installed with the app: Florence-2-base and -large architectures whose
+// weights the engine generates at load (models/speed-demo-base, models/speed-demo-large), those
+// that exist, smallest first.
+std::vector<std::string> speedDemoModelDirs();
 // Folder of sample images shipped with the app, or "".
 std::string samplesDir();
 // Where the user's imported and generated packages go (~/.local/share/florence-studio/models).

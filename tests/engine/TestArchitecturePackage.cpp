@@ -1,0 +1,179 @@
+// Architecture packages (format version 3): the exporter's --architecture writes Florence-2's
+// modules without weight data, and the engine generates seeded random weights when it loads
+// them. Checked at the tiny size against a full random package of the same size (the build also
+// exports the base and large ones, which the app lists as speed demos).
+#include <florence/engine.h>
+#include <florence/image.h>
+#include <florence/importer.h>
+#include <florence/package.h>
+#include <florence/paths.h>
+
+#include "Ops.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QJsonArray>
+#include <QTest>
+
+using namespace florence;
+
+class TestArchitecturePackage : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir m_tmp;
+    QString m_arch, m_full;
+    RgbImage m_image;
+
+    // Runs the exporter as the build does (same interpreter, this build's operators).
+    bool exportArchitecture(const QString& size, const QString& out, int seed) {
+        QProcess p;
+        p.start(FLORENCE_PYTHON, {QString::fromStdString(exporterScript()), "--architecture", size,
+                                  "--seed", QString::number(seed), "--threads", "1", "--out", out,
+                                  "--ops-library",
+                                  QString::fromUtf8(florence_ops_library_path())});
+        if (!p.waitForFinished(300000) || p.exitCode() != 0) {
+            qWarning("%s", p.readAllStandardError().constData());
+            return false;
+        }
+        return true;
+    }
+
+    Result generate(const std::shared_ptr<const Model>& model, bool cache, int tokens) {
+        Session s(model);
+        Request req;
+        req.image = m_image;
+        req.prompt = "What does the image describe?";
+        GenerationOptions o = model->defaultOptions();
+        o.numBeams = 1;
+        o.maxNewTokens = tokens;
+        o.useCache = cache;
+        return s.generate(req, o);
+    }
+
+private slots:
+    void initTestCase() {
+        if (qEnvironmentVariableIsEmpty("FLORENCE_STUDIO_DATA"))
+            qputenv("FLORENCE_STUDIO_DATA", FLORENCE_BUILD_DATA_DIR);
+        QVERIFY(m_tmp.isValid());
+        m_arch = m_tmp.path() + "/arch-tiny";
+        QVERIFY(exportArchitecture("tiny", m_arch, 1234));
+        ImportJob job;
+        job.randomInit = "tiny";
+        job.outDir = (m_tmp.path() + "/random-tiny").toStdString();
+        runImport(job);
+        m_full = QString::fromStdString(job.outDir);
+        m_image = loadImage(FLORENCE_SAMPLES_DIR "/scenes/scene_00.png");
+    }
+
+    void smallOnDisk() {
+        // No weight data: the three modules together are smaller than the tokenizer's vocab.
+        qint64 modules = 0;
+        for (const char* f : {"vision.pt", "text_encoder.pt", "decoder.pt"})
+            modules += QFileInfo(m_arch + "/" + f).size();
+        qint64 weights = 0;
+        for (const char* f : {"vision.pt", "text_encoder.pt", "decoder.pt"})
+            weights += QFileInfo(m_full + "/" + f).size();
+        QVERIFY2(modules < weights / 4, qPrintable(QString("%1 vs %2").arg(modules).arg(weights)));
+        const Manifest m = readManifest(m_arch.toStdString());
+        QCOMPARE(m.formatVersion, 3);
+        QCOMPARE(m.storage, std::string("none"));
+        QVERIFY(m.generatesWeights());
+        QVERIFY(m.ignoreEos); // speed demos generate exactly the tokens asked for
+    }
+
+    void sameParametersAsAFullPackage() {
+        const auto arch = Model::load(m_arch.toStdString());
+        const auto full = Model::load(m_full.toStdString());
+        const auto a = arch->parameterShapes(), f = full->parameterShapes();
+        QCOMPARE(a.size(), f.size());
+        for (size_t i = 0; i < a.size(); ++i) {
+            QCOMPARE(a[i].first, f[i].first);
+            QCOMPARE(a[i].second, f[i].second);
+        }
+        QCOMPARE(arch->manifest().parameterCount, full->manifest().parameterCount);
+        // The tied embedding is one tensor in memory here too.
+        QCOMPARE(arch->weightBytes(), full->weightBytes());
+    }
+
+    void seededAndDeterministic() {
+        const auto one = Model::load(m_arch.toStdString());
+        const auto two = Model::load(m_arch.toStdString());
+        const Result a = generate(one, true, 12);
+        const Result b = generate(two, true, 12);
+        QCOMPARE(a.generatedIds, b.generatedIds);
+        QCOMPARE(int(a.generatedIds.size()), 13); // exactly the tokens asked for: no early end
+
+        // Another seed, other weights: the answer changes.
+        const QString other = m_tmp.path() + "/arch-tiny-seed2";
+        QVERIFY(exportArchitecture("tiny", other, 2));
+        const Result c = generate(Model::load(other.toStdString()), true, 12);
+        QVERIFY(c.generatedIds != a.generatedIds);
+    }
+
+    void cachedMatchesUncached() {
+        const auto model = Model::load(m_arch.toStdString());
+        const Result cached = generate(model, true, 20);
+        const Result full = generate(model, false, 20);
+        QCOMPARE(cached.generatedIds, full.generatedIds);
+        QCOMPARE(int(cached.generatedIds.size()), 21);
+    }
+
+    void bfloat16Loads() {
+        LoadOptions o;
+        o.precision = Precision::BFloat16;
+        const auto model = Model::load(m_arch.toStdString(), o);
+        QCOMPARE(int(generate(model, true, 4).generatedIds.size()), 5);
+    }
+
+    void hostileRecipeIsRefused_data() {
+        QTest::addColumn<QString>("key");
+        QTest::addColumn<QJsonValue>("value");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("huge shape") << "shape" << QJsonValue(QJsonArray{100000, 100000, 1000})
+                                    << "too large";
+        QTest::newRow("zero dim") << "shape" << QJsonValue(QJsonArray{0, 8}) << "invalid shape";
+        QTest::newRow("negative std") << "std" << QJsonValue(-1) << "incomplete";
+        QTest::newRow("other module") << "module" << QJsonValue("evil") << "unknown module";
+    }
+
+    void hostileRecipeIsRefused() {
+        // The recipe is untrusted input: a manifest that asks for terabytes or names another
+        // module is refused with a message, before anything is allocated.
+        QFETCH(QString, key);
+        QFETCH(QJsonValue, value);
+        QFETCH(QString, message);
+        const QString dir = m_tmp.path() + "/hostile-" + QString::number(qHash(key + message));
+        QVERIFY(QDir().mkpath(dir));
+        for (const QString& f : QDir(m_arch).entryList(QDir::Files))
+            QFile::copy(m_arch + "/" + f, dir + "/" + f);
+        QFile mf(dir + "/manifest.json");
+        QVERIFY(mf.open(QIODevice::ReadOnly));
+        QJsonObject root = QJsonDocument::fromJson(mf.readAll()).object();
+        mf.close();
+        QJsonObject gen = root["generated_parameters"].toObject();
+        QJsonArray params = gen["parameters"].toArray();
+        QJsonObject first = params[0].toObject();
+        first[key] = value;
+        params[0] = first;
+        gen["parameters"] = params;
+        root["generated_parameters"] = gen;
+        QVERIFY(mf.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        mf.write(QJsonDocument(root).toJson());
+        mf.close();
+        try {
+            Model::load(dir.toStdString());
+            QFAIL("loaded");
+        } catch (const std::exception& e) {
+            QVERIFY2(QString(e.what()).contains(message), e.what());
+            QVERIFY2(QString(e.what()).contains("manifest.json"), e.what());
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestArchitecturePackage)
+#include "TestArchitecturePackage.moc"
