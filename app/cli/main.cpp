@@ -1,15 +1,18 @@
 // florence-studio-cli: the engine from the command line (import, run, tokenize, parse, bench).
-#include <florence/annotate.h>
-#include <florence/answer.h>
 #include "Args.h"
 #include "Bench.h"
+#include <florence/annotate.h>
+#include <florence/answer.h>
+#include <florence/answer_json.h>
 #include <florence/engine.h>
 #include <florence/image.h>
 #include <florence/importer.h>
+#include <florence/machine.h>
 #include <florence/paths.h>
-#include <florence/runtime.h>
+#include <florence/process.h>
 #include <florence/safetensors.h>
 #include <florence/tasks.h>
+#include <florence/version.h>
 
 #include <QCoreApplication>
 #include <QDir>
@@ -25,13 +28,8 @@
 #include <iostream>
 #include <map>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
-
-#ifndef FLORENCE_VERSION
-#define FLORENCE_VERSION "0"
-#endif
 
 namespace {
 
@@ -105,58 +103,26 @@ florence::Precision parsePrecision(const std::string& s) {
     throw UsageError("--precision takes float32 or bfloat16, not '" + s + "'");
 }
 
-std::optional<florence::Box> parseRegion(const std::string& s) {
-    std::vector<double> v;
-    std::stringstream ss(s);
-    std::string part;
-    while (std::getline(ss, part, ',')) {
-        try {
-            size_t pos = 0;
-            v.push_back(std::stod(part, &pos));
-            if (pos != part.size())
-                throw std::invalid_argument(part);
-        } catch (const std::exception&) {
-            throw UsageError("--region takes four numbers X1,Y1,X2,Y2 in pixels, not '" + s + "'");
-        }
-    }
-    if (v.size() != 4)
+florence::Box parseRegion(const std::string& s) {
+    try {
+        return florence::parseRegion(s);
+    } catch (const florence::TaskError&) {
         throw UsageError("--region takes four numbers X1,Y1,X2,Y2 in pixels, not '" + s + "'");
-    return florence::Box{v[0], v[1], v[2], v[3]};
+    }
 }
 
-QJsonObject resultJson(const std::string& task, const florence::Request& req,
+QJsonObject resultJson(const std::string& imageFile, const florence::Request& req,
                        const florence::Result& r, const florence::ParsedAnswer& answer,
-                       const florence::GenerationOptions& opts, const florence::LoadOptions& lo,
-                       const florence::Model& model, int w, int h) {
-    QJsonObject o;
-    o["task"] = QString::fromStdString(task);
-    o["prompt"] = QString::fromStdString(req.prompt);
-    o["prompt_ids"] = idsJson(r.promptIds);
-    o["generated_ids"] = idsJson(r.generatedIds);
-    o["text"] = QString::fromStdString(r.text);
-    o["cancelled"] = r.cancelled;
-    o["beams"] = opts.numBeams;
-    o["cache"] = opts.useCache;
-    o["precision"] = florence::precisionName(lo.precision);
-    o["image_size"] = QJsonArray{w, h};
-    o["result"] = florence::toNativeJson(answer);
-    o["hf_result"] = florence::toHuggingFaceJson(answer);
-    QJsonObject t;
-    t["load_ms"] = model.loadMs();
-    t["preprocess_ms"] = r.timings.preprocessMs;
-    t["vision_ms"] = r.timings.visionMs;
-    t["text_encoder_ms"] = r.timings.textEncoderMs;
-    t["first_token_ms"] = r.timings.firstTokenMs;
-    t["decode_ms"] = r.timings.decodeMs;
-    t["total_ms"] = r.timings.totalMs;
-    t["features_reused"] = r.timings.featuresReused;
-    QJsonArray steps;
-    for (double s : r.timings.stepMs)
-        steps.append(s);
-    t["step_ms"] = steps;
-    o["timings"] = t;
-    o["runtime"] = QString::fromStdString(florence::runtimeSummary());
-    return o;
+                       const florence::GenerationOptions& opts, const florence::Model& model) {
+    florence::AnswerContext context;
+    context.imageFile = imageFile;
+    context.prompt = req.prompt;
+    context.model = model.manifest().name;
+    context.options = &opts;
+    context.precision = florence::precisionName(model.loadOptions().precision);
+    context.loadMs = model.loadMs();
+    context.runtime = florence::runtimeSummary();
+    return florence::answerJson(answer, r, context);
 }
 
 void writeJsonFile(const std::string& path, const QJsonObject& o) {
@@ -293,10 +259,8 @@ int cmdRun(int argc, char** argv) {
             writeJsonFile(a.get("coco"), florence::toCocoJson(answer, name, w, h));
         }
         if (a.has("json")) {
-            QJsonObject o = resultJson(task, reqs[i], r, answer, opts, lo, *model, w, h);
-            if (many)
-                o["image"] = QString::fromStdString(paths[i]);
-            all.append(o);
+            all.append(resultJson(paths.empty() ? std::string() : paths[i], reqs[i], r, answer,
+                                  opts, *model));
         } else {
             if (many)
                 std::cout << paths[i] << "\t";

@@ -1,19 +1,14 @@
 #include "model/Generator.h"
 
+#include <florence/stats.h>
+
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 
 namespace florence::detail {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double msSince(Clock::time_point start) {
-    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -168,11 +163,6 @@ std::vector<SearchResult> greedySearchBatch(DecodeBackend& backend, const Search
         }
     }
     return results;
-}
-
-SearchResult greedySearch(DecodeBackend& backend, const SearchSettings& s,
-                          const SearchCallbacks& callbacks) {
-    return std::move(greedySearchBatch(backend, s, 1, callbacks)[0]);
 }
 
 SearchResult beamSearch(DecodeBackend& backend, const SearchSettings& s,

@@ -211,8 +211,8 @@ std::array<char32_t, 256> byteToCodePoint() {
 QByteArray readFile(const std::string& path, const char* what) {
     QFile file(QString::fromStdString(path));
     if (!file.open(QIODevice::ReadOnly))
-        throw std::runtime_error("cannot read " + std::string(what) + " '" + path +
-                                 "': " + file.errorString().toStdString());
+        throw Error("cannot read " + std::string(what) + " '" + path +
+                    "': " + file.errorString().toStdString());
     return file.readAll();
 }
 
@@ -423,12 +423,12 @@ Tokenizer Tokenizer::fromFiles(const std::string& vocabJsonPath, const std::stri
         QJsonParseError error{};
         const QJsonDocument doc = QJsonDocument::fromJson(bytes, &error);
         if (error.error != QJsonParseError::NoError)
-            throw std::runtime_error("vocabulary file '" + vocabJsonPath +
-                                     "' is not valid JSON: " + error.errorString().toStdString() +
-                                     " at offset " + std::to_string(error.offset));
+            throw Error("vocabulary file '" + vocabJsonPath +
+                        "' is not valid JSON: " + error.errorString().toStdString() +
+                        " at offset " + std::to_string(error.offset));
         if (!doc.isObject())
-            throw std::runtime_error("vocabulary file '" + vocabJsonPath +
-                                     "' is not a JSON object of token → id");
+            throw Error("vocabulary file '" + vocabJsonPath +
+                        "' is not a JSON object of token → id");
         const QJsonObject object = doc.object();
         // An id far beyond the entry count would make us allocate for nothing; real
         // vocabularies are dense.
@@ -439,16 +439,15 @@ Tokenizer Tokenizer::fromFiles(const std::string& vocabJsonPath, const std::stri
             const double number = value.toDouble(-1.0);
             const auto id = static_cast<int64_t>(number);
             if (!value.isDouble() || static_cast<double>(id) != number || id < 0 || id > maxId)
-                throw std::runtime_error("vocabulary file '" + vocabJsonPath +
-                                         "' has an invalid id for token '" +
-                                         it.key().toStdString() + "'");
+                throw Error("vocabulary file '" + vocabJsonPath +
+                            "' has an invalid id for token '" + it.key().toStdString() + "'");
             if (static_cast<size_t>(id) >= data->idToToken.size()) {
                 data->idToToken.resize(static_cast<size_t>(id) + 1);
                 data->valid.resize(static_cast<size_t>(id) + 1, false);
             }
             if (data->valid[id])
-                throw std::runtime_error("vocabulary file '" + vocabJsonPath + "' gives id " +
-                                         std::to_string(id) + " to two tokens");
+                throw Error("vocabulary file '" + vocabJsonPath + "' gives id " +
+                            std::to_string(id) + " to two tokens");
             std::string token = it.key().toStdString();
             data->tokenToId.emplace(token, id);
             data->idToToken[id] = std::move(token);
@@ -485,8 +484,8 @@ Tokenizer Tokenizer::fromFiles(const std::string& vocabJsonPath, const std::stri
         appendUtf8(ch, byteToCp[b]);
         auto it = data->tokenToId.find(ch);
         if (it == data->tokenToId.end())
-            throw std::runtime_error("vocabulary file '" + vocabJsonPath +
-                                     "' lacks the byte-level token for byte " + std::to_string(b));
+            throw Error("vocabulary file '" + vocabJsonPath +
+                        "' lacks the byte-level token for byte " + std::to_string(b));
         data->byteTokenId[b] = static_cast<int32_t>(it->second);
     }
 
@@ -494,9 +493,8 @@ Tokenizer Tokenizer::fromFiles(const std::string& vocabJsonPath, const std::stri
     for (int64_t expected = 0; expected < 4; ++expected) {
         auto it = data->tokenToId.find(kBartSpecials[expected]);
         if (it == data->tokenToId.end() || it->second != expected)
-            throw std::runtime_error("vocabulary file '" + vocabJsonPath + "' does not have " +
-                                     kBartSpecials[expected] + " at id " +
-                                     std::to_string(expected));
+            throw Error("vocabulary file '" + vocabJsonPath + "' does not have " +
+                        kBartSpecials[expected] + " at id " + std::to_string(expected));
         data->addToken(kBartSpecials[expected], true);
     }
     if (data->tokenToId.count(kMaskToken))
@@ -543,9 +541,8 @@ Tokenizer Tokenizer::fromFiles(const std::string& vocabJsonPath, const std::stri
             const size_t space = line.find(' ');
             if (space == std::string_view::npos || space == 0 || space + 1 == line.size() ||
                 line.find(' ', space + 1) != std::string_view::npos)
-                throw std::runtime_error("merges file '" + mergesPath + "' line " +
-                                         std::to_string(lineNumber) +
-                                         " is not two tokens separated by a space");
+                throw Error("merges file '" + mergesPath + "' line " + std::to_string(lineNumber) +
+                            " is not two tokens separated by a space");
             const std::string_view a = line.substr(0, space);
             const std::string_view b = line.substr(space + 1);
             merged.assign(a);
@@ -555,9 +552,8 @@ Tokenizer Tokenizer::fromFiles(const std::string& vocabJsonPath, const std::stri
             auto im = data->tokenToId.find(merged);
             if (ia == data->tokenToId.end() || ib == data->tokenToId.end() ||
                 im == data->tokenToId.end())
-                throw std::runtime_error("merges file '" + mergesPath + "' line " +
-                                         std::to_string(lineNumber) +
-                                         " uses a token that is not in the vocabulary");
+                throw Error("merges file '" + mergesPath + "' line " + std::to_string(lineNumber) +
+                            " uses a token that is not in the vocabulary");
             // The first occurrence of a pair wins, as in HF.
             data->merges.emplace(
                 pairKey(static_cast<int32_t>(ia->second), static_cast<int32_t>(ib->second)),

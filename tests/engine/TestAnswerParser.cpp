@@ -2,6 +2,8 @@
 // (tests/data/postprocess-cases.json) and against the text a stream produces on the way.
 #include <florence/answer.h>
 
+#include "text/AnswerTokens.h" // internal: token spans
+
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -517,8 +519,8 @@ void TestAnswerParser::nativeJson() {
         parseAnswerTokens("<OD>", tokenPieces(c["text"].toString().toStdString()), 1000, 667);
     const QJsonObject json = toNativeJson(a);
     QCOMPARE(json["task"].toString(), QStringLiteral("<OD>"));
-    QCOMPARE(json["answerType"].toString(), QStringLiteral("description_with_bboxes"));
-    QCOMPARE(json["imageWidth"].toInt(), 1000);
+    QCOMPARE(json["answer_type"].toString(), QStringLiteral("description_with_bboxes"));
+    QCOMPARE(json["image_width"].toInt(), 1000);
     QCOMPARE(json["text"].toString().left(4), QStringLiteral("car<"));
     const QJsonArray items = json["items"].toArray();
     QCOMPARE(items.size(), 4);
@@ -527,8 +529,8 @@ void TestAnswerParser::nativeJson() {
     QCOMPARE(first["label"].toString(), QStringLiteral("car"));
     QCOMPARE(first["box"][0].toDouble(), 52.5);
     QCOMPARE(first["bins"][0].toArray(), (QJsonArray{52, 333, 932, 774}));
-    QCOMPARE(first["tokenBegin"].toInt(), 2);
-    QCOMPARE(first["tokenEnd"].toInt(), 7);
+    QCOMPARE(first["token_begin"].toInt(), 2);
+    QCOMPARE(first["token_end"].toInt(), 7);
 
     const QJsonObject ocr = toNativeJson(parseAnswer(
         "<OCR_WITH_REGION>", cases[6].toObject()["text"].toString().toStdString(), 1024, 768));
