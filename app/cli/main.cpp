@@ -147,14 +147,9 @@ std::vector<std::string> imagesInFolder(const std::string& dir) {
     return files;
 }
 
-int cmdRun(int argc, char** argv) {
-    Args a =
-        parseArgs(argc, argv, 2,
-                  {"image", "images", "pixel-values", "task", "text", "region", "model", "beams",
-                   "max-new-tokens", "threads", "annotate", "precision", "batch-size", "coco"},
-                  {"no-cache", "json", "quiet"});
-    if (!a.positional.empty())
-        throw UsageError("unexpected argument '" + a.positional[0] + "'");
+// The images of a run: --image (repeatable) and --images DIR, checked against the options that
+// take a single image.
+std::vector<std::string> runImagePaths(Args& a) {
     std::vector<std::string> paths =
         a.values.count("image") ? a.values["image"] : std::vector<std::string>{};
     if (a.has("images")) {
@@ -163,57 +158,65 @@ int cmdRun(int argc, char** argv) {
     }
     if (paths.empty() && !a.has("pixel-values"))
         throw UsageError("run needs --image FILE (or --images DIR, or --pixel-values FILE)");
-    const bool many = paths.size() > 1;
-    if (many && (a.has("pixel-values") || a.has("annotate") || a.has("coco")))
+    if (paths.size() > 1 && (a.has("pixel-values") || a.has("annotate") || a.has("coco")))
         throw UsageError("--pixel-values, --annotate and --coco take a single image");
-    const int batchSize = a.getInt("batch-size", 4);
-    if (batchSize < 1)
-        throw UsageError("--batch-size must be at least 1");
-    const std::string task = a.get("task", "<CAPTION>");
-    florence::taskInfo(task); // unknown task: fail before loading anything
+    return paths;
+}
 
-    std::vector<florence::Request> reqs(std::max<size_t>(1, paths.size()));
-    for (size_t i = 0; i < paths.size(); ++i)
-        reqs[i].image = florence::loadImage(paths[i]);
+// One request per image (or one for --pixel-values), with the prompt built for its size.
+struct RunInputs {
+    std::vector<std::string> paths;
+    std::vector<florence::Request> requests;
+    std::vector<std::pair<int, int>> sizes; // the size locations map to, per request
+    florence::TaskRequest task;
+};
+
+RunInputs loadRunInputs(Args& a, const std::string& task, std::vector<std::string> paths) {
+    RunInputs in;
+    in.paths = std::move(paths);
+    in.requests.resize(std::max<size_t>(1, in.paths.size()));
+    for (size_t i = 0; i < in.paths.size(); ++i)
+        in.requests[i].image = florence::loadImage(in.paths[i]);
     if (a.has("pixel-values")) {
         const auto file = florence::SafetensorsFile::open(a.get("pixel-values"));
         if (!file.contains("pixel_values"))
             throw std::runtime_error(a.get("pixel-values") + " has no pixel_values tensor");
-        reqs[0].pixelValues = file.toFloat("pixel_values");
+        in.requests[0].pixelValues = file.toFloat("pixel_values");
     }
-
-    florence::TaskRequest tr;
-    tr.task = task;
-    tr.text = a.get("text");
+    in.task.task = task;
+    in.task.text = a.get("text");
     if (a.has("region"))
-        tr.region = parseRegion(a.get("region"));
+        in.task.region = parseRegion(a.get("region"));
+    return in;
+}
 
-    florence::LoadOptions lo;
-    lo.threads = a.getInt("threads", 0);
-    lo.precision = parsePrecision(a.get("precision", "float32"));
-    // Prompts first: a task missing its input fails before the model loads.
-    std::vector<std::pair<int, int>> sizes;
-    for (auto& req : reqs) {
+// Prompts before the model: a task missing its input fails before anything loads.
+void buildPrompts(RunInputs& in) {
+    for (auto& req : in.requests) {
         // Location tokens map to the original image; with pixel values only, to the model input.
         const int w = req.image.empty() ? 768 : req.image.width;
         const int h = req.image.empty() ? 768 : req.image.height;
-        sizes.emplace_back(w, h);
-        req.prompt = florence::buildPrompt(tr, w, h);
+        in.sizes.emplace_back(w, h);
+        req.prompt = florence::buildPrompt(in.task, w, h);
     }
-    auto model = florence::Model::load(modelDir(a), lo);
-    if (reqs[0].image.empty()) {
-        sizes[0] = {model->manifest().imageWidth, model->manifest().imageHeight};
-        reqs[0].prompt = florence::buildPrompt(tr, sizes[0].first, sizes[0].second);
-    }
+}
 
-    florence::GenerationOptions opts = model->defaultOptions();
+florence::GenerationOptions runOptions(Args& a, const florence::Model& model) {
+    florence::GenerationOptions opts = model.defaultOptions();
     opts.numBeams = a.getInt("beams", opts.numBeams);
     opts.maxNewTokens = a.getInt("max-new-tokens", opts.maxNewTokens);
     opts.useCache = !a.has("no-cache");
+    return opts;
+}
 
-    florence::Session session(model);
-    const bool stream = !a.has("quiet") && !many;
-    std::signal(SIGINT, onSignal);
+// Runs the requests in batches, streaming the tokens of a single image to stderr; stops after
+// the batch during which Ctrl+C came.
+std::vector<florence::Result> generateAll(florence::Session& session,
+                                          const std::vector<florence::Request>& reqs,
+                                          const florence::GenerationOptions& opts, int batchSize,
+                                          bool quiet) {
+    const bool many = reqs.size() > 1;
+    const bool stream = !quiet && !many;
     std::vector<florence::Result> results;
     for (size_t first = 0; first < reqs.size(); first += batchSize) {
         const size_t n = std::min<size_t>(batchSize, reqs.size() - first);
@@ -231,47 +234,90 @@ int cmdRun(int argc, char** argv) {
             &g_cancel);
         for (auto& r : got)
             results.push_back(std::move(r));
-        if (many && !a.has("quiet"))
+        if (many && !quiet)
             std::cerr << "[" << results.size() << "/" << reqs.size() << "] images\n";
         if (g_cancel)
             break;
     }
     if (stream)
         std::cerr << "\n";
+    return results;
+}
 
-    QJsonArray all;
+// Writes what was asked for one answer: --annotate, --coco, and the answer itself (one JSON
+// document appended to `documents` with --json, else the Hugging Face form on one line).
+void reportAnswer(Args& a, const RunInputs& in, size_t i, const florence::Result& r,
+                  const florence::GenerationOptions& opts, const florence::Model& model,
+                  QJsonArray& documents) {
+    const auto [w, h] = in.sizes[i];
+    const florence::ParsedAnswer answer = florence::parseAnswer(in.task.task, r.text, w, h);
+    if (a.has("annotate")) {
+        if (in.requests[i].image.empty())
+            throw UsageError("--annotate needs --image");
+        florence::saveAnnotatedImage(in.requests[i].image, answer, a.get("annotate"));
+    }
+    if (a.has("coco")) {
+        const std::string name =
+            in.paths.empty()
+                ? "pixel_values"
+                : QFileInfo(QString::fromStdString(in.paths[i])).fileName().toStdString();
+        writeJsonFile(a.get("coco"), florence::toCocoJson(answer, name, w, h));
+    }
+    const std::string path = in.paths.empty() ? std::string() : in.paths[i];
+    if (a.has("json")) {
+        documents.append(resultJson(path, in.requests[i], r, answer, opts, model));
+        return;
+    }
+    if (in.paths.size() > 1)
+        std::cout << path << "\t";
+    std::cout << QJsonDocument(florence::toHuggingFaceJson(answer))
+                     .toJson(QJsonDocument::Compact)
+                     .toStdString()
+              << "\n";
+}
+
+int cmdRun(int argc, char** argv) {
+    Args a =
+        parseArgs(argc, argv, 2,
+                  {"image", "images", "pixel-values", "task", "text", "region", "model", "beams",
+                   "max-new-tokens", "threads", "annotate", "precision", "batch-size", "coco"},
+                  {"no-cache", "json", "quiet"});
+    if (!a.positional.empty())
+        throw UsageError("unexpected argument '" + a.positional[0] + "'");
+    std::vector<std::string> paths = runImagePaths(a);
+    const int batchSize = a.getInt("batch-size", 4);
+    if (batchSize < 1)
+        throw UsageError("--batch-size must be at least 1");
+    const std::string task = a.get("task", "<CAPTION>");
+    florence::taskInfo(task); // unknown task: fail before loading anything
+    RunInputs in = loadRunInputs(a, task, std::move(paths));
+
+    florence::LoadOptions lo;
+    lo.threads = a.getInt("threads", 0);
+    lo.precision = parsePrecision(a.get("precision", "float32"));
+    buildPrompts(in);
+    auto model = florence::Model::load(modelDir(a), lo);
+    if (in.requests[0].image.empty()) {
+        in.sizes[0] = {model->manifest().imageWidth, model->manifest().imageHeight};
+        in.requests[0].prompt =
+            florence::buildPrompt(in.task, in.sizes[0].first, in.sizes[0].second);
+    }
+    const florence::GenerationOptions opts = runOptions(a, *model);
+
+    florence::Session session(model);
+    std::signal(SIGINT, onSignal);
+    const std::vector<florence::Result> results =
+        generateAll(session, in.requests, opts, batchSize, a.has("quiet"));
+
+    QJsonArray documents;
     bool cancelled = false;
     for (size_t i = 0; i < results.size(); ++i) {
-        const florence::Result& r = results[i];
-        cancelled = cancelled || r.cancelled;
-        const auto [w, h] = sizes[i];
-        const florence::ParsedAnswer answer = florence::parseAnswer(task, r.text, w, h);
-        if (a.has("annotate")) {
-            if (reqs[i].image.empty())
-                throw UsageError("--annotate needs --image");
-            florence::saveAnnotatedImage(reqs[i].image, answer, a.get("annotate"));
-        }
-        if (a.has("coco")) {
-            const std::string name =
-                paths.empty()
-                    ? "pixel_values"
-                    : QFileInfo(QString::fromStdString(paths[i])).fileName().toStdString();
-            writeJsonFile(a.get("coco"), florence::toCocoJson(answer, name, w, h));
-        }
-        if (a.has("json")) {
-            all.append(resultJson(paths.empty() ? std::string() : paths[i], reqs[i], r, answer,
-                                  opts, *model));
-        } else {
-            if (many)
-                std::cout << paths[i] << "\t";
-            std::cout << QJsonDocument(florence::toHuggingFaceJson(answer))
-                             .toJson(QJsonDocument::Compact)
-                             .toStdString()
-                      << "\n";
-        }
+        cancelled = cancelled || results[i].cancelled;
+        reportAnswer(a, in, i, results[i], opts, *model, documents);
     }
     if (a.has("json"))
-        std::cout << (many ? QJsonDocument(all) : QJsonDocument(all[0].toObject()))
+        std::cout << (in.paths.size() > 1 ? QJsonDocument(documents)
+                                          : QJsonDocument(documents[0].toObject()))
                          .toJson(QJsonDocument::Indented)
                          .toStdString();
     return cancelled ? 130 : 0;
