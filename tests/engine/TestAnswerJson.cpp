@@ -5,6 +5,8 @@
 // write and a read unchanged.
 #include <florence/answer_json.h>
 
+#include "engine/PostprocessCases.h"
+
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -14,13 +16,6 @@
 using namespace florence;
 
 namespace {
-
-QJsonArray loadCases() {
-    QFile file(QStringLiteral(FLORENCE_TEST_DATA_DIR "/postprocess-cases.json"));
-    if (!file.open(QIODevice::ReadOnly))
-        return {};
-    return QJsonDocument::fromJson(file.readAll()).array();
-}
 
 // Keys that are not snake_case, with their path. The Hugging Face form's top-level key is the
 // task token ("<OD>"), which the original chose.
@@ -74,7 +69,7 @@ void TestAnswerJson::everyTaskKind_data() {
     QTest::addColumn<QString>("text");
     QTest::addColumn<int>("width");
     QTest::addColumn<int>("height");
-    const QJsonArray cases = loadCases();
+    const QJsonArray cases = loadPostprocessCases();
     QVERIFY(cases.size() >= 16);
     int i = 0;
     for (const QJsonValue& v : cases) {

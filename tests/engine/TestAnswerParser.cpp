@@ -4,6 +4,8 @@
 
 #include "text/AnswerTokens.h" // internal: token spans
 
+#include "engine/PostprocessCases.h"
+
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -15,13 +17,6 @@
 using namespace florence;
 
 namespace {
-
-QJsonArray loadCases() {
-    QFile file(QStringLiteral(FLORENCE_TEST_DATA_DIR "/postprocess-cases.json"));
-    if (!file.open(QIODevice::ReadOnly))
-        return {};
-    return QJsonDocument::fromJson(file.readAll()).array();
-}
 
 // Empty when a and b agree (numbers within tolerance); otherwise where they differ.
 QString jsonDifference(const QJsonValue& a, const QJsonValue& b, double tolerance,
@@ -126,7 +121,7 @@ private slots:
 
 void TestAnswerParser::fixtureIsComplete() {
     // The data-driven tests below would silently run zero rows if the fixture went missing.
-    QCOMPARE(loadCases().size(), 16);
+    QCOMPARE(loadPostprocessCases().size(), 16);
 }
 
 void TestAnswerParser::fixtureCases_data() {
@@ -135,7 +130,7 @@ void TestAnswerParser::fixtureCases_data() {
     QTest::addColumn<int>("width");
     QTest::addColumn<int>("height");
     QTest::addColumn<QJsonValue>("expected");
-    const QJsonArray cases = loadCases();
+    const QJsonArray cases = loadPostprocessCases();
     for (qsizetype i = 0; i < cases.size(); ++i) {
         const QJsonObject c = cases[i].toObject();
         const QString name = QStringLiteral("%1 %2").arg(i).arg(c["task"].toString());
@@ -194,7 +189,7 @@ void TestAnswerParser::fixturePrefixesNeverCrash() {
 }
 
 void TestAnswerParser::boxAppearsOnFourthLoc() {
-    const std::string text = loadCases()[3].toObject()["text"].toString().toStdString();
+    const std::string text = loadPostprocessCases()[3].toObject()["text"].toString().toStdString();
     QVERIFY(text.find("wheel") != std::string::npos); // the <OD> case with two wheel boxes
     const std::vector<std::string> pieces = tokenPieces(text);
     std::string stream;
@@ -220,7 +215,7 @@ void TestAnswerParser::boxAppearsOnFourthLoc() {
 }
 
 void TestAnswerParser::tokenSpans() {
-    const std::string text = loadCases()[3].toObject()["text"].toString().toStdString();
+    const std::string text = loadPostprocessCases()[3].toObject()["text"].toString().toStdString();
     const std::vector<std::string> pieces = tokenPieces(text);
     // </s> <s> car l l l l door l l l l wheel l l l l l l l l </s>
     QCOMPARE(pieces.size(), size_t(22));
@@ -513,7 +508,7 @@ void TestAnswerParser::pixelsInItems() {
 }
 
 void TestAnswerParser::nativeJson() {
-    const QJsonArray cases = loadCases();
+    const QJsonArray cases = loadPostprocessCases();
     const QJsonObject c = cases[3].toObject();
     const ParsedAnswer a =
         parseAnswerTokens("<OD>", tokenPieces(c["text"].toString().toStdString()), 1000, 667);
@@ -544,7 +539,7 @@ void TestAnswerParser::nativeJson() {
 }
 
 void TestAnswerParser::cocoJson() {
-    const QJsonObject c = loadCases()[3].toObject();
+    const QJsonObject c = loadPostprocessCases()[3].toObject();
     const ParsedAnswer a = parseAnswer("<OD>", c["text"].toString().toStdString(), 1000, 667);
     const QJsonObject coco = toCocoJson(a, "pier.png", 1000, 667);
     const QJsonObject image = coco["images"][0].toObject();
@@ -564,8 +559,9 @@ void TestAnswerParser::cocoJson() {
     QVERIFY(std::abs(annotations[0]["area"].toDouble() - 880 * 441 * 0.667) < 1e-6);
 
     const QJsonObject quads = toCocoJson(
-        parseAnswer("<OCR_WITH_REGION>", loadCases()[6].toObject()["text"].toString().toStdString(),
-                    1024, 768),
+        parseAnswer("<OCR_WITH_REGION>",
+                    loadPostprocessCases()[6].toObject()["text"].toString().toStdString(), 1024,
+                    768),
         "page.png", 1024, 768);
     QCOMPARE(quads["annotations"][0]["segmentation"][0].toArray().size(), 8);
     QCOMPARE(quads["annotations"][1]["text"].toString(), QStringLiteral("World 2024"));
