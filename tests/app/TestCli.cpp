@@ -5,6 +5,8 @@
 #include <florence/tasks.h>
 #include <florence/version.h>
 
+#include "engine/PostprocessCases.h"
+
 #include <QRegularExpression>
 
 #include <QDir>
@@ -109,23 +111,7 @@ private slots:
 };
 
 void TestCli::parseMatchesOriginal_data() {
-    QTest::addColumn<QString>("task");
-    QTest::addColumn<QString>("text");
-    QTest::addColumn<int>("width");
-    QTest::addColumn<int>("height");
-    QTest::addColumn<QJsonValue>("expected");
-    QFile f(FLORENCE_TEST_DATA_DIR "/postprocess-cases.json");
-    QVERIFY(f.open(QIODevice::ReadOnly));
-    const QJsonArray cases = QJsonDocument::fromJson(f.readAll()).array();
-    QVERIFY(cases.size() >= 16);
-    int i = 0;
-    for (const auto& v : cases) {
-        const QJsonObject c = v.toObject();
-        const QJsonArray size = c["image_size"].toArray();
-        QTest::addRow("%d %s", i++, qPrintable(c["task"].toString()))
-            << c["task"].toString() << c["text"].toString() << size[0].toInt() << size[1].toInt()
-            << c["expected"];
-    }
+    addPostprocessCaseRows(true);
 }
 
 void TestCli::parseMatchesOriginal() {

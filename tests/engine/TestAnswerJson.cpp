@@ -65,19 +65,7 @@ private slots:
 };
 
 void TestAnswerJson::everyTaskKind_data() {
-    QTest::addColumn<QString>("task");
-    QTest::addColumn<QString>("text");
-    QTest::addColumn<int>("width");
-    QTest::addColumn<int>("height");
-    const QJsonArray cases = loadPostprocessCases();
-    QVERIFY(cases.size() >= 16);
-    int i = 0;
-    for (const QJsonValue& v : cases) {
-        const QJsonObject c = v.toObject();
-        const QJsonArray size = c["image_size"].toArray();
-        QTest::addRow("%d %s", i++, qPrintable(c["task"].toString()))
-            << c["task"].toString() << c["text"].toString() << size[0].toInt() << size[1].toInt();
-    }
+    addPostprocessCaseRows(false);
 }
 
 void TestAnswerJson::everyTaskKind() {
