@@ -1,7 +1,7 @@
 // The Florence-2 engine: an immutable model loaded from a package folder, shared by pointer, and
 // per-request sessions that own the key/value cache and the reusable image features.
 //
-//   auto model = florence::Model::load("resources/models/tiny");          // throws EngineError
+//   auto model = florence::Model::load("resources/models/tiny");  // throws florence::Error
 //   florence::Session session(model);
 //   florence::Request req;
 //   req.image = florence::loadImage("pier.png");
