@@ -10,10 +10,11 @@
 
 #include <florence/annotate.h>
 #include <florence/image.h>
+#include <florence/machine.h>
 #include <florence/package.h>
 #include <florence/paths.h>
-#include <florence/runtime.h>
 #include <florence/tasks.h>
+#include <florence/version.h>
 
 #include <QAction>
 #include <QApplication>
@@ -49,10 +50,6 @@
 #include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
-
-#ifndef FLORENCE_VERSION
-#define FLORENCE_VERSION "0"
-#endif
 
 // The icons live in a static library, whose resource initializer the linker would drop.
 static void initUiResources() {

@@ -4,8 +4,10 @@
 #include <florence/engine.h>
 #include <florence/image.h>
 #include <florence/importer.h>
+#include <florence/machine.h>
 #include <florence/paths.h>
-#include <florence/runtime.h>
+#include <florence/process.h>
+#include <florence/stats.h>
 #include <florence/tasks.h>
 
 #include <QDir>
@@ -18,12 +20,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
 namespace florence::cli {
@@ -49,24 +51,6 @@ bfloat16 mode with its logit agreement.
   --no-batch              skip batching (4 sample images together vs one by one)
   --json                  print one JSON object instead of the table
 )";
-
-double median(std::vector<double> v) {
-    if (v.empty())
-        return 0;
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double percentile(std::vector<double> v, double p) {
-    if (v.empty())
-        return 0;
-    std::sort(v.begin(), v.end());
-    const double idx = p * (v.size() - 1);
-    const size_t lo = static_cast<size_t>(std::floor(idx));
-    const size_t hi = std::min(lo + 1, v.size() - 1);
-    return v[lo] + (v[hi] - v[lo]) * (idx - lo);
-}
 
 std::vector<double> slice(const std::vector<double>& v, size_t from, size_t to) {
     from = std::min(from, v.size());
@@ -183,6 +167,528 @@ QJsonObject runPython(const std::string& package, const std::string& image,
     return QJsonDocument::fromJson(proc.readAllStandardOutput()).object();
 }
 
+// ------------------------------------------------------------------------------------------
+// What to measure
+
+struct BenchConfig {
+    std::string size;
+    std::vector<int> lengths;
+    int threads = 0;
+    std::string image;
+    std::string package;
+    bool python = true;
+    bool uncached = true;
+    bool bf16 = true;
+    bool batching = true;
+    bool json = false;
+
+    int maxLength() const { return *std::max_element(lengths.begin(), lengths.end()); }
+    int progressSteps() const {
+        return 4 + int(lengths.size()) * (uncached ? 2 : 1) + (python ? 1 : 0) + (bf16 ? 3 : 0) +
+               (batching ? 2 : 0);
+    }
+};
+
+std::string defaultImage() {
+    const std::string image = samplesDir().empty() ? "" : samplesDir() + "/pier.png";
+    if (image.empty() || !QFileInfo::exists(QString::fromStdString(image)))
+        throw UsageError("no bundled sample image found; pass --image FILE");
+    return image;
+}
+
+// The package to measure: --model, or a random-weight one of the size, made on first use.
+std::string benchPackage(const std::string& model, const std::string& size) {
+    if (!model.empty())
+        return QFileInfo(QString::fromStdString(model)).absoluteFilePath().toStdString();
+    const std::string package = userModelsDir() + "/random-" + size;
+    if (!QFileInfo::exists(QString::fromStdString(package + "/manifest.json"))) {
+        std::cerr << "Generating a " << size << "-size package with random weights in " << package
+                  << " (once)...\n";
+        ImportJob job;
+        job.randomInit = size;
+        job.outDir = package;
+        QDir().mkpath(QFileInfo(QString::fromStdString(package)).absolutePath());
+        runImport(job,
+                  [](int p, const std::string& m) { std::cerr << "[" << p << "%] " << m << "\n"; });
+    }
+    return package;
+}
+
+BenchConfig parseBenchArgs(int argc, char** argv) {
+    Args a = parseArgs(argc, argv, 2, {"size", "lengths", "threads", "image", "model"},
+                       {"no-python", "no-uncached", "no-bf16", "no-batch", "json"});
+    if (!a.positional.empty())
+        throw UsageError("unexpected argument '" + a.positional[0] + "'");
+    BenchConfig c;
+    c.size = a.get("size", "base");
+    if (c.size != "base" && c.size != "large" && c.size != "tiny")
+        throw UsageError("--size takes base or large, not '" + c.size + "'");
+    c.lengths = parseLengths(a.get("lengths", "32,128,256"));
+    c.threads = a.getInt("threads", 0);
+    c.json = a.has("json");
+    c.image = a.get("image");
+    if (c.image.empty())
+        c.image = defaultImage();
+    c.package = benchPackage(a.get("model"), c.size);
+    c.python = !a.has("no-python");
+    c.uncached = !a.has("no-uncached");
+    c.bf16 = !a.has("no-bf16");
+    c.batching = !a.has("no-batch");
+    return c;
+}
+
+// ------------------------------------------------------------------------------------------
+// What was measured: one report, printed as JSON or as a table.
+
+struct LengthReport {
+    int length = 0;
+    std::vector<double> stepMs; // cached
+    double decodeMs = 0;        // cached
+    bool hasUncached = false;
+    double uncachedDecodeMs = 0;
+    double uncachedMedianStepMs = 0;
+    bool uncachedSameTokens = false;
+};
+
+struct ReuseReport {
+    double withoutMs = 0; // first token of a second task, features computed again
+    double withMs = 0;    // the same with the features reused
+    bool reused = false;
+};
+
+struct BatchReport {
+    int images = 0;
+    int tokensEach = 0;
+    double oneByOneMs = 0;
+    double batchedMs = 0;
+    bool sameTokens = false;
+};
+
+struct PythonReport {
+    double loadMs = 0, preprocessMs = 0, visionMs = 0, textEncoderMs = 0;
+    double medianStepMs = 0;
+    double firstTokenMs() const { return preprocessMs + visionMs + textEncoderMs; }
+};
+
+struct Bf16Report {
+    double firstTokenMs = 0, visionMs = 0, textEncoderMs = 0, medianStepMs = 0;
+    double logitsCosineMin = 1, logitsCosineMean = 1;
+};
+
+struct BenchReport {
+    std::string model, package, runtime;
+    double parameters = 0;
+    double loadMs = 0;
+    std::vector<double> preprocessMs, visionMs, textEncoderMs, firstTokenMs; // one per length
+    std::vector<LengthReport> lengths;
+    ReuseReport reuse;
+    std::optional<BatchReport> batching;
+    int64_t peakBytes = 0, peakWithBatchBytes = 0;
+    double bandwidth = 0; // bytes per second
+    int64_t stepBytes = 0;
+    std::optional<PythonReport> python;
+    std::string pythonError;
+    std::optional<Bf16Report> bf16;
+
+    // Median step of the longest cached run (the last one of that length).
+    double cachedMedianMs() const {
+        const LengthReport* longest = &lengths.front();
+        for (const LengthReport& l : lengths)
+            if (l.length >= longest->length)
+                longest = &l;
+        return median(longest->stepMs);
+    }
+    double floorMs() const { return 1000.0 * double(stepBytes) / bandwidth; }
+};
+
+// ------------------------------------------------------------------------------------------
+// Measuring
+
+// What the float32 runs leave for the later stages.
+struct Float32Runs {
+    std::vector<int64_t> promptIds;
+    std::vector<int64_t> referenceIds; // the longest cached run's tokens
+};
+
+Float32Runs measureDecoding(Session& session, const Request& req, const BenchConfig& c,
+                            Progress& progress, BenchReport& report) {
+    const Model& model = session.model();
+    Float32Runs runs;
+    for (int len : c.lengths) {
+        Result r = generateFixed(session, req, model, len, true);
+        progress.step("cached decoding, " + std::to_string(len) + " tokens");
+        report.preprocessMs.push_back(r.timings.preprocessMs);
+        report.visionMs.push_back(r.timings.visionMs);
+        report.textEncoderMs.push_back(r.timings.textEncoderMs);
+        report.firstTokenMs.push_back(r.timings.preprocessMs + r.timings.visionMs +
+                                      r.timings.textEncoderMs);
+        runs.promptIds = r.promptIds;
+        if (len == c.maxLength())
+            runs.referenceIds = r.generatedIds;
+        LengthReport l;
+        l.length = len;
+        l.stepMs = r.timings.stepMs;
+        l.decodeMs = r.timings.decodeMs;
+        if (c.uncached) {
+            Result u = generateFixed(session, req, model, len, false);
+            progress.step("uncached decoding, " + std::to_string(len) + " tokens");
+            l.hasUncached = true;
+            l.uncachedDecodeMs = u.timings.decodeMs;
+            l.uncachedMedianStepMs = median(u.timings.stepMs);
+            l.uncachedSameTokens = u.generatedIds == r.generatedIds;
+        }
+        report.lengths.push_back(std::move(l));
+    }
+    return runs;
+}
+
+// A second task on the same image skips preprocessing and the vision encoder.
+ReuseReport measureReuse(Session& session, const Request& req, const RgbImage& img) {
+    GenerationOptions o = session.model().defaultOptions();
+    o.numBeams = 1;
+    o.maxNewTokens = 1;
+    Request second = req;
+    second.prompt = buildPrompt({"<OD>", "", std::nullopt}, img.width, img.height);
+    o.reuseFeatures = false;
+    const Result cold = session.generate(second, o);
+    o.reuseFeatures = true;
+    session.generate(req, o); // remembers the features
+    const Result warm = session.generate(second, o);
+    ReuseReport r;
+    r.withoutMs = cold.timings.preprocessMs + cold.timings.visionMs + cold.timings.textEncoderMs;
+    r.withMs = warm.timings.preprocessMs + warm.timings.visionMs + warm.timings.textEncoderMs;
+    r.reused = warm.timings.featuresReused;
+    return r;
+}
+
+// Four different images with a fixed number of tokens, together and one by one.
+BatchReport measureBatching(Session& session, Progress& progress) {
+    std::vector<Request> reqs;
+    for (const char* name : {"pier.png", "chelsea.png", "coffee.png", "rocket.jpg"}) {
+        Request r;
+        r.image = loadImage(samplesDir() + "/" + name);
+        r.prompt = buildPrompt({"<CAPTION>", "", std::nullopt}, r.image.width, r.image.height);
+        reqs.push_back(r);
+    }
+    GenerationOptions o = session.model().defaultOptions();
+    o.numBeams = 1;
+    o.maxNewTokens = 32;
+    o.ignoreEos = true;
+    o.noRepeatNgramSize = 0;
+    o.reuseFeatures = false;
+    BatchReport b;
+    const auto t0 = Clock::now();
+    std::vector<Result> alone;
+    for (const Request& r : reqs)
+        alone.push_back(session.generate(r, o));
+    b.oneByOneMs = msSince(t0);
+    progress.step("batching: one by one");
+    const auto t1 = Clock::now();
+    const std::vector<Result> together = session.generateBatch(reqs, o);
+    b.batchedMs = msSince(t1);
+    progress.step("batching: together");
+    b.sameTokens = true;
+    for (size_t i = 0; i < reqs.size(); ++i)
+        b.sameTokens = b.sameTokens && alone[i].generatedIds == together[i].generatedIds;
+    b.images = int(reqs.size());
+    b.tokensEach = o.maxNewTokens;
+    return b;
+}
+
+// The Python baseline, same threads, same BLAS (the environment is inherited).
+void measurePython(const BenchConfig& c, const std::vector<int64_t>& promptIds,
+                   BenchReport& report) {
+    std::string err;
+    std::string lens;
+    for (int len : c.lengths)
+        lens += (lens.empty() ? "" : ",") + std::to_string(len);
+    const QJsonObject py = runPython(c.package, c.image, promptIds, lens,
+                                     c.threads > 0 ? c.threads : ::florence::threads(), err);
+    if (py.isEmpty()) {
+        report.pythonError = err;
+        return;
+    }
+    const QJsonArray pySteps =
+        py["cached"].toObject()[QString::number(c.maxLength())].toObject()["step_ms"].toArray();
+    std::vector<double> steps;
+    for (const auto& v : pySteps)
+        steps.push_back(v.toDouble());
+    PythonReport p;
+    p.loadMs = py["load_ms"].toDouble();
+    p.preprocessMs = py["preprocess_ms"].toDouble();
+    p.visionMs = py["vision_ms"].toDouble();
+    p.textEncoderMs = py["text_encoder_ms"].toDouble();
+    p.medianStepMs = median(steps);
+    report.python = p;
+}
+
+// Speed, and agreement of the decoder logits with float32 over the same tokens. Replaces the
+// float32 model by the bfloat16 one: one model in memory at a time.
+Bf16Report measureBf16(std::unique_ptr<Session>& session, const Request& req, const BenchConfig& c,
+                       const Float32Runs& runs, Progress& progress) {
+    const Manifest m = session->model().manifest();
+    const std::vector<float> pixels =
+        preprocess(req.image, m.imageWidth, m.imageHeight, m.imageMean, m.imageStd);
+    const std::vector<int64_t> tokens(runs.referenceIds.begin(),
+                                      runs.referenceIds.begin() +
+                                          std::min<size_t>(runs.referenceIds.size(), 65));
+    const FloatArray ref = session->decoderLogits(pixels, runs.promptIds, tokens);
+    session.reset();
+    session = std::make_unique<Session>(
+        Model::load(c.package, LoadOptions{c.threads, Precision::BFloat16}));
+    progress.step("bfloat16 load");
+    const Model& bm = session->model();
+    generateFixed(*session, req, bm, 4, true);
+    const Result r = generateFixed(*session, req, bm, c.maxLength(), true);
+    progress.step("bfloat16 decoding");
+    const FloatArray got = session->decoderLogits(pixels, runs.promptIds, tokens);
+    progress.step("bfloat16 logits");
+    const size_t vocab = size_t(ref.shape[1]);
+    double minCos = 1, sumCos = 0;
+    for (int64_t row = 0; row < ref.shape[0]; ++row) {
+        const double cos = cosine(ref.data, got.data, row * vocab, vocab);
+        minCos = std::min(minCos, cos);
+        sumCos += cos;
+    }
+    Bf16Report b;
+    b.firstTokenMs = r.timings.preprocessMs + r.timings.visionMs + r.timings.textEncoderMs;
+    b.visionMs = r.timings.visionMs;
+    b.textEncoderMs = r.timings.textEncoderMs;
+    b.medianStepMs = median(r.timings.stepMs);
+    b.logitsCosineMin = minCos;
+    b.logitsCosineMean = sumCos / ref.shape[0];
+    return b;
+}
+
+BenchReport measure(const BenchConfig& c) {
+    Progress progress(c.progressSteps());
+    BenchReport report;
+    const RgbImage img = loadImage(c.image);
+    LoadOptions lo;
+    lo.threads = c.threads;
+    auto session = std::make_unique<Session>(Model::load(c.package, lo));
+    progress.step("load");
+    const Manifest m = session->model().manifest(); // a copy: the float32 model goes for bf16
+    report.model = m.name;
+    report.package = c.package;
+    report.parameters = double(m.parameterCount);
+    report.loadMs = session->model().loadMs();
+    Request req;
+    req.image = img;
+    req.prompt = buildPrompt({"<CAPTION>", "", std::nullopt}, img.width, img.height);
+
+    // Warm-up: the first run of each module pays one-time costs (allocation, kernel selection).
+    generateFixed(*session, req, session->model(), 4, true);
+    generateFixed(*session, req, session->model(), 4, false);
+    progress.step("warm-up");
+
+    const Float32Runs runs = measureDecoding(*session, req, c, progress, report);
+    // Peak memory of single requests (the batch of four images below needs more).
+    report.peakBytes = peakResidentBytes();
+    report.reuse = measureReuse(*session, req, img);
+    progress.step("feature reuse");
+    if (c.batching && !samplesDir().empty())
+        report.batching = measureBatching(*session, progress);
+    report.peakWithBatchBytes = peakResidentBytes();
+    // After the peak is taken: the measurement's own 1 GiB buffer must not count.
+    report.bandwidth = measureReadBandwidth();
+    progress.step("memory bandwidth");
+    report.stepBytes = session->model().decodeStepBytes(m.imageTokens + int(runs.promptIds.size()));
+    report.runtime = runtimeSummary();
+    if (c.python) {
+        measurePython(c, runs.promptIds, report);
+        progress.step("python eager baseline");
+    }
+    if (c.bf16)
+        report.bf16 = measureBf16(session, req, c, runs, progress);
+    progress.done();
+    return report;
+}
+
+// ------------------------------------------------------------------------------------------
+// Reporting
+
+QJsonObject lengthsJson(const BenchReport& r, QJsonObject& uncached, QJsonObject& ratio) {
+    QJsonObject cached;
+    for (const LengthReport& l : r.lengths) {
+        const std::vector<double>& s = l.stepMs;
+        const StepStats st = summarizeSteps(s);
+        QJsonObject c;
+        c["median_step_ms"] = st.medianMs;
+        c["p95_step_ms"] = st.p95Ms;
+        c["tokens_per_s"] = st.tokensPerSecond;
+        c["first32_median_ms"] = median(slice(s, 0, 32));
+        c["last32_median_ms"] = median(slice(s, s.size() >= 32 ? s.size() - 32 : 0, s.size()));
+        c["decode_ms"] = l.decodeMs;
+        c["step_ms"] = toJson(s);
+        cached[QString::number(l.length)] = c;
+        if (l.hasUncached) {
+            uncached[QString::number(l.length)] =
+                QJsonObject{{"decode_ms", l.uncachedDecodeMs},
+                            {"median_step_ms", l.uncachedMedianStepMs},
+                            {"same_tokens_as_cached", l.uncachedSameTokens}};
+            ratio[QString::number(l.length)] = l.uncachedDecodeMs / l.decodeMs;
+        }
+    }
+    return cached;
+}
+
+QJsonObject comparisonsJson(const BenchReport& r, QJsonObject out) {
+    if (r.python) {
+        const PythonReport& p = *r.python;
+        out["python_eager"] =
+            QJsonObject{{"load_ms", p.loadMs},
+                        {"preprocess_ms", p.preprocessMs},
+                        {"vision_ms", p.visionMs},
+                        {"text_encoder_ms", p.textEncoderMs},
+                        {"first_token_ms", p.firstTokenMs()},
+                        {"median_step_ms", p.medianStepMs},
+                        {"step_ratio", r.cachedMedianMs() / p.medianStepMs},
+                        {"first_token_ratio", median(r.firstTokenMs) / p.firstTokenMs()}};
+    } else if (!r.pythonError.empty()) {
+        out["python_error"] = QString::fromStdString(r.pythonError);
+    }
+    if (r.bf16) {
+        const Bf16Report& b = *r.bf16;
+        QJsonObject bj{
+            {"first_token_ms", b.firstTokenMs},       {"vision_ms", b.visionMs},
+            {"text_encoder_ms", b.textEncoderMs},     {"median_step_ms", b.medianStepMs},
+            {"logits_cosine_min", b.logitsCosineMin}, {"logits_cosine_mean", b.logitsCosineMean}};
+        if (r.python) {
+            bj["step_ratio_vs_python_fp32"] = b.medianStepMs / r.python->medianStepMs;
+            bj["first_token_ratio_vs_python_fp32"] = b.firstTokenMs / r.python->firstTokenMs();
+        }
+        out["bfloat16"] = bj;
+    }
+    return out;
+}
+
+QJsonObject toJson(const BenchReport& r) {
+    QJsonObject out;
+    out["model"] = QString::fromStdString(r.model);
+    out["package"] = QString::fromStdString(r.package);
+    out["parameters"] = r.parameters;
+    out["runtime"] = QString::fromStdString(r.runtime);
+    out["load_ms"] = r.loadMs;
+    out["preprocess_ms"] = median(r.preprocessMs);
+    out["vision_ms"] = median(r.visionMs);
+    out["text_encoder_ms"] = median(r.textEncoderMs);
+    out["first_token_ms"] = median(r.firstTokenMs);
+    QJsonObject uncached, ratio;
+    out["cached"] = lengthsJson(r, uncached, ratio);
+    if (!uncached.isEmpty()) {
+        out["uncached"] = uncached;
+        out["uncached_over_cached"] = ratio;
+    }
+    out["feature_reuse"] = QJsonObject{{"first_token_ms_without_reuse", r.reuse.withoutMs},
+                                       {"first_token_ms_with_reuse", r.reuse.withMs},
+                                       {"reused", r.reuse.reused}};
+    if (r.batching) {
+        const BatchReport& b = *r.batching;
+        out["batching"] = QJsonObject{{"images", b.images},
+                                      {"tokens_each", b.tokensEach},
+                                      {"one_by_one_ms", b.oneByOneMs},
+                                      {"batched_ms", b.batchedMs},
+                                      {"one_by_one_images_per_s", 1000.0 * b.images / b.oneByOneMs},
+                                      {"batched_images_per_s", 1000.0 * b.images / b.batchedMs},
+                                      {"speedup", b.oneByOneMs / b.batchedMs},
+                                      {"same_tokens", b.sameTokens}};
+    }
+    out["peak_rss_bytes"] = double(r.peakBytes);
+    out["peak_rss_with_batch_bytes"] = double(r.peakWithBatchBytes);
+    out["read_bandwidth_gbps"] = r.bandwidth / 1e9;
+    out["step_bytes"] = double(r.stepBytes);
+    out["bandwidth_floor_ms"] = r.floorMs();
+    out["step_over_floor"] = r.cachedMedianMs() / r.floorMs();
+    return comparisonsJson(r, out);
+}
+
+std::string num(double v, const char* fmt) {
+    char b[64];
+    std::snprintf(b, sizeof b, fmt, v);
+    return b;
+}
+
+void line(const std::string& label, const std::string& value) {
+    std::printf("  %-44s %s\n", label.c_str(), value.c_str());
+}
+
+void printDecodingTable(const BenchReport& r) {
+    line("load", formatMs(r.loadMs));
+    line("preprocess / vision / text encoder", formatMs(median(r.preprocessMs)) + " / " +
+                                                   formatMs(median(r.visionMs)) + " / " +
+                                                   formatMs(median(r.textEncoderMs)));
+    line("time to first token (without decoding)", formatMs(median(r.firstTokenMs)));
+    for (const LengthReport& l : r.lengths) {
+        const StepStats s = summarizeSteps(l.stepMs);
+        line("cached " + std::to_string(l.length) + " tokens: median / p95 step",
+             formatMs(s.medianMs) + " / " + formatMs(s.p95Ms) + ", " +
+                 num(s.tokensPerSecond, "%.1f tok/s"));
+        if (l.length >= 64) {
+            const std::vector<double>& st = l.stepMs;
+            line("  first-32 / last-32 step median",
+                 formatMs(median(slice(st, 0, 32))) + " / " +
+                     formatMs(median(slice(st, st.size() >= 32 ? st.size() - 32 : 0, st.size()))));
+        }
+        if (l.hasUncached)
+            line("uncached " + std::to_string(l.length) + " tokens: total (cached total)",
+                 formatMs(l.uncachedDecodeMs) + " (" + formatMs(l.decodeMs) + "), " +
+                     num(l.uncachedDecodeMs / l.decodeMs, "%.1fx slower"));
+    }
+}
+
+void printMachineTable(const BenchReport& r) {
+    line("first token of a 2nd task, without / with reuse",
+         formatMs(r.reuse.withoutMs) + " / " + formatMs(r.reuse.withMs));
+    if (r.batching) {
+        const BatchReport& b = *r.batching;
+        line("4 images x 32 tokens: one by one / batched",
+             num(1000.0 * b.images / b.oneByOneMs, "%.2f img/s") + " / " +
+                 num(1000.0 * b.images / b.batchedMs, "%.2f img/s") + " (" +
+                 num(b.oneByOneMs / b.batchedMs, "%.2fx") +
+                 (b.sameTokens ? ", same tokens)" : ", TOKENS DIFFER)"));
+    }
+    line("peak resident memory: single requests / with the batch",
+         num(r.peakBytes / 1048576.0, "%.0f MiB") + " / " +
+             num(r.peakWithBatchBytes / 1048576.0, "%.0f MiB"));
+    line("memory read bandwidth", num(r.bandwidth / 1e9, "%.1f GB/s"));
+    line("bytes one cached step reads", num(r.stepBytes / 1048576.0, "%.0f MiB"));
+    line("bandwidth floor per step / engine",
+         formatMs(r.floorMs()) + " / " + formatMs(r.cachedMedianMs()) + " (" +
+             num(r.cachedMedianMs() / r.floorMs(), "%.2fx floor") + ")");
+}
+
+void printComparisonTable(const BenchReport& r) {
+    if (r.python) {
+        const PythonReport& p = *r.python;
+        line("python eager: first token / median step",
+             formatMs(p.firstTokenMs()) + " / " + formatMs(p.medianStepMs));
+        line("engine / python: step, first token",
+             num(r.cachedMedianMs() / p.medianStepMs, "%.2fx") + ", " +
+                 num(median(r.firstTokenMs) / p.firstTokenMs(), "%.2fx"));
+    } else if (!r.pythonError.empty()) {
+        line("python eager baseline", "failed: " + r.pythonError);
+    }
+    if (r.bf16) {
+        const Bf16Report& b = *r.bf16;
+        line("bfloat16: first token / median step",
+             formatMs(b.firstTokenMs) + " / " + formatMs(b.medianStepMs));
+        if (r.python)
+            line("bfloat16 / python fp32: step, first token",
+                 num(b.medianStepMs / r.python->medianStepMs, "%.2fx") + ", " +
+                     num(b.firstTokenMs / r.python->firstTokenMs(), "%.2fx"));
+        line("bfloat16 logits cosine vs float32 (min/mean)",
+             num(b.logitsCosineMin, "%.6f") + " / " + num(b.logitsCosineMean, "%.6f"));
+    }
+}
+
+void printTable(const BenchReport& r) {
+    std::printf("%s — %s\n%s\n\n", r.model.c_str(), r.package.c_str(), r.runtime.c_str());
+    printDecodingTable(r);
+    printMachineTable(r);
+    printComparisonTable(r);
+}
+
 } // namespace
 
 int runBench(int argc, char** argv) {
@@ -191,359 +697,12 @@ int runBench(int argc, char** argv) {
             std::cout << kBenchUsage;
             return 0;
         }
-    Args a = parseArgs(argc, argv, 2, {"size", "lengths", "threads", "image", "model"},
-                       {"no-python", "no-uncached", "no-bf16", "no-batch", "json"});
-    if (!a.positional.empty())
-        throw UsageError("unexpected argument '" + a.positional[0] + "'");
-    const std::string size = a.get("size", "base");
-    if (size != "base" && size != "large" && size != "tiny")
-        throw UsageError("--size takes base or large, not '" + size + "'");
-    const std::vector<int> lengths = parseLengths(a.get("lengths", "32,128,256"));
-    const int threads = a.getInt("threads", 0);
-    const bool json = a.has("json");
-    std::string image = a.get("image");
-    if (image.empty()) {
-        image = samplesDir().empty() ? "" : samplesDir() + "/pier.png";
-        if (image.empty() || !QFileInfo::exists(QString::fromStdString(image)))
-            throw UsageError("no bundled sample image found; pass --image FILE");
-    }
-
-    std::string package = a.get("model");
-    if (!package.empty())
-        package = QFileInfo(QString::fromStdString(package)).absoluteFilePath().toStdString();
-    if (package.empty()) {
-        package = userModelsDir() + "/random-" + size;
-        if (!QFileInfo::exists(QString::fromStdString(package + "/manifest.json"))) {
-            std::cerr << "Generating a " << size << "-size package with random weights in "
-                      << package << " (once)...\n";
-            ImportJob job;
-            job.randomInit = size;
-            job.outDir = package;
-            QDir().mkpath(QFileInfo(QString::fromStdString(package)).absolutePath());
-            runImport(job, [](int p, const std::string& m) {
-                std::cerr << "[" << p << "%] " << m << "\n";
-            });
-        }
-    }
-
-    const int maxLen = *std::max_element(lengths.begin(), lengths.end());
-    const bool python = !a.has("no-python");
-    const bool uncached = !a.has("no-uncached");
-    const bool bf16 = !a.has("no-bf16");
-    const bool batching = !a.has("no-batch");
-    Progress progress(4 + int(lengths.size()) * (uncached ? 2 : 1) + (python ? 1 : 0) +
-                      (bf16 ? 3 : 0) + (batching ? 2 : 0));
-
-    QJsonObject out;
-    const RgbImage img = loadImage(image);
-    LoadOptions lo;
-    lo.threads = threads;
-    auto model = Model::load(package, lo);
-    progress.step("load");
-    const Manifest m = model->manifest(); // a copy: the float32 model goes away for bf16
-    auto session = std::make_unique<Session>(model);
-    Request req;
-    req.image = img;
-    req.prompt = buildPrompt({"<CAPTION>", "", std::nullopt}, img.width, img.height);
-
-    // Warm-up: the first run of each module pays one-time costs (allocation, kernel selection).
-    generateFixed(*session, req, *model, 4, true);
-    generateFixed(*session, req, *model, 4, false);
-    progress.step("warm-up");
-
-    std::vector<double> prep, vision, text, ttft;
-    QJsonObject cachedJson, uncachedJson, ratioJson;
-    std::map<int, std::vector<double>> cachedSteps;
-    std::map<int, double> cachedTotal, uncachedTotal;
-    std::vector<int64_t> promptIds;
-    std::vector<int64_t> referenceIds;
-    for (int len : lengths) {
-        Result r = generateFixed(*session, req, *model, len, true);
-        progress.step("cached decoding, " + std::to_string(len) + " tokens");
-        prep.push_back(r.timings.preprocessMs);
-        vision.push_back(r.timings.visionMs);
-        text.push_back(r.timings.textEncoderMs);
-        ttft.push_back(r.timings.preprocessMs + r.timings.visionMs + r.timings.textEncoderMs);
-        cachedSteps[len] = r.timings.stepMs;
-        cachedTotal[len] = r.timings.decodeMs;
-        promptIds = r.promptIds;
-        if (len == maxLen)
-            referenceIds = r.generatedIds;
-        const auto& s = r.timings.stepMs;
-        QJsonObject c;
-        c["median_step_ms"] = median(s);
-        c["p95_step_ms"] = percentile(s, 0.95);
-        c["tokens_per_s"] = 1000.0 * s.size() / std::accumulate(s.begin(), s.end(), 0.0);
-        c["first32_median_ms"] = median(slice(s, 0, 32));
-        c["last32_median_ms"] = median(slice(s, s.size() >= 32 ? s.size() - 32 : 0, s.size()));
-        c["decode_ms"] = r.timings.decodeMs;
-        c["step_ms"] = toJson(s);
-        cachedJson[QString::number(len)] = c;
-        if (uncached) {
-            Result u = generateFixed(*session, req, *model, len, false);
-            progress.step("uncached decoding, " + std::to_string(len) + " tokens");
-            uncachedTotal[len] = u.timings.decodeMs;
-            QJsonObject uj;
-            uj["decode_ms"] = u.timings.decodeMs;
-            uj["median_step_ms"] = median(u.timings.stepMs);
-            uj["same_tokens_as_cached"] = u.generatedIds == r.generatedIds;
-            uncachedJson[QString::number(len)] = uj;
-            ratioJson[QString::number(len)] = u.timings.decodeMs / r.timings.decodeMs;
-        }
-    }
-    // Peak memory of single requests (the batch of four images below needs more).
-    const int64_t peak = peakResidentBytes();
-
-    // Feature reuse: a second task on the same image skips preprocessing and the vision encoder.
-    QJsonObject reuseJson;
-    {
-        GenerationOptions o = model->defaultOptions();
-        o.numBeams = 1;
-        o.maxNewTokens = 1;
-        Request second = req;
-        second.prompt = buildPrompt({"<OD>", "", std::nullopt}, img.width, img.height);
-        o.reuseFeatures = false;
-        const Result cold = session->generate(second, o);
-        o.reuseFeatures = true;
-        session->generate(req, o); // remembers the features
-        const Result warm = session->generate(second, o);
-        reuseJson["first_token_ms_without_reuse"] =
-            cold.timings.preprocessMs + cold.timings.visionMs + cold.timings.textEncoderMs;
-        reuseJson["first_token_ms_with_reuse"] =
-            warm.timings.preprocessMs + warm.timings.visionMs + warm.timings.textEncoderMs;
-        reuseJson["reused"] = warm.timings.featuresReused;
-        progress.step("feature reuse");
-    }
-
-    // Batching: four different images with a fixed number of tokens, together and one by one.
-    QJsonObject batchJson;
-    if (batching && !samplesDir().empty()) {
-        std::vector<Request> reqs;
-        for (const char* name : {"pier.png", "chelsea.png", "coffee.png", "rocket.jpg"}) {
-            Request r;
-            r.image = loadImage(samplesDir() + "/" + name);
-            r.prompt = buildPrompt({"<CAPTION>", "", std::nullopt}, r.image.width, r.image.height);
-            reqs.push_back(r);
-        }
-        GenerationOptions o = model->defaultOptions();
-        o.numBeams = 1;
-        o.maxNewTokens = 32;
-        o.ignoreEos = true;
-        o.noRepeatNgramSize = 0;
-        o.reuseFeatures = false;
-        const auto t0 = std::chrono::steady_clock::now();
-        std::vector<Result> alone;
-        for (const Request& r : reqs)
-            alone.push_back(session->generate(r, o));
-        const double oneByOneMs =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                .count();
-        progress.step("batching: one by one");
-        const auto t1 = std::chrono::steady_clock::now();
-        const std::vector<Result> together = session->generateBatch(reqs, o);
-        const double batchMs =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1)
-                .count();
-        progress.step("batching: together");
-        bool same = true;
-        for (size_t i = 0; i < reqs.size(); ++i)
-            same = same && alone[i].generatedIds == together[i].generatedIds;
-        batchJson["images"] = int(reqs.size());
-        batchJson["tokens_each"] = o.maxNewTokens;
-        batchJson["one_by_one_ms"] = oneByOneMs;
-        batchJson["batched_ms"] = batchMs;
-        batchJson["one_by_one_images_per_s"] = 1000.0 * reqs.size() / oneByOneMs;
-        batchJson["batched_images_per_s"] = 1000.0 * reqs.size() / batchMs;
-        batchJson["speedup"] = oneByOneMs / batchMs;
-        batchJson["same_tokens"] = same;
-    }
-
-    const int64_t peakWithBatch = peakResidentBytes();
-    // After the peak is taken: the measurement's own 1 GiB buffer must not count.
-    const double bandwidth = measureReadBandwidth();
-    progress.step("memory bandwidth");
-    const int encoderTokens = m.imageTokens + int(promptIds.size());
-    const int64_t stepBytes = model->decodeStepBytes(encoderTokens);
-    const double floorMs = 1000.0 * double(stepBytes) / bandwidth;
-    const std::vector<double>& longest = cachedSteps[maxLen];
-    const double cachedMedian = median(longest);
-
-    out["model"] = QString::fromStdString(m.name);
-    out["package"] = QString::fromStdString(package);
-    out["parameters"] = double(m.parameterCount);
-    out["runtime"] = QString::fromStdString(runtimeSummary());
-    out["load_ms"] = model->loadMs();
-    out["preprocess_ms"] = median(prep);
-    out["vision_ms"] = median(vision);
-    out["text_encoder_ms"] = median(text);
-    out["first_token_ms"] = median(ttft);
-    out["cached"] = cachedJson;
-    if (uncached) {
-        out["uncached"] = uncachedJson;
-        out["uncached_over_cached"] = ratioJson;
-    }
-    out["feature_reuse"] = reuseJson;
-    if (!batchJson.isEmpty())
-        out["batching"] = batchJson;
-    out["peak_rss_bytes"] = double(peak);
-    out["peak_rss_with_batch_bytes"] = double(peakWithBatch);
-    out["read_bandwidth_gbps"] = bandwidth / 1e9;
-    out["step_bytes"] = double(stepBytes);
-    out["bandwidth_floor_ms"] = floorMs;
-    out["step_over_floor"] = cachedMedian / floorMs;
-
-    // The Python baseline, same threads, same BLAS (the environment is inherited).
-    QJsonObject py;
-    if (python) {
-        std::string err;
-        std::string lens;
-        for (int len : lengths)
-            lens += (lens.empty() ? "" : ",") + std::to_string(len);
-        py = runPython(package, image, promptIds, lens,
-                       threads > 0 ? threads : ::florence::threads(), err);
-        progress.step("python eager baseline");
-        if (py.isEmpty()) {
-            out["python_error"] = QString::fromStdString(err);
-        } else {
-            const QJsonArray pySteps =
-                py["cached"].toObject()[QString::number(maxLen)].toObject()["step_ms"].toArray();
-            std::vector<double> ps;
-            for (const auto& v : pySteps)
-                ps.push_back(v.toDouble());
-            const double pyTtft = py["preprocess_ms"].toDouble() + py["vision_ms"].toDouble() +
-                                  py["text_encoder_ms"].toDouble();
-            QJsonObject pj;
-            pj["load_ms"] = py["load_ms"];
-            pj["preprocess_ms"] = py["preprocess_ms"];
-            pj["vision_ms"] = py["vision_ms"];
-            pj["text_encoder_ms"] = py["text_encoder_ms"];
-            pj["first_token_ms"] = pyTtft;
-            pj["median_step_ms"] = median(ps);
-            pj["step_ratio"] = cachedMedian / median(ps);
-            pj["first_token_ratio"] = median(ttft) / pyTtft;
-            out["python_eager"] = pj;
-        }
-    }
-
-    // bfloat16: speed, and agreement of the decoder logits with float32 over the same tokens.
-    if (bf16) {
-        FloatArray ref = session->decoderLogits(
-            preprocess(img, m.imageWidth, m.imageHeight, m.imageMean, m.imageStd), promptIds,
-            std::vector<int64_t>(referenceIds.begin(),
-                                 referenceIds.begin() + std::min<size_t>(referenceIds.size(), 65)));
-        // One model in memory at a time: the float32 one goes before the bfloat16 one loads.
-        session.reset();
-        model.reset();
-        session = std::make_unique<Session>(
-            Model::load(package, LoadOptions{threads, Precision::BFloat16}));
-        progress.step("bfloat16 load");
-        const Model& bm = session->model();
-        generateFixed(*session, req, bm, 4, true);
-        Result r = generateFixed(*session, req, bm, maxLen, true);
-        progress.step("bfloat16 decoding");
-        FloatArray got = session->decoderLogits(
-            preprocess(img, m.imageWidth, m.imageHeight, m.imageMean, m.imageStd), promptIds,
-            std::vector<int64_t>(referenceIds.begin(),
-                                 referenceIds.begin() + std::min<size_t>(referenceIds.size(), 65)));
-        progress.step("bfloat16 logits");
-        const size_t vocab = size_t(ref.shape[1]);
-        double minCos = 1, sumCos = 0;
-        for (int64_t row = 0; row < ref.shape[0]; ++row) {
-            const double c = cosine(ref.data, got.data, row * vocab, vocab);
-            minCos = std::min(minCos, c);
-            sumCos += c;
-        }
-        QJsonObject bj;
-        bj["first_token_ms"] =
-            r.timings.preprocessMs + r.timings.visionMs + r.timings.textEncoderMs;
-        bj["vision_ms"] = r.timings.visionMs;
-        bj["text_encoder_ms"] = r.timings.textEncoderMs;
-        bj["median_step_ms"] = median(r.timings.stepMs);
-        bj["logits_cosine_min"] = minCos;
-        bj["logits_cosine_mean"] = sumCos / ref.shape[0];
-        if (out.contains("python_eager")) {
-            const QJsonObject pj = out["python_eager"].toObject();
-            bj["step_ratio_vs_python_fp32"] =
-                median(r.timings.stepMs) / pj["median_step_ms"].toDouble();
-            bj["first_token_ratio_vs_python_fp32"] =
-                bj["first_token_ms"].toDouble() / pj["first_token_ms"].toDouble();
-        }
-        out["bfloat16"] = bj;
-    }
-    progress.done();
-
-    if (json) {
-        std::cout << QJsonDocument(out).toJson(QJsonDocument::Indented).toStdString();
-        return 0;
-    }
-    auto line = [](const std::string& label, const std::string& value) {
-        std::printf("  %-44s %s\n", label.c_str(), value.c_str());
-    };
-    auto ms = [](double v) {
-        char b[64];
-        std::snprintf(b, sizeof b, "%.1f ms", v);
-        return std::string(b);
-    };
-    auto num = [](double v, const char* fmt) {
-        char b[64];
-        std::snprintf(b, sizeof b, fmt, v);
-        return std::string(b);
-    };
-    std::printf("%s — %s\n%s\n\n", m.name.c_str(), package.c_str(), runtimeSummary().c_str());
-    line("load", ms(out["load_ms"].toDouble()));
-    line("preprocess / vision / text encoder",
-         ms(median(prep)) + " / " + ms(median(vision)) + " / " + ms(median(text)));
-    line("time to first token (without decoding)", ms(median(ttft)));
-    for (int len : lengths) {
-        const QJsonObject c = cachedJson[QString::number(len)].toObject();
-        line("cached " + std::to_string(len) + " tokens: median / p95 step",
-             ms(c["median_step_ms"].toDouble()) + " / " + ms(c["p95_step_ms"].toDouble()) + ", " +
-                 num(c["tokens_per_s"].toDouble(), "%.1f tok/s"));
-        if (len >= 64)
-            line("  first-32 / last-32 step median", ms(c["first32_median_ms"].toDouble()) + " / " +
-                                                         ms(c["last32_median_ms"].toDouble()));
-        if (uncached)
-            line("uncached " + std::to_string(len) + " tokens: total (cached total)",
-                 ms(uncachedTotal[len]) + " (" + ms(cachedTotal[len]) + "), " +
-                     num(ratioJson[QString::number(len)].toDouble(), "%.1fx slower"));
-    }
-    line("first token of a 2nd task, without / with reuse",
-         ms(reuseJson["first_token_ms_without_reuse"].toDouble()) + " / " +
-             ms(reuseJson["first_token_ms_with_reuse"].toDouble()));
-    if (!batchJson.isEmpty())
-        line("4 images x 32 tokens: one by one / batched",
-             num(batchJson["one_by_one_images_per_s"].toDouble(), "%.2f img/s") + " / " +
-                 num(batchJson["batched_images_per_s"].toDouble(), "%.2f img/s") + " (" +
-                 num(batchJson["speedup"].toDouble(), "%.2fx") +
-                 (batchJson["same_tokens"].toBool() ? ", same tokens)" : ", TOKENS DIFFER)"));
-    line("peak resident memory: single requests / with the batch",
-         num(peak / 1048576.0, "%.0f MiB") + " / " + num(peakWithBatch / 1048576.0, "%.0f MiB"));
-    line("memory read bandwidth", num(bandwidth / 1e9, "%.1f GB/s"));
-    line("bytes one cached step reads", num(stepBytes / 1048576.0, "%.0f MiB"));
-    line("bandwidth floor per step / engine", ms(floorMs) + " / " + ms(cachedMedian) + " (" +
-                                                  num(cachedMedian / floorMs, "%.2fx floor") + ")");
-    if (out.contains("python_eager")) {
-        const QJsonObject pj = out["python_eager"].toObject();
-        line("python eager: first token / median step",
-             ms(pj["first_token_ms"].toDouble()) + " / " + ms(pj["median_step_ms"].toDouble()));
-        line("engine / python: step, first token",
-             num(pj["step_ratio"].toDouble(), "%.2fx") + ", " +
-                 num(pj["first_token_ratio"].toDouble(), "%.2fx"));
-    } else if (out.contains("python_error")) {
-        line("python eager baseline", "failed: " + out["python_error"].toString().toStdString());
-    }
-    if (out.contains("bfloat16")) {
-        const QJsonObject bj = out["bfloat16"].toObject();
-        line("bfloat16: first token / median step",
-             ms(bj["first_token_ms"].toDouble()) + " / " + ms(bj["median_step_ms"].toDouble()));
-        if (bj.contains("step_ratio_vs_python_fp32"))
-            line("bfloat16 / python fp32: step, first token",
-                 num(bj["step_ratio_vs_python_fp32"].toDouble(), "%.2fx") + ", " +
-                     num(bj["first_token_ratio_vs_python_fp32"].toDouble(), "%.2fx"));
-        line("bfloat16 logits cosine vs float32 (min/mean)",
-             num(bj["logits_cosine_min"].toDouble(), "%.6f") + " / " +
-                 num(bj["logits_cosine_mean"].toDouble(), "%.6f"));
-    }
+    const BenchConfig config = parseBenchArgs(argc, argv);
+    const BenchReport report = measure(config);
+    if (config.json)
+        std::cout << QJsonDocument(toJson(report)).toJson(QJsonDocument::Indented).toStdString();
+    else
+        printTable(report);
     return 0;
 }
 

@@ -1,15 +1,18 @@
 // florence-studio-cli: the engine from the command line (import, run, tokenize, parse, bench).
-#include <florence/annotate.h>
-#include <florence/answer.h>
 #include "Args.h"
 #include "Bench.h"
+#include <florence/annotate.h>
+#include <florence/answer.h>
+#include <florence/answer_json.h>
 #include <florence/engine.h>
 #include <florence/image.h>
 #include <florence/importer.h>
+#include <florence/machine.h>
 #include <florence/paths.h>
-#include <florence/runtime.h>
+#include <florence/process.h>
 #include <florence/safetensors.h>
 #include <florence/tasks.h>
+#include <florence/version.h>
 
 #include <QCoreApplication>
 #include <QDir>
@@ -25,13 +28,8 @@
 #include <iostream>
 #include <map>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
-
-#ifndef FLORENCE_VERSION
-#define FLORENCE_VERSION "0"
-#endif
 
 namespace {
 
@@ -105,62 +103,26 @@ florence::Precision parsePrecision(const std::string& s) {
     throw UsageError("--precision takes float32 or bfloat16, not '" + s + "'");
 }
 
-std::optional<florence::Box> parseRegion(const std::string& s) {
-    std::vector<double> v;
-    std::stringstream ss(s);
-    std::string part;
-    while (std::getline(ss, part, ',')) {
-        try {
-            size_t pos = 0;
-            v.push_back(std::stod(part, &pos));
-            if (pos != part.size())
-                throw std::invalid_argument(part);
-        } catch (const std::exception&) {
-            throw UsageError("--region takes four numbers X1,Y1,X2,Y2 in pixels, not '" + s + "'");
-        }
-    }
-    if (v.size() != 4)
+florence::Box parseRegion(const std::string& s) {
+    try {
+        return florence::parseRegion(s);
+    } catch (const florence::TaskError&) {
         throw UsageError("--region takes four numbers X1,Y1,X2,Y2 in pixels, not '" + s + "'");
-    return florence::Box{v[0], v[1], v[2], v[3]};
+    }
 }
 
-QJsonObject resultJson(const std::string& task, const florence::Request& req,
+QJsonObject resultJson(const std::string& imageFile, const florence::Request& req,
                        const florence::Result& r, const florence::ParsedAnswer& answer,
-                       const florence::GenerationOptions& opts, const florence::LoadOptions& lo,
-                       const florence::Model& model, int w, int h) {
-    QJsonObject o;
-    o["task"] = QString::fromStdString(task);
-    o["prompt"] = QString::fromStdString(req.prompt);
-    o["prompt_ids"] = idsJson(r.promptIds);
-    o["generated_ids"] = idsJson(r.generatedIds);
-    QJsonArray logprobs;
-    for (float lp : r.tokenLogprobs)
-        logprobs.append(double(lp));
-    o["token_logprobs"] = logprobs;
-    o["text"] = QString::fromStdString(r.text);
-    o["cancelled"] = r.cancelled;
-    o["beams"] = opts.numBeams;
-    o["cache"] = opts.useCache;
-    o["precision"] = florence::precisionName(lo.precision);
-    o["image_size"] = QJsonArray{w, h};
-    o["result"] = florence::toNativeJson(answer);
-    o["hf_result"] = florence::toHuggingFaceJson(answer);
-    QJsonObject t;
-    t["load_ms"] = model.loadMs();
-    t["preprocess_ms"] = r.timings.preprocessMs;
-    t["vision_ms"] = r.timings.visionMs;
-    t["text_encoder_ms"] = r.timings.textEncoderMs;
-    t["first_token_ms"] = r.timings.firstTokenMs;
-    t["decode_ms"] = r.timings.decodeMs;
-    t["total_ms"] = r.timings.totalMs;
-    t["features_reused"] = r.timings.featuresReused;
-    QJsonArray steps;
-    for (double s : r.timings.stepMs)
-        steps.append(s);
-    t["step_ms"] = steps;
-    o["timings"] = t;
-    o["runtime"] = QString::fromStdString(florence::runtimeSummary());
-    return o;
+                       const florence::GenerationOptions& opts, const florence::Model& model) {
+    florence::AnswerContext context;
+    context.imageFile = imageFile;
+    context.prompt = req.prompt;
+    context.model = model.manifest().name;
+    context.options = &opts;
+    context.precision = florence::precisionName(model.loadOptions().precision);
+    context.loadMs = model.loadMs();
+    context.runtime = florence::runtimeSummary();
+    return florence::answerJson(answer, r, context);
 }
 
 void writeJsonFile(const std::string& path, const QJsonObject& o) {
@@ -185,14 +147,9 @@ std::vector<std::string> imagesInFolder(const std::string& dir) {
     return files;
 }
 
-int cmdRun(int argc, char** argv) {
-    Args a =
-        parseArgs(argc, argv, 2,
-                  {"image", "images", "pixel-values", "task", "text", "region", "model", "beams",
-                   "max-new-tokens", "threads", "annotate", "precision", "batch-size", "coco"},
-                  {"no-cache", "json", "quiet"});
-    if (!a.positional.empty())
-        throw UsageError("unexpected argument '" + a.positional[0] + "'");
+// The images of a run: --image (repeatable) and --images DIR, checked against the options that
+// take a single image.
+std::vector<std::string> runImagePaths(Args& a) {
     std::vector<std::string> paths =
         a.values.count("image") ? a.values["image"] : std::vector<std::string>{};
     if (a.has("images")) {
@@ -201,57 +158,65 @@ int cmdRun(int argc, char** argv) {
     }
     if (paths.empty() && !a.has("pixel-values"))
         throw UsageError("run needs --image FILE (or --images DIR, or --pixel-values FILE)");
-    const bool many = paths.size() > 1;
-    if (many && (a.has("pixel-values") || a.has("annotate") || a.has("coco")))
+    if (paths.size() > 1 && (a.has("pixel-values") || a.has("annotate") || a.has("coco")))
         throw UsageError("--pixel-values, --annotate and --coco take a single image");
-    const int batchSize = a.getInt("batch-size", 4);
-    if (batchSize < 1)
-        throw UsageError("--batch-size must be at least 1");
-    const std::string task = a.get("task", "<CAPTION>");
-    florence::taskInfo(task); // unknown task: fail before loading anything
+    return paths;
+}
 
-    std::vector<florence::Request> reqs(std::max<size_t>(1, paths.size()));
-    for (size_t i = 0; i < paths.size(); ++i)
-        reqs[i].image = florence::loadImage(paths[i]);
+// One request per image (or one for --pixel-values), with the prompt built for its size.
+struct RunInputs {
+    std::vector<std::string> paths;
+    std::vector<florence::Request> requests;
+    std::vector<std::pair<int, int>> sizes; // the size locations map to, per request
+    florence::TaskRequest task;
+};
+
+RunInputs loadRunInputs(Args& a, const std::string& task, std::vector<std::string> paths) {
+    RunInputs in;
+    in.paths = std::move(paths);
+    in.requests.resize(std::max<size_t>(1, in.paths.size()));
+    for (size_t i = 0; i < in.paths.size(); ++i)
+        in.requests[i].image = florence::loadImage(in.paths[i]);
     if (a.has("pixel-values")) {
         const auto file = florence::SafetensorsFile::open(a.get("pixel-values"));
         if (!file.contains("pixel_values"))
             throw std::runtime_error(a.get("pixel-values") + " has no pixel_values tensor");
-        reqs[0].pixelValues = file.toFloat("pixel_values");
+        in.requests[0].pixelValues = file.toFloat("pixel_values");
     }
-
-    florence::TaskRequest tr;
-    tr.task = task;
-    tr.text = a.get("text");
+    in.task.task = task;
+    in.task.text = a.get("text");
     if (a.has("region"))
-        tr.region = parseRegion(a.get("region"));
+        in.task.region = parseRegion(a.get("region"));
+    return in;
+}
 
-    florence::LoadOptions lo;
-    lo.threads = a.getInt("threads", 0);
-    lo.precision = parsePrecision(a.get("precision", "float32"));
-    // Prompts first: a task missing its input fails before the model loads.
-    std::vector<std::pair<int, int>> sizes;
-    for (auto& req : reqs) {
+// Prompts before the model: a task missing its input fails before anything loads.
+void buildPrompts(RunInputs& in) {
+    for (auto& req : in.requests) {
         // Location tokens map to the original image; with pixel values only, to the model input.
         const int w = req.image.empty() ? 768 : req.image.width;
         const int h = req.image.empty() ? 768 : req.image.height;
-        sizes.emplace_back(w, h);
-        req.prompt = florence::buildPrompt(tr, w, h);
+        in.sizes.emplace_back(w, h);
+        req.prompt = florence::buildPrompt(in.task, w, h);
     }
-    auto model = florence::Model::load(modelDir(a), lo);
-    if (reqs[0].image.empty()) {
-        sizes[0] = {model->manifest().imageWidth, model->manifest().imageHeight};
-        reqs[0].prompt = florence::buildPrompt(tr, sizes[0].first, sizes[0].second);
-    }
+}
 
-    florence::GenerationOptions opts = model->defaultOptions();
+florence::GenerationOptions runOptions(Args& a, const florence::Model& model) {
+    florence::GenerationOptions opts = model.defaultOptions();
     opts.numBeams = a.getInt("beams", opts.numBeams);
     opts.maxNewTokens = a.getInt("max-new-tokens", opts.maxNewTokens);
     opts.useCache = !a.has("no-cache");
+    return opts;
+}
 
-    florence::Session session(model);
-    const bool stream = !a.has("quiet") && !many;
-    std::signal(SIGINT, onSignal);
+// Runs the requests in batches, streaming the tokens of a single image to stderr; stops after
+// the batch during which Ctrl+C came.
+std::vector<florence::Result> generateAll(florence::Session& session,
+                                          const std::vector<florence::Request>& reqs,
+                                          const florence::GenerationOptions& opts, int batchSize,
+                                          bool quiet) {
+    const bool many = reqs.size() > 1;
+    const bool stream = !quiet && !many;
     std::vector<florence::Result> results;
     for (size_t first = 0; first < reqs.size(); first += batchSize) {
         const size_t n = std::min<size_t>(batchSize, reqs.size() - first);
@@ -269,50 +234,91 @@ int cmdRun(int argc, char** argv) {
             &g_cancel);
         for (auto& r : got)
             results.push_back(std::move(r));
-        if (many && !a.has("quiet"))
+        if (many && !quiet)
             std::cerr << "[" << results.size() << "/" << reqs.size() << "] images\n";
         if (g_cancel)
             break;
     }
     if (stream)
         std::cerr << "\n";
+    return results;
+}
 
-    QJsonArray all;
+// Writes what was asked for one answer: --annotate, --coco, and the answer itself (one JSON
+// document appended to `documents` with --json, else the Hugging Face form on one line).
+void reportAnswer(Args& a, const RunInputs& in, size_t i, const florence::Result& r,
+                  const florence::GenerationOptions& opts, const florence::Model& model,
+                  QJsonArray& documents) {
+    const auto [w, h] = in.sizes[i];
+    const florence::ParsedAnswer answer =
+        florence::parseResult(model.tokenizer(), in.task.task, r, w, h);
+    if (a.has("annotate")) {
+        if (in.requests[i].image.empty())
+            throw UsageError("--annotate needs --image");
+        florence::saveAnnotatedImage(in.requests[i].image, answer, a.get("annotate"));
+    }
+    if (a.has("coco")) {
+        const std::string name =
+            in.paths.empty()
+                ? "pixel_values"
+                : QFileInfo(QString::fromStdString(in.paths[i])).fileName().toStdString();
+        writeJsonFile(a.get("coco"), florence::toCocoJson(answer, name, w, h));
+    }
+    const std::string path = in.paths.empty() ? std::string() : in.paths[i];
+    if (a.has("json")) {
+        documents.append(resultJson(path, in.requests[i], r, answer, opts, model));
+        return;
+    }
+    if (in.paths.size() > 1)
+        std::cout << path << "\t";
+    std::cout << QJsonDocument(florence::toHuggingFaceJson(answer))
+                     .toJson(QJsonDocument::Compact)
+                     .toStdString()
+              << "\n";
+}
+
+int cmdRun(int argc, char** argv) {
+    Args a =
+        parseArgs(argc, argv, 2,
+                  {"image", "images", "pixel-values", "task", "text", "region", "model", "beams",
+                   "max-new-tokens", "threads", "annotate", "precision", "batch-size", "coco"},
+                  {"no-cache", "json", "quiet"});
+    if (!a.positional.empty())
+        throw UsageError("unexpected argument '" + a.positional[0] + "'");
+    std::vector<std::string> paths = runImagePaths(a);
+    const int batchSize = a.getInt("batch-size", 4);
+    if (batchSize < 1)
+        throw UsageError("--batch-size must be at least 1");
+    const std::string task = a.get("task", "<CAPTION>");
+    florence::taskInfo(task); // unknown task: fail before loading anything
+    RunInputs in = loadRunInputs(a, task, std::move(paths));
+
+    florence::LoadOptions lo;
+    lo.threads = a.getInt("threads", 0);
+    lo.precision = parsePrecision(a.get("precision", "float32"));
+    buildPrompts(in);
+    auto model = florence::Model::load(modelDir(a), lo);
+    if (in.requests[0].image.empty()) {
+        in.sizes[0] = {model->manifest().imageWidth, model->manifest().imageHeight};
+        in.requests[0].prompt =
+            florence::buildPrompt(in.task, in.sizes[0].first, in.sizes[0].second);
+    }
+    const florence::GenerationOptions opts = runOptions(a, *model);
+
+    florence::Session session(model);
+    std::signal(SIGINT, onSignal);
+    const std::vector<florence::Result> results =
+        generateAll(session, in.requests, opts, batchSize, a.has("quiet"));
+
+    QJsonArray documents;
     bool cancelled = false;
     for (size_t i = 0; i < results.size(); ++i) {
-        const florence::Result& r = results[i];
-        cancelled = cancelled || r.cancelled;
-        const auto [w, h] = sizes[i];
-        const florence::ParsedAnswer answer =
-            florence::parseResult(model->tokenizer(), task, r, w, h);
-        if (a.has("annotate")) {
-            if (reqs[i].image.empty())
-                throw UsageError("--annotate needs --image");
-            florence::saveAnnotatedImage(reqs[i].image, answer, a.get("annotate"));
-        }
-        if (a.has("coco")) {
-            const std::string name =
-                paths.empty()
-                    ? "pixel_values"
-                    : QFileInfo(QString::fromStdString(paths[i])).fileName().toStdString();
-            writeJsonFile(a.get("coco"), florence::toCocoJson(answer, name, w, h));
-        }
-        if (a.has("json")) {
-            QJsonObject o = resultJson(task, reqs[i], r, answer, opts, lo, *model, w, h);
-            if (many)
-                o["image"] = QString::fromStdString(paths[i]);
-            all.append(o);
-        } else {
-            if (many)
-                std::cout << paths[i] << "\t";
-            std::cout << QJsonDocument(florence::toHuggingFaceJson(answer))
-                             .toJson(QJsonDocument::Compact)
-                             .toStdString()
-                      << "\n";
-        }
+        cancelled = cancelled || results[i].cancelled;
+        reportAnswer(a, in, i, results[i], opts, *model, documents);
     }
     if (a.has("json"))
-        std::cout << (many ? QJsonDocument(all) : QJsonDocument(all[0].toObject()))
+        std::cout << (in.paths.size() > 1 ? QJsonDocument(documents)
+                                          : QJsonDocument(documents[0].toObject()))
                          .toJson(QJsonDocument::Indented)
                          .toStdString();
     return cancelled ? 130 : 0;

@@ -1,8 +1,9 @@
 // florence-studio: the desktop app. Only wiring: command line, settings identity, the window.
-#include "run/EngineWorker.h"
 #include "MainWindow.h"
+#include "run/EngineWorker.h"
 #include <florence/paths.h>
-#include <florence/runtime.h>
+#include <florence/process.h>
+#include <florence/version.h>
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -16,10 +17,6 @@
 
 #include <cstdio>
 #include <memory>
-
-#ifndef FLORENCE_VERSION
-#define FLORENCE_VERSION "0"
-#endif
 
 namespace {
 

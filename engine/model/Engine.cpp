@@ -1,7 +1,8 @@
 #include <florence/engine.h>
 
 #include "model/Generator.h"
-#include <florence/runtime.h>
+#include <florence/process.h>
+#include <florence/stats.h>
 
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/script.h>
@@ -17,33 +18,6 @@
 namespace florence {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double msSince(Clock::time_point start) {
-    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-// Length of the longest prefix of `s` that does not end inside a UTF-8 character, so streamed
-// text never shows half a character.
-size_t completeUtf8Prefix(const std::string& s) {
-    size_t n = s.size();
-    // Look back at most 3 bytes for the lead byte of the last character.
-    for (size_t back = 1; back <= 4 && back <= n; ++back) {
-        const auto c = static_cast<unsigned char>(s[n - back]);
-        if ((c & 0xC0) == 0x80)
-            continue; // continuation byte
-        size_t need = 1;
-        if ((c & 0xE0) == 0xC0)
-            need = 2;
-        else if ((c & 0xF0) == 0xE0)
-            need = 3;
-        else if ((c & 0xF8) == 0xF0)
-            need = 4;
-        return back < need ? n - back : n;
-    }
-    return n;
-}
 
 uint64_t hashImage(const RgbImage& image) {
     // FNV-1a over 8-byte words: fast enough for a 12-megapixel photo (tens of ms).
@@ -438,27 +412,39 @@ private:
 // ------------------------------------------------------------------------------------------
 // Session
 
-struct Session::State {
-    struct Features {
-        uint64_t key = 0;
-        torch::Tensor features;
-    };
-    std::list<Features> features; // most recent first
-    static constexpr size_t kMaxFeatures = 4;
+namespace {
 
+// The image features of the last few images this session encoded, so a second task on the same
+// image skips the vision encoder.
+class FeatureCache {
+public:
     torch::Tensor find(uint64_t key) {
-        for (auto it = features.begin(); it != features.end(); ++it)
+        for (auto it = m_entries.begin(); it != m_entries.end(); ++it)
             if (it->key == key) {
-                features.splice(features.begin(), features, it);
-                return features.front().features;
+                m_entries.splice(m_entries.begin(), m_entries, it);
+                return m_entries.front().features;
             }
         return {};
     }
     void remember(uint64_t key, torch::Tensor f) {
-        features.push_front({key, std::move(f)});
-        if (features.size() > kMaxFeatures)
-            features.pop_back();
+        m_entries.push_front({key, std::move(f)});
+        if (m_entries.size() > kMaxEntries)
+            m_entries.pop_back();
     }
+
+private:
+    struct Entry {
+        uint64_t key = 0;
+        torch::Tensor features;
+    };
+    std::list<Entry> m_entries; // most recent first
+    static constexpr size_t kMaxEntries = 4;
+};
+
+} // namespace
+
+struct Session::State {
+    FeatureCache features;
 };
 
 Session::Session(std::shared_ptr<const Model> model)
@@ -468,10 +454,6 @@ Session::Session(std::shared_ptr<const Model> model)
 }
 
 Session::~Session() = default;
-
-void Session::clearFeatureCache() {
-    m_state->features.clear();
-}
 
 namespace {
 
@@ -559,17 +541,11 @@ std::vector<Result> Session::generateBatch(const std::vector<Request>& requests,
     }
 }
 
-std::vector<Result> Session::generateRows(const std::vector<Request>& requests,
-                                          const GenerationOptions& options,
-                                          const BatchTokenCallback& onToken,
-                                          const std::atomic<bool>* cancel) {
-    const auto start = Clock::now();
-    c10::InferenceMode guard;
-    const Model::Impl& impl = m_model->impl();
-    const Manifest& m = impl.manifest;
-    const int batch = static_cast<int>(requests.size());
-    std::vector<Result> results(batch);
+namespace {
 
+// The steps of Session::generateRows, in the order it runs them.
+
+void checkOptions(const Manifest& m, const GenerationOptions& options) {
     if (options.numBeams < 1 || options.numBeams > 16)
         throw EngineError("beams must be between 1 and 16, not " +
                           std::to_string(options.numBeams));
@@ -578,97 +554,115 @@ std::vector<Result> Session::generateRows(const std::vector<Request>& requests,
     if (options.maxNewTokens > m.maxPositions)
         throw EngineError("maximum new tokens is " + std::to_string(options.maxNewTokens) +
                           "; this model's decoder holds at most " + std::to_string(m.maxPositions));
-    size_t longestPrompt = 0;
-    for (int b = 0; b < batch; ++b) {
+}
+
+// Fills every result's prompt ids; returns the longest prompt's length.
+size_t tokenizePrompts(const Tokenizer& tokenizer, const Manifest& m,
+                       const std::vector<Request>& requests, std::vector<Result>& results) {
+    size_t longest = 0;
+    for (size_t b = 0; b < requests.size(); ++b) {
         const Request& request = requests[b];
         if (request.pixelValues.empty() && request.image.empty())
             throw EngineError("no image: load an image first");
-        results[b].promptIds = impl.tokenizer.encode(request.prompt);
+        results[b].promptIds = tokenizer.encode(request.prompt);
         checkPrompt(m, results[b].promptIds);
-        longestPrompt = std::max(longestPrompt, results[b].promptIds.size());
+        longest = std::max(longest, results[b].promptIds.size());
     }
+    return longest;
+}
 
-    // Image features: reused when the same image was seen by this session before; the others
-    // go through the vision encoder together.
-    std::vector<torch::Tensor> features(batch);
-    std::vector<uint64_t> keys(batch, 0);
-    std::vector<torch::Tensor> pixels;
-    std::vector<int> pending;
-    double preprocessMs = 0, visionMs = 0;
-    {
-        const auto t = Clock::now();
-        for (int b = 0; b < batch; ++b) {
-            const Request& request = requests[b];
-            const bool fromImage = request.pixelValues.empty();
-            if (fromImage && options.reuseFeatures) {
-                keys[b] = hashImage(request.image);
-                features[b] = m_state->find(keys[b]);
-                // The same image twice in one batch is encoded once.
-                for (int e = 0; e < b && !features[b].defined(); ++e)
-                    if (keys[e] == keys[b] &&
-                        std::find(pending.begin(), pending.end(), e) == pending.end())
-                        features[b] = features[e];
-                results[b].timings.featuresReused = features[b].defined();
-                if (features[b].defined())
-                    continue;
-            }
-            if (fromImage) {
-                std::vector<float> chw =
-                    preprocess(request.image, m.imageWidth, m.imageHeight, m.imageMean, m.imageStd);
-                pixels.push_back(toTensor(chw, {1, 3, m.imageHeight, m.imageWidth}));
-            } else {
-                pixels.push_back(pixelTensor(m, request.pixelValues));
-            }
-            pending.push_back(b);
-        }
-        preprocessMs = msSince(t);
-    }
-    if (!pending.empty() && !(cancel && cancel->load())) {
-        const auto t = Clock::now();
-        torch::Tensor all = impl.imageFeatures(torch::cat(pixels, 0));
-        for (size_t i = 0; i < pending.size(); ++i) {
-            const int b = pending[i];
-            features[b] = all.narrow(0, static_cast<int64_t>(i), 1);
-            if (options.reuseFeatures && requests[b].pixelValues.empty())
-                m_state->remember(keys[b], features[b]);
-        }
-        visionMs = msSince(t);
-    }
+// The times of the stages before decoding, the same for every row of a batch.
+struct StageTimes {
+    double preprocessMs = 0;
+    double visionMs = 0;
+    double textEncoderMs = 0;
+};
 
-    auto stopNow = [&] {
-        if (!cancel || !cancel->load())
-            return false;
-        for (Result& r : results) {
-            r.cancelled = true;
-            r.timings.preprocessMs = preprocessMs;
-            r.timings.visionMs = visionMs;
-            r.timings.totalMs = msSince(start);
-        }
-        return true;
-    };
-    if (stopNow())
-        return results;
+// The image features of every row: reused when this session saw the same image before, the
+// others preprocessed here and encoded together by encodePendingImages.
+struct RowFeatures {
+    std::vector<torch::Tensor> features; // per row; undefined until encoded
+    std::vector<uint64_t> keys;          // per row; 0 when not cached
+    std::vector<torch::Tensor> pixels;   // model inputs of the rows still to encode
+    std::vector<int> pending;            // those rows
+};
 
-    // Prompts padded to the longest with <pad>; the mask keeps padding out of attention, so a
-    // batched request sees exactly what it would alone.
-    const auto tEnc = Clock::now();
-    const int64_t promptLen = static_cast<int64_t>(longestPrompt);
-    torch::Tensor ids = torch::full({batch, promptLen}, m.padId, torch::kInt64);
-    torch::Tensor promptMask = torch::zeros({batch, promptLen}, torch::kInt64);
+RowFeatures collectFeatures(const Manifest& m, FeatureCache& cache,
+                            const std::vector<Request>& requests, const GenerationOptions& options,
+                            std::vector<Result>& results) {
+    const int batch = static_cast<int>(requests.size());
+    RowFeatures rows;
+    rows.features.resize(batch);
+    rows.keys.assign(batch, 0);
     for (int b = 0; b < batch; ++b) {
+        const Request& request = requests[b];
+        const bool fromImage = request.pixelValues.empty();
+        if (fromImage && options.reuseFeatures) {
+            rows.keys[b] = hashImage(request.image);
+            rows.features[b] = cache.find(rows.keys[b]);
+            // The same image twice in one batch is encoded once.
+            for (int e = 0; e < b && !rows.features[b].defined(); ++e)
+                if (rows.keys[e] == rows.keys[b] &&
+                    std::find(rows.pending.begin(), rows.pending.end(), e) == rows.pending.end())
+                    rows.features[b] = rows.features[e];
+            results[b].timings.featuresReused = rows.features[b].defined();
+            if (rows.features[b].defined())
+                continue;
+        }
+        if (fromImage) {
+            std::vector<float> chw =
+                preprocess(request.image, m.imageWidth, m.imageHeight, m.imageMean, m.imageStd);
+            rows.pixels.push_back(toTensor(chw, {1, 3, m.imageHeight, m.imageWidth}));
+        } else {
+            rows.pixels.push_back(pixelTensor(m, request.pixelValues));
+        }
+        rows.pending.push_back(b);
+    }
+    return rows;
+}
+
+void encodePendingImages(const Model::Impl& impl, FeatureCache& cache,
+                         const std::vector<Request>& requests, const GenerationOptions& options,
+                         RowFeatures& rows) {
+    if (rows.pending.empty())
+        return;
+    torch::Tensor all = impl.imageFeatures(torch::cat(rows.pixels, 0));
+    for (size_t i = 0; i < rows.pending.size(); ++i) {
+        const int b = rows.pending[i];
+        rows.features[b] = all.narrow(0, static_cast<int64_t>(i), 1);
+        if (options.reuseFeatures && requests[b].pixelValues.empty())
+            cache.remember(rows.keys[b], rows.features[b]);
+    }
+}
+
+struct EncodedPrompts {
+    torch::Tensor hidden; // [batch, image tokens + longest prompt, d_model]
+    torch::Tensor mask;   // [batch, same]: 0 on padding
+};
+
+// Prompts padded to the longest with <pad>; the mask keeps padding out of attention, so a
+// batched request sees exactly what it would alone.
+EncodedPrompts encodePrompts(const Model::Impl& impl, const std::vector<torch::Tensor>& features,
+                             const std::vector<Result>& results, size_t longestPrompt) {
+    const int64_t batch = static_cast<int64_t>(results.size());
+    const int64_t promptLen = static_cast<int64_t>(longestPrompt);
+    torch::Tensor ids = torch::full({batch, promptLen}, impl.manifest.padId, torch::kInt64);
+    torch::Tensor promptMask = torch::zeros({batch, promptLen}, torch::kInt64);
+    for (int64_t b = 0; b < batch; ++b) {
         const auto& p = results[b].promptIds;
         const int64_t n = static_cast<int64_t>(p.size());
         ids[b].narrow(0, 0, n).copy_(torch::tensor(p, torch::kInt64));
         promptMask[b].narrow(0, 0, n).fill_(1);
     }
     torch::Tensor featureBatch = torch::cat(features, 0);
-    torch::Tensor hidden = impl.textEncoder.forward({featureBatch, ids, promptMask}).toTensor();
-    torch::Tensor mask =
+    EncodedPrompts out;
+    out.hidden = impl.textEncoder.forward({featureBatch, ids, promptMask}).toTensor();
+    out.mask =
         torch::cat({torch::ones({batch, featureBatch.size(1)}, torch::kInt64), promptMask}, 1);
-    const double textEncoderMs = msSince(tEnc);
-    if (stopNow())
-        return results;
+    return out;
+}
 
+detail::SearchSettings searchSettings(const Manifest& m, const GenerationOptions& options) {
     detail::SearchSettings s;
     s.numBeams = options.numBeams;
     s.maxLength = options.maxNewTokens + 1;
@@ -681,12 +675,110 @@ std::vector<Result> Session::generateRows(const std::vector<Request>& requests,
     s.padId = m.padId;
     s.forcedBosId = m.forcedBosId;
     s.forcedEosId = m.forcedEosId;
+    return s;
+}
 
-    std::vector<std::string> reported(batch);
+// The text of one row's best hypothesis as it grows. A step that appends one token to the
+// hypothesis reported before decodes only that token; a switch to another beam decodes the new
+// hypothesis from the start. Bytes of a character split over tokens are held back until it is
+// complete, so streamed text never shows half a character.
+class StreamedText {
+public:
+    explicit StreamedText(const Tokenizer& tokenizer)
+        : m_tokenizer(&tokenizer), m_decoder(tokenizer) {}
+
+    // Sets the event's textDelta, rewound and text for hypothesis `best`.
+    void update(const std::vector<int64_t>& best, TokenEvent& e) {
+        const bool extends =
+            best.size() == m_ids.size() + 1 && std::equal(m_ids.begin(), m_ids.end(), best.begin());
+        if (extends) {
+            e.textDelta = m_decoder.push(best.back());
+            m_text += e.textDelta;
+            m_ids.push_back(best.back());
+        } else {
+            m_decoder = Tokenizer::StreamDecoder(*m_tokenizer);
+            std::string full;
+            for (int64_t id : best)
+                full += m_decoder.push(id);
+            if (full.compare(0, m_text.size(), m_text) == 0) {
+                e.textDelta = full.substr(m_text.size());
+            } else {
+                e.rewound = true;
+                e.textDelta = full;
+            }
+            m_text = std::move(full);
+            m_ids = best;
+        }
+        e.text = m_text;
+    }
+
+private:
+    const Tokenizer* m_tokenizer;
+    Tokenizer::StreamDecoder m_decoder;
+    std::vector<int64_t> m_ids;
+    std::string m_text;
+};
+
+std::unique_ptr<detail::DecodeBackend> makeBackend(const Model::Impl& impl,
+                                                   const GenerationOptions& options,
+                                                   const EncodedPrompts& encoded) {
+    if (options.useCache) {
+        torch::Tensor crossKv = impl.decoder.run_method("cross_kv", encoded.hidden).toTensor();
+        return std::make_unique<CachedBackend>(impl.decoder, crossKv, encoded.mask);
+    }
+    return std::make_unique<FullBackend>(impl.decoder, encoded.hidden, encoded.mask);
+}
+
+void stampStages(std::vector<Result>& results, const StageTimes& stages) {
+    for (Result& r : results) {
+        r.timings.preprocessMs = stages.preprocessMs;
+        r.timings.visionMs = stages.visionMs;
+        r.timings.textEncoderMs = stages.textEncoderMs;
+    }
+}
+
+// A run stopped before decoding: what is known so far, marked cancelled.
+std::vector<Result>& cancelledBeforeDecoding(std::vector<Result>& results, const StageTimes& stages,
+                                             double totalMs) {
+    stampStages(results, stages);
+    for (Result& r : results) {
+        r.cancelled = true;
+        r.timings.totalMs = totalMs;
+    }
+    return results;
+}
+
+void assembleResults(const Tokenizer& tokenizer, std::vector<detail::SearchResult>& found,
+                     const StageTimes& stages, double decodeMs, double totalMs,
+                     std::vector<Result>& results) {
+    stampStages(results, stages);
+    for (size_t b = 0; b < results.size(); ++b) {
+        Result& r = results[b];
+        r.generatedIds = std::move(found[b].sequence);
+        r.tokenLogprobs = std::move(found[b].tokenLogprobs);
+        r.score = found[b].score;
+        r.cancelled = found[b].cancelled;
+        r.text = tokenizer.decode(r.generatedIds);
+        r.timings.stepMs = std::move(found[b].stepMs);
+        r.timings.decodeMs = decodeMs;
+        r.timings.totalMs = totalMs;
+    }
+}
+
+// Reports every step: the first token's time into the row's result, and, when the caller
+// listens, a TokenEvent with the row's text so far.
+detail::SearchCallbacks streamingCallbacks(const Tokenizer& tokenizer, std::vector<Result>& results,
+                                           const StageTimes& stages,
+                                           const BatchTokenCallback& onToken,
+                                           const std::atomic<bool>* cancel,
+                                           Clock::time_point start) {
+    auto streams =
+        std::make_shared<std::vector<StreamedText>>(results.size(), StreamedText(tokenizer));
     detail::SearchCallbacks callbacks;
     callbacks.cancel = cancel;
-    callbacks.onStep = [&](int index, int step, int64_t id, const std::vector<int64_t>& best,
-                           double ms) {
+    callbacks.onStep = [&results, &stages, &onToken, streams,
+                        start](int index, int step, int64_t id, const std::vector<int64_t>& best,
+                               double ms) {
         if (step == 0)
             results[index].timings.firstTokenMs = msSince(start);
         if (!onToken)
@@ -695,54 +787,63 @@ std::vector<Result> Session::generateRows(const std::vector<Request>& requests,
         e.step = step;
         e.id = id;
         e.stepMs = ms;
-        e.preprocessMs = preprocessMs;
-        e.visionMs = visionMs;
-        e.textEncoderMs = textEncoderMs;
+        e.preprocessMs = stages.preprocessMs;
+        e.visionMs = stages.visionMs;
+        e.textEncoderMs = stages.textEncoderMs;
         e.sequence = best;
-        std::string full = impl.tokenizer.decode(best);
-        full.resize(completeUtf8Prefix(full));
-        std::string& seen = reported[index];
-        if (full.compare(0, seen.size(), seen) == 0) {
-            e.textDelta = full.substr(seen.size());
-        } else {
-            e.rewound = true;
-            e.textDelta = full;
-        }
-        e.text = full;
-        seen = std::move(full);
+        (*streams)[static_cast<size_t>(index)].update(best, e);
         return onToken(static_cast<size_t>(index), e);
     };
+    return callbacks;
+}
 
-    std::unique_ptr<detail::DecodeBackend> backend;
-    if (options.useCache) {
-        torch::Tensor crossKv = impl.decoder.run_method("cross_kv", hidden).toTensor();
-        backend = std::make_unique<CachedBackend>(impl.decoder, crossKv, mask);
-    } else {
-        backend = std::make_unique<FullBackend>(impl.decoder, hidden, mask);
+} // namespace
+
+std::vector<Result> Session::generateRows(const std::vector<Request>& requests,
+                                          const GenerationOptions& options,
+                                          const BatchTokenCallback& onToken,
+                                          const std::atomic<bool>* cancel) {
+    const auto start = Clock::now();
+    c10::InferenceMode guard;
+    const Model::Impl& impl = m_model->impl();
+    const Manifest& m = impl.manifest;
+    std::vector<Result> results(requests.size());
+    const auto cancelled = [cancel] { return cancel && cancel->load(); };
+
+    checkOptions(m, options);
+    const size_t longestPrompt = tokenizePrompts(impl.tokenizer, m, requests, results);
+
+    StageTimes stages;
+    auto t = Clock::now();
+    RowFeatures rows = collectFeatures(m, m_state->features, requests, options, results);
+    stages.preprocessMs = msSince(t);
+    if (!rows.pending.empty() && !cancelled()) {
+        t = Clock::now();
+        encodePendingImages(impl, m_state->features, requests, options, rows);
+        stages.visionMs = msSince(t);
     }
-    const auto tDecode = Clock::now();
+    if (cancelled())
+        return cancelledBeforeDecoding(results, stages, msSince(start));
+
+    t = Clock::now();
+    const EncodedPrompts encoded = encodePrompts(impl, rows.features, results, longestPrompt);
+    stages.textEncoderMs = msSince(t);
+    if (cancelled())
+        return cancelledBeforeDecoding(results, stages, msSince(start));
+
+    const detail::SearchSettings settings = searchSettings(m, options);
+    const detail::SearchCallbacks callbacks =
+        streamingCallbacks(impl.tokenizer, results, stages, onToken, cancel, start);
+    std::unique_ptr<detail::DecodeBackend> backend = makeBackend(impl, options, encoded);
+    t = Clock::now();
     std::vector<detail::SearchResult> found;
     if (options.numBeams > 1)
-        found.push_back(detail::beamSearch(*backend, s, callbacks));
+        found.push_back(detail::beamSearch(*backend, settings, callbacks));
     else
-        found = detail::greedySearchBatch(*backend, s, batch, callbacks);
-    const double decodeMs = msSince(tDecode);
-    const double totalMs = msSince(start);
-
-    for (int b = 0; b < batch; ++b) {
-        Result& r = results[b];
-        r.generatedIds = std::move(found[b].sequence);
-        r.tokenLogprobs = std::move(found[b].tokenLogprobs);
-        r.score = found[b].score;
-        r.cancelled = found[b].cancelled;
-        r.text = impl.tokenizer.decode(r.generatedIds);
-        r.timings.stepMs = std::move(found[b].stepMs);
-        r.timings.preprocessMs = preprocessMs;
-        r.timings.visionMs = visionMs;
-        r.timings.textEncoderMs = textEncoderMs;
-        r.timings.decodeMs = decodeMs;
-        r.timings.totalMs = totalMs;
-    }
+        found = detail::greedySearchBatch(*backend, settings, static_cast<int>(results.size()),
+                                          callbacks);
+    const double decodeMs = msSince(t);
+    assembleResults(impl.tokenizer, found, stages, decodeMs, msSince(start), results);
     return results;
 }
 

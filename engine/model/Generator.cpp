@@ -1,19 +1,14 @@
 #include "model/Generator.h"
 
+#include <florence/stats.h>
+
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 
 namespace florence::detail {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double msSince(Clock::time_point start) {
-    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -185,10 +180,115 @@ std::vector<SearchResult> greedySearchBatch(DecodeBackend& backend, const Search
     return results;
 }
 
-SearchResult greedySearch(DecodeBackend& backend, const SearchSettings& s,
-                          const SearchCallbacks& callbacks) {
-    return std::move(greedySearchBatch(backend, s, 1, callbacks)[0]);
+namespace {
+
+// The beams after one step: the best 2 x beams candidates in order, a candidate ending in </s>
+// going to the finished hypotheses (only from the top `beams` ranks, as Hugging Face does), the
+// others continuing until `beams` are found.
+struct NextBeams {
+    std::vector<std::vector<int64_t>> seqs;
+    std::vector<std::vector<float>> logprobs; // per token after the start, as SearchResult's
+    std::vector<double> scores;
+    std::vector<int64_t> origin; // the beam each continues
+};
+
+NextBeams chooseNextBeams(const std::vector<std::vector<int64_t>>& seqs,
+                          const std::vector<std::vector<float>>& logprobs,
+                          const std::vector<double>& beamScores, const float* values,
+                          const int64_t* indices, int64_t vocab, int curLen,
+                          const SearchSettings& s, FinishedHypotheses& finished) {
+    const int nb = static_cast<int>(seqs.size());
+    NextBeams n;
+    std::vector<std::vector<int64_t>>& nextSeqs = n.seqs;
+    std::vector<double>& nextScores = n.scores;
+    std::vector<int64_t>& origin = n.origin;
+    for (int rank = 0; rank < 2 * nb && static_cast<int>(nextSeqs.size()) < nb; ++rank) {
+        const int64_t beam = indices[rank] / vocab;
+        const int64_t token = indices[rank] % vocab;
+        const double score = values[rank];
+        // The token's own processed log-probability: the running score less the beam's.
+        std::vector<float> tokenLogprobs = logprobs[beam];
+        tokenLogprobs.push_back(static_cast<float>(score - beamScores[beam]));
+        if (token == s.eosId && !s.ignoreEos) {
+            if (rank >= nb)
+                continue;
+            if (score > kNegInf)
+                finished.add(seqs[beam], std::move(tokenLogprobs), score, curLen - 1);
+        } else {
+            std::vector<int64_t> next = seqs[beam];
+            next.push_back(token);
+            nextSeqs.push_back(std::move(next));
+            n.logprobs.push_back(std::move(tokenLogprobs));
+            nextScores.push_back(score);
+            origin.push_back(beam);
+        }
+    }
+    // Forced </s> on the last step leaves no live continuation; keep the shapes.
+    while (static_cast<int>(nextSeqs.size()) < nb) {
+        std::vector<int64_t> next = seqs[0];
+        next.push_back(s.eosId);
+        nextSeqs.push_back(std::move(next));
+        std::vector<float> forced = logprobs[0];
+        forced.push_back(0.0f);
+        n.logprobs.push_back(std::move(forced));
+        nextScores.push_back(-1e9);
+        origin.push_back(0);
+    }
+    return n;
 }
+
+// The best hypothesis to show: the best finished one once the search is over, else the best
+// live beam.
+std::vector<int64_t> shownHypothesis(const std::vector<std::vector<int64_t>>& seqs,
+                                     const FinishedHypotheses& finished, bool done,
+                                     const SearchSettings& s) {
+    const Hypothesis* best = finished.best();
+    std::vector<int64_t> shown = seqs[0];
+    if (done && best) {
+        shown = best->tokens;
+        if (static_cast<int>(shown.size()) < s.maxLength)
+            shown.push_back(s.eosId);
+    }
+    return shown;
+}
+
+// The search's answer once the loop has ended.
+SearchResult finishBeamSearch(SearchResult result, const std::vector<std::vector<int64_t>>& seqs,
+                              const std::vector<std::vector<float>>& logprobs,
+                              const std::vector<double>& beamScores, bool done,
+                              const SearchSettings& s, FinishedHypotheses& finished) {
+    const int nb = static_cast<int>(seqs.size());
+    if (result.cancelled) {
+        result.sequence = seqs[0];
+        result.tokenLogprobs = logprobs[0];
+        result.score = beamScores[0];
+        return result;
+    }
+    // Hugging Face's finalize(): live beams join the finished ones, the best is returned and
+    // gets </s> appended when it ended by </s> below the length limit.
+    if (!done)
+        for (int b = 0; b < nb; ++b)
+            finished.add(seqs[b], logprobs[b], beamScores[b],
+                         static_cast<int>(seqs[b].size()) - 1);
+    const Hypothesis* best = finished.best();
+    if (!best) {
+        result.sequence = seqs[0];
+        result.tokenLogprobs = logprobs[0];
+        return result;
+    }
+    result.sequence = best->tokens;
+    result.tokenLogprobs = best->logprobs;
+    result.score = best->score;
+    if (static_cast<int>(result.sequence.size()) < s.maxLength &&
+        (result.sequence.empty() || result.sequence.back() != s.eosId))
+        result.sequence.push_back(s.eosId);
+    // A live beam that reached the length limit without </s> gets none appended above, so its
+    // log-probabilities already match; one that ended by </s> carries that token's.
+    result.tokenLogprobs.resize(result.sequence.size() - 1, 0.0f);
+    return result;
+}
+
+} // namespace
 
 SearchResult beamSearch(DecodeBackend& backend, const SearchSettings& s,
                         const SearchCallbacks& callbacks) {
@@ -223,59 +323,17 @@ SearchResult beamSearch(DecodeBackend& backend, const SearchSettings& s,
         const int64_t* indices = topIndices.data_ptr<int64_t>();
 
         const int curLen = static_cast<int>(seqs[0].size()) + 1; // as HF's process() counts
-        std::vector<std::vector<int64_t>> nextSeqs;
-        std::vector<std::vector<float>> nextLogprobs;
-        std::vector<double> nextScores;
-        std::vector<int64_t> origin;
-        for (int rank = 0; rank < 2 * nb && static_cast<int>(nextSeqs.size()) < nb; ++rank) {
-            const int64_t beam = indices[rank] / vocab;
-            const int64_t token = indices[rank] % vocab;
-            const double score = values[rank];
-            // The token's own processed log-probability: the running score less the beam's.
-            std::vector<float> tokenLogprobs = logprobs[beam];
-            tokenLogprobs.push_back(static_cast<float>(score - beamScores[beam]));
-            if (token == s.eosId && !s.ignoreEos) {
-                if (rank >= nb)
-                    continue;
-                if (score > kNegInf)
-                    finished.add(seqs[beam], std::move(tokenLogprobs), score, curLen - 1);
-            } else {
-                std::vector<int64_t> next = seqs[beam];
-                next.push_back(token);
-                nextSeqs.push_back(std::move(next));
-                nextLogprobs.push_back(std::move(tokenLogprobs));
-                nextScores.push_back(score);
-                origin.push_back(beam);
-            }
-        }
-        // Forced </s> on the last step leaves no live continuation; keep the shapes.
-        while (static_cast<int>(nextSeqs.size()) < nb) {
-            std::vector<int64_t> next = seqs[0];
-            next.push_back(s.eosId);
-            nextSeqs.push_back(std::move(next));
-            std::vector<float> forced = logprobs[0];
-            forced.push_back(0.0f);
-            nextLogprobs.push_back(std::move(forced));
-            nextScores.push_back(-1e9);
-            origin.push_back(0);
-        }
+        NextBeams next = chooseNextBeams(seqs, logprobs, beamScores, values, indices, vocab,
+                                         curLen, s, finished);
         done = finished.isDone(values[0], curLen);
-        seqs = std::move(nextSeqs);
-        logprobs = std::move(nextLogprobs);
-        beamScores = std::move(nextScores);
-        backend.reorder(origin);
+        seqs = std::move(next.seqs);
+        logprobs = std::move(next.logprobs);
+        beamScores = std::move(next.scores);
+        backend.reorder(next.origin);
 
         const double ms = msSince(start);
         result.stepMs.push_back(ms);
-        // The best hypothesis to show: the best finished one once the search is over, else the
-        // best live beam.
-        const Hypothesis* best = finished.best();
-        std::vector<int64_t> shown = seqs[0];
-        if (done && best) {
-            shown = best->tokens;
-            if (static_cast<int>(shown.size()) < s.maxLength)
-                shown.push_back(s.eosId);
-        }
+        const std::vector<int64_t> shown = shownHypothesis(seqs, finished, done, s);
         const int64_t id = shown.back();
         if (callbacks.onStep &&
             !callbacks.onStep(0, static_cast<int>(result.stepMs.size()) - 1, id, shown, ms)) {
@@ -284,33 +342,7 @@ SearchResult beamSearch(DecodeBackend& backend, const SearchSettings& s,
         }
     }
 
-    if (result.cancelled) {
-        result.sequence = seqs[0];
-        result.tokenLogprobs = logprobs[0];
-        result.score = beamScores[0];
-        return result;
-    }
-    // Hugging Face's finalize(): live beams join the finished ones, the best is returned and
-    // gets </s> appended when it ended by </s> below the length limit.
-    if (!done)
-        for (int b = 0; b < nb; ++b)
-            finished.add(seqs[b], logprobs[b], beamScores[b], static_cast<int>(seqs[b].size()) - 1);
-    const Hypothesis* best = finished.best();
-    if (!best) {
-        result.sequence = seqs[0];
-        result.tokenLogprobs = logprobs[0];
-        return result;
-    }
-    result.sequence = best->tokens;
-    result.tokenLogprobs = best->logprobs;
-    result.score = best->score;
-    if (static_cast<int>(result.sequence.size()) < s.maxLength &&
-        (result.sequence.empty() || result.sequence.back() != s.eosId))
-        result.sequence.push_back(s.eosId);
-    // A live beam that reached the length limit without </s> gets none appended above, so its
-    // log-probabilities already match; one that ended by </s> carries that token's.
-    result.tokenLogprobs.resize(result.sequence.size() - 1, 0.0f);
-    return result;
+    return finishBeamSearch(std::move(result), seqs, logprobs, beamScores, done, s, finished);
 }
 
 } // namespace florence::detail

@@ -62,8 +62,6 @@ struct SearchResult {
     std::vector<double> stepMs;
 };
 
-SearchResult greedySearch(DecodeBackend& backend, const SearchSettings& settings,
-                          const SearchCallbacks& callbacks);
 // Greedy search over `batch` independent requests decoded together (the backend's rows); a row
 // that has finished is fed <pad> until all have, as Hugging Face does.
 std::vector<SearchResult> greedySearchBatch(DecodeBackend& backend, const SearchSettings& settings,

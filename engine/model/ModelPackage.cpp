@@ -107,9 +107,10 @@ void readGeneratedParameters(const QJsonObject& root, Manifest& m) {
         fail(m.dir, "\"generated_parameters\" lists no parameter");
 }
 
-} // namespace
+// The steps of readManifest: each reads one part of manifest.json into the manifest, and fails
+// naming the package and the field at fault.
 
-Manifest readManifest(const std::string& dir) {
+QJsonObject manifestRoot(const std::string& dir) {
     QFileInfo info(QString::fromStdString(dir));
     if (!info.exists())
         throw PackageError("model folder " + dir + " does not exist");
@@ -129,24 +130,10 @@ Manifest readManifest(const std::string& dir) {
     const QJsonDocument doc = QJsonDocument::fromJson(file.readAll(), &err);
     if (doc.isNull() || !doc.isObject())
         fail(dir, "is not valid JSON (" + err.errorString().toStdString() + ")");
-    const QJsonObject root = doc.object();
+    return doc.object();
+}
 
-    Manifest m;
-    m.dir = info.absoluteFilePath().toStdString();
-    m.formatVersion = integer(root, "format_version", dir);
-    if (m.formatVersion < kOldestPackageFormatVersion || m.formatVersion > kPackageFormatVersion)
-        fail(dir, "package format version " + std::to_string(m.formatVersion) +
-                      ", this build reads versions " + std::to_string(kOldestPackageFormatVersion) +
-                      " to " + std::to_string(kPackageFormatVersion) +
-                      "; export the model again with this version's exporter");
-    m.name = root.value("name").toString().toStdString();
-    m.source = root.value("source").toString().toStdString();
-    m.precision = root.value("precision").toString("float32").toStdString();
-    m.storage = root.value("storage").toString("float32").toStdString();
-    if (m.storage != "float32" && m.storage != "float16" && m.storage != "none")
-        fail(dir, "unknown weight storage \"" + m.storage + "\"");
-    m.parameterCount = static_cast<int64_t>(root.value("parameters").toDouble());
-
+void readDimensions(const QJsonObject& root, const std::string& dir, Manifest& m) {
     const QJsonObject dims = object(root, "dimensions", dir);
     m.dModel = integer(dims, "d_model", dir);
     m.encoderLayers = integer(dims, "encoder_layers", dir);
@@ -156,7 +143,9 @@ Manifest readManifest(const std::string& dir) {
     m.vocabSize = integer(dims, "vocab_size", dir);
     m.maxPositions = integer(dims, "max_positions", dir);
     m.imageTokens = integer(dims, "image_tokens", dir);
+}
 
+void readImageSettings(const QJsonObject& root, const std::string& dir, Manifest& m) {
     const QJsonObject image = object(root, "image", dir);
     m.imageWidth = integer(image, "width", dir);
     m.imageHeight = integer(image, "height", dir);
@@ -173,7 +162,9 @@ Manifest readManifest(const std::string& dir) {
     if (m.imageWidth < 32 || m.imageHeight < 32 || m.imageWidth > 4096 || m.imageHeight > 4096)
         fail(dir, "image size " + std::to_string(m.imageWidth) + "x" +
                       std::to_string(m.imageHeight) + " is out of range");
+}
 
+void readTokensAndGeneration(const QJsonObject& root, const std::string& dir, Manifest& m) {
     const QJsonObject tokens = object(root, "tokens", dir);
     m.bosId = integer(tokens, "bos", dir);
     m.padId = integer(tokens, "pad", dir);
@@ -189,7 +180,9 @@ Manifest readManifest(const std::string& dir) {
     m.earlyStopping = gen.value("early_stopping").toBool(true);
     m.maxNewTokens = gen.value("max_new_tokens").toInt(1024);
     m.ignoreEos = gen.value("ignore_eos").toBool(false);
+}
 
+void readFiles(const QJsonObject& root, const std::string& dir, Manifest& m) {
     const QJsonObject files = object(root, "files", dir);
     for (auto it = files.begin(); it != files.end(); ++it) {
         const QJsonObject f = it.value().toObject();
@@ -204,7 +197,9 @@ Manifest readManifest(const std::string& dir) {
     for (const char* role : {"vision", "text_encoder", "decoder", "vocab", "merges"})
         if (!m.files.count(role))
             fail(dir, std::string("lists no ") + role + " file");
+}
 
+void readSharedParameters(const QJsonObject& root, const std::string& dir, Manifest& m) {
     const QJsonValue shared = root.value("shared_parameters");
     if (!shared.isUndefined() && !shared.isArray())
         fail(dir, "\"shared_parameters\" is not a list");
@@ -222,6 +217,33 @@ Manifest readManifest(const std::string& dir) {
             fail(dir, "incomplete shared parameter entry");
         m.sharedParameters.push_back(p);
     }
+}
+
+} // namespace
+
+Manifest readManifest(const std::string& dir) {
+    const QJsonObject root = manifestRoot(dir);
+    Manifest m;
+    m.dir = QFileInfo(QString::fromStdString(dir)).absoluteFilePath().toStdString();
+    m.formatVersion = integer(root, "format_version", dir);
+    if (m.formatVersion < kOldestPackageFormatVersion || m.formatVersion > kPackageFormatVersion)
+        fail(dir, "package format version " + std::to_string(m.formatVersion) +
+                      ", this build reads versions " + std::to_string(kOldestPackageFormatVersion) +
+                      " to " + std::to_string(kPackageFormatVersion) +
+                      "; export the model again with this version's exporter");
+    m.name = root.value("name").toString().toStdString();
+    m.source = root.value("source").toString().toStdString();
+    m.precision = root.value("precision").toString("float32").toStdString();
+    m.storage = root.value("storage").toString("float32").toStdString();
+    if (m.storage != "float32" && m.storage != "float16" && m.storage != "none")
+        fail(dir, "unknown weight storage \"" + m.storage + "\"");
+    m.parameterCount = static_cast<int64_t>(root.value("parameters").toDouble());
+
+    readDimensions(root, dir, m);
+    readImageSettings(root, dir, m);
+    readTokensAndGeneration(root, dir, m);
+    readFiles(root, dir, m);
+    readSharedParameters(root, dir, m);
     readGeneratedParameters(root, m);
     return m;
 }

@@ -1,6 +1,8 @@
 #include <florence/answer.h>
 #include <florence/engine.h>
 
+#include "text/AnswerTokens.h"
+
 namespace florence {
 
 ParsedAnswer parseResult(const Tokenizer& tokenizer, const std::string& task, const Result& result,

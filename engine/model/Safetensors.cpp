@@ -32,7 +32,7 @@ int64_t dtypeSize(const std::string& dtype) {
 }
 
 [[noreturn]] void fail(const std::string& path, const std::string& problem) {
-    throw std::runtime_error(path + ": not a valid safetensors file (" + problem + ")");
+    throw Error(path + ": not a valid safetensors file (" + problem + ")");
 }
 
 template <typename T> T readLe(const uint8_t* p) {
@@ -60,8 +60,8 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     // QFile opens non-ASCII (UTF-8) paths on every platform, unlike std::ifstream on Windows.
     QFile file(QString::fromStdString(path));
     if (!file.open(QIODevice::ReadOnly))
-        throw std::runtime_error(path + ": the file does not exist or cannot be opened (" +
-                                 file.errorString().toStdString() + ")");
+        throw Error(path + ": the file does not exist or cannot be opened (" +
+                    file.errorString().toStdString() + ")");
     const auto fileSize = uint64_t(file.size());
     if (fileSize < 8)
         fail(path, "the file is truncated: " + std::to_string(fileSize) + " bytes");
@@ -148,7 +148,7 @@ bool SafetensorsFile::contains(const std::string& name) const {
 const SafetensorsTensor& SafetensorsFile::tensor(const std::string& name) const {
     auto it = m_tensors.find(name);
     if (it == m_tensors.end())
-        throw std::runtime_error(m_path + ": has no tensor named '" + name + "'");
+        throw Error(m_path + ": has no tensor named '" + name + "'");
     return it->second;
 }
 
@@ -177,8 +177,8 @@ std::vector<float> SafetensorsFile::toFloat(const std::string& name) const {
         for (size_t i = 0; i < n; ++i)
             out[i] = float(readLe<double>(p + 8 * i));
     } else {
-        throw std::runtime_error(m_path + ": tensor '" + name + "' has dtype " + t.dtype +
-                                 ", not a floating-point type");
+        throw Error(m_path + ": tensor '" + name + "' has dtype " + t.dtype +
+                    ", not a floating-point type");
     }
     return out;
 }
@@ -206,8 +206,8 @@ std::vector<int64_t> SafetensorsFile::toInt64(const std::string& name) const {
         else if (t.dtype == "U64")
             out[i] = int64_t(readLe<uint64_t>(p + 8 * i));
         else
-            throw std::runtime_error(m_path + ": tensor '" + name + "' has dtype " + t.dtype +
-                                     ", not an integer type");
+            throw Error(m_path + ": tensor '" + name + "' has dtype " + t.dtype +
+                        ", not an integer type");
     }
     return out;
 }
@@ -219,12 +219,11 @@ void writeSafetensors(const std::string& path,
     for (const auto& [name, tensor] : tensors) {
         const int64_t elementSize = dtypeSize(tensor.dtype);
         if (elementSize == 0)
-            throw std::runtime_error(path + ": cannot write tensor '" + name +
-                                     "' with unknown dtype '" + tensor.dtype + "'");
+            throw Error(path + ": cannot write tensor '" + name + "' with unknown dtype '" +
+                        tensor.dtype + "'");
         if (uint64_t(tensor.numel()) * uint64_t(elementSize) != tensor.data.size())
-            throw std::runtime_error(path + ": tensor '" + name + "' has " +
-                                     std::to_string(tensor.data.size()) +
-                                     " bytes, which does not match its shape and dtype");
+            throw Error(path + ": tensor '" + name + "' has " + std::to_string(tensor.data.size()) +
+                        " bytes, which does not match its shape and dtype");
         QJsonArray shape;
         for (int64_t d : tensor.shape)
             shape.append(qint64(d));
@@ -243,8 +242,8 @@ void writeSafetensors(const std::string& path,
 
     QFile file(QString::fromStdString(path));
     if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate))
-        throw std::runtime_error(path + ": cannot be created for writing (" +
-                                 file.errorString().toStdString() + ")");
+        throw Error(path + ": cannot be created for writing (" + file.errorString().toStdString() +
+                    ")");
     const uint64_t headerSize = uint64_t(text.size());
     uint8_t sizeBytes[8];
     for (int i = 0; i < 8; ++i)
@@ -255,8 +254,7 @@ void writeSafetensors(const std::string& path,
         ok = ok && file.write(reinterpret_cast<const char*>(entry.second.data.data()),
                               qint64(entry.second.data.size())) == qint64(entry.second.data.size());
     if (!ok || !file.flush())
-        throw std::runtime_error(path + ": writing failed (" + file.errorString().toStdString() +
-                                 ")");
+        throw Error(path + ": writing failed (" + file.errorString().toStdString() + ")");
 }
 
 float halfToFloat(uint16_t h) {

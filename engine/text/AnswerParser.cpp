@@ -1,12 +1,12 @@
 #include <florence/answer.h>
 
-#include <QJsonArray>
+#include "text/AnswerTokens.h"
+
 #include <QRegularExpression>
 
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
-#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -134,14 +134,6 @@ int parseBin(QStringView digits) {
     for (QChar c : digits)
         value = std::min(value * 10 + (c.unicode() - u'0'), kMaxBin);
     return static_cast<int>(value);
-}
-
-// The original's dequantization runs in float32: (int64 bin + 0.5) becomes float32 and is
-// multiplied by size/1000 converted to float32.
-double float32Pixel(int bin, int size) {
-    const float center = static_cast<float>(bin) + 0.5f;
-    const float perBin = static_cast<float>(size / 1000.0);
-    return static_cast<double>(static_cast<float>(double(center) * double(perBin)));
 }
 
 const std::set<std::string>& phraseGroundingBlackList() {
@@ -370,46 +362,6 @@ AnswerType answerTypeOf(const std::string& task) {
     return AnswerType::PureText;
 }
 
-QJsonArray hfCoordinates(const std::vector<int>& bins, int width, int height) {
-    QJsonArray values;
-    for (size_t i = 0; i < bins.size(); ++i)
-        values.append(float32Pixel(bins[i], i % 2 == 0 ? width : height));
-    return values;
-}
-
-QJsonArray toJsonArray(const std::vector<double>& values) {
-    QJsonArray array;
-    for (double v : values)
-        array.append(v);
-    return array;
-}
-
-QString qstr(const std::string& s) {
-    return QString::fromStdString(s);
-}
-
-const char* kindName(AnswerItem::Kind kind) {
-    switch (kind) {
-    case AnswerItem::Kind::Box:
-        return "box";
-    case AnswerItem::Kind::Quad:
-        return "quad";
-    case AnswerItem::Kind::Polygon:
-        return "polygon";
-    }
-    return "box";
-}
-
-double polygonArea(const std::vector<double>& xy) {
-    double twiceArea = 0;
-    const size_t n = xy.size() / 2;
-    for (size_t i = 0; i < n; ++i) {
-        const size_t j = (i + 1) % n;
-        twiceArea += xy[2 * i] * xy[2 * j + 1] - xy[2 * j] * xy[2 * i + 1];
-    }
-    return std::abs(twiceArea) / 2;
-}
-
 } // namespace
 
 std::string answerTypeName(AnswerType type) {
@@ -538,176 +490,6 @@ ParsedAnswer parseAnswerTokens(const std::string& task, const std::vector<std::s
         answer.score = count > 0 ? sum / count : all / double(n);
     }
     return answer;
-}
-
-QJsonObject toHuggingFaceJson(const ParsedAnswer& answer) {
-    const QString task = qstr(answer.task);
-    const int w = answer.imageWidth, h = answer.imageHeight;
-    if (answer.type == AnswerType::PureText)
-        return QJsonObject{{task, qstr(answer.text)}};
-
-    QJsonArray bboxes, bboxLabels, quads, quadLabels, polygons, polygonLabels;
-    for (const AnswerItem& item : answer.items) {
-        switch (item.kind) {
-        case AnswerItem::Kind::Box:
-            bboxes.append(hfCoordinates(item.bins.front(), w, h));
-            bboxLabels.append(qstr(item.label));
-            break;
-        case AnswerItem::Kind::Quad:
-            quads.append(hfCoordinates(item.bins.front(), w, h));
-            quadLabels.append(qstr(item.label));
-            break;
-        case AnswerItem::Kind::Polygon: {
-            QJsonArray objectPolygons;
-            for (const std::vector<int>& bins : item.bins)
-                objectPolygons.append(hfCoordinates(bins, w, h));
-            polygons.append(objectPolygons);
-            polygonLabels.append(qstr(item.label));
-            break;
-        }
-        }
-    }
-
-    QJsonObject value;
-    switch (answer.type) {
-    case AnswerType::PureText:
-        break;
-    case AnswerType::DescriptionWithBboxes:
-    case AnswerType::Bboxes:
-    case AnswerType::PhraseGrounding:
-        value = {{"bboxes", bboxes}, {"labels", bboxLabels}};
-        break;
-    case AnswerType::Ocr:
-        value = {{"quad_boxes", quads}, {"labels", quadLabels}};
-        break;
-    case AnswerType::Polygons:
-        value = {{"polygons", polygons}, {"labels", polygonLabels}};
-        break;
-    case AnswerType::DescriptionWithBboxesOrPolygons:
-        value = {{"bboxes", bboxes},
-                 {"bboxes_labels", bboxLabels},
-                 {"polygons", polygons},
-                 {"polygons_labels", polygonLabels}};
-        break;
-    }
-    return QJsonObject{{task, value}};
-}
-
-QJsonObject toNativeJson(const ParsedAnswer& answer) {
-    QJsonArray items;
-    for (const AnswerItem& item : answer.items) {
-        QJsonObject o{{"kind", kindName(item.kind)},   {"label", qstr(item.label)},
-                      {"charBegin", item.charBegin},   {"charEnd", item.charEnd},
-                      {"tokenBegin", item.tokenBegin}, {"tokenEnd", item.tokenEnd}};
-        switch (item.kind) {
-        case AnswerItem::Kind::Box:
-            o["box"] = QJsonArray{item.box.x1, item.box.y1, item.box.x2, item.box.y2};
-            break;
-        case AnswerItem::Kind::Quad:
-            o["quad"] = toJsonArray(item.quad);
-            break;
-        case AnswerItem::Kind::Polygon: {
-            QJsonArray polys;
-            for (const std::vector<double>& p : item.polygons)
-                polys.append(toJsonArray(p));
-            o["polygons"] = polys;
-            break;
-        }
-        }
-        QJsonArray bins;
-        for (const std::vector<int>& group : item.bins) {
-            QJsonArray g;
-            for (int b : group)
-                g.append(b);
-            bins.append(g);
-        }
-        o["bins"] = bins;
-        if (item.score >= 0)
-            o["score"] = item.score;
-        items.append(o);
-    }
-    QJsonObject o{
-        {"task", qstr(answer.task)},         {"answerType", qstr(answerTypeName(answer.type))},
-        {"text", qstr(answer.text)},         {"imageWidth", answer.imageWidth},
-        {"imageHeight", answer.imageHeight}, {"items", items}};
-    if (answer.score >= 0)
-        o["score"] = answer.score;
-    return o;
-}
-
-QJsonObject toCocoJson(const ParsedAnswer& answer, const std::string& imageFileName, int imageWidth,
-                       int imageHeight) {
-    QJsonArray annotations, categories;
-    std::map<std::string, int> categoryIds;
-    const auto categoryOf = [&](const std::string& label) {
-        const std::string name = label.empty() ? "region" : label;
-        auto it = categoryIds.find(name);
-        if (it == categoryIds.end()) {
-            it = categoryIds.emplace(name, int(categoryIds.size()) + 1).first;
-            categories.append(QJsonObject{{"id", it->second}, {"name", qstr(name)}});
-        }
-        return it->second;
-    };
-
-    for (const AnswerItem& item : answer.items) {
-        // Every geometry as polygons in COCO's flat x,y form; its bounding box and area follow.
-        std::vector<std::vector<double>> outlines;
-        double area = 0;
-        if (item.kind == AnswerItem::Kind::Box) {
-            const Box& b = item.box;
-            const double x1 = std::min(b.x1, b.x2), x2 = std::max(b.x1, b.x2);
-            const double y1 = std::min(b.y1, b.y2), y2 = std::max(b.y1, b.y2);
-            outlines.push_back({x1, y1, x2, y1, x2, y2, x1, y2});
-            area = (x2 - x1) * (y2 - y1);
-        } else if (item.kind == AnswerItem::Kind::Quad) {
-            outlines.push_back(item.quad);
-            area = polygonArea(item.quad);
-        } else {
-            // COCO needs at least three points per polygon.
-            for (const std::vector<double>& p : item.polygons) {
-                if (p.size() >= 6) {
-                    outlines.push_back(p);
-                    area += polygonArea(p);
-                }
-            }
-        }
-        if (outlines.empty())
-            continue;
-        double minX = std::numeric_limits<double>::max(), minY = minX;
-        double maxX = std::numeric_limits<double>::lowest(), maxY = maxX;
-        for (const std::vector<double>& p : outlines) {
-            for (size_t i = 0; i + 1 < p.size(); i += 2) {
-                minX = std::min(minX, p[i]);
-                maxX = std::max(maxX, p[i]);
-                minY = std::min(minY, p[i + 1]);
-                maxY = std::max(maxY, p[i + 1]);
-            }
-        }
-        QJsonObject annotation{{"id", annotations.size() + 1},
-                               {"image_id", 1},
-                               {"category_id", categoryOf(item.label)},
-                               {"bbox", QJsonArray{minX, minY, maxX - minX, maxY - minY}},
-                               {"area", area},
-                               {"iscrowd", 0}};
-        if (item.kind != AnswerItem::Kind::Box) {
-            QJsonArray segmentation;
-            for (const std::vector<double>& p : outlines)
-                segmentation.append(toJsonArray(p));
-            annotation["segmentation"] = segmentation;
-        }
-        if (item.kind == AnswerItem::Kind::Quad)
-            annotation["text"] = qstr(item.label);
-        if (item.score >= 0)
-            annotation["score"] = item.score;
-        annotations.append(annotation);
-    }
-
-    const QJsonObject image{{"id", 1},
-                            {"file_name", qstr(imageFileName)},
-                            {"width", imageWidth},
-                            {"height", imageHeight}};
-    return QJsonObject{
-        {"images", QJsonArray{image}}, {"annotations", annotations}, {"categories", categories}};
 }
 
 } // namespace florence

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <string>
+#include <vector>
 
 namespace florence {
 
@@ -145,6 +147,31 @@ std::string regionToLocTokens(const Box& box, int imageWidth, int imageHeight) {
            std::to_string(pixelToBin(y1, imageHeight)) + "><loc_" +
            std::to_string(pixelToBin(x2, imageWidth)) + "><loc_" +
            std::to_string(pixelToBin(y2, imageHeight)) + ">";
+}
+
+Box parseRegion(const std::string& text) {
+    const auto fail = [&] {
+        return TaskError("a region is four numbers X1,Y1,X2,Y2 in pixels, not '" + text + "'");
+    };
+    std::vector<double> v;
+    size_t begin = 0;
+    while (begin <= text.size()) {
+        const size_t comma = std::min(text.find(',', begin), text.size());
+        const std::string part = text.substr(begin, comma - begin);
+        try {
+            size_t used = 0;
+            v.push_back(std::stod(part, &used));
+            if (part.find_first_not_of(" \t", used) != std::string::npos)
+                throw fail();
+        } catch (const std::exception&) {
+            throw fail();
+        }
+        begin = comma + 1;
+    }
+    if (v.size() != 4 ||
+        !std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); }))
+        throw fail();
+    return Box{v[0], v[1], v[2], v[3]};
 }
 
 std::string buildPrompt(const TaskRequest& request, int imageWidth, int imageHeight) {

@@ -211,8 +211,8 @@ std::array<char32_t, 256> byteToCodePoint() {
 QByteArray readFile(const std::string& path, const char* what) {
     QFile file(QString::fromStdString(path));
     if (!file.open(QIODevice::ReadOnly))
-        throw std::runtime_error("cannot read " + std::string(what) + " '" + path +
-                                 "': " + file.errorString().toStdString());
+        throw Error("cannot read " + std::string(what) + " '" + path +
+                    "': " + file.errorString().toStdString());
     return file.readAll();
 }
 
@@ -244,6 +244,12 @@ struct Tokenizer::Data {
     void bpe(std::string_view word, std::vector<int64_t>& out) const;
     void encodeSegment(std::string_view text, std::vector<int64_t>& out) const;
     int64_t addToken(const std::string& token, bool isAdded);
+
+    // The steps of Tokenizer::fromFiles, in order.
+    void readVocab(const std::string& vocabJsonPath);
+    void mapTokenBytes(const std::string& vocabJsonPath);
+    void addFlorenceTokens(const std::string& vocabJsonPath);
+    void readMerges(const std::string& mergesPath);
 };
 
 namespace {
@@ -414,59 +420,57 @@ void Tokenizer::Data::encodeSegment(std::string_view text, std::vector<int64_t>&
     }
 }
 
-Tokenizer Tokenizer::fromFiles(const std::string& vocabJsonPath, const std::string& mergesPath) {
-    auto data = std::make_shared<Data>();
-
-    // --- vocab.json -------------------------------------------------------------------------
-    {
-        const QByteArray bytes = readFile(vocabJsonPath, "vocabulary file");
-        QJsonParseError error{};
-        const QJsonDocument doc = QJsonDocument::fromJson(bytes, &error);
-        if (error.error != QJsonParseError::NoError)
-            throw std::runtime_error("vocabulary file '" + vocabJsonPath +
-                                     "' is not valid JSON: " + error.errorString().toStdString() +
-                                     " at offset " + std::to_string(error.offset));
-        if (!doc.isObject())
-            throw std::runtime_error("vocabulary file '" + vocabJsonPath +
-                                     "' is not a JSON object of token → id");
-        const QJsonObject object = doc.object();
-        // An id far beyond the entry count would make us allocate for nothing; real
-        // vocabularies are dense.
-        const int64_t maxId = static_cast<int64_t>(object.size()) * 2 + 1024;
-        data->tokenToId.reserve(static_cast<size_t>(object.size()) + 1100);
-        for (auto it = object.constBegin(); it != object.constEnd(); ++it) {
-            const QJsonValue value = it.value();
-            const double number = value.toDouble(-1.0);
-            const auto id = static_cast<int64_t>(number);
-            if (!value.isDouble() || static_cast<double>(id) != number || id < 0 || id > maxId)
-                throw std::runtime_error("vocabulary file '" + vocabJsonPath +
-                                         "' has an invalid id for token '" +
-                                         it.key().toStdString() + "'");
-            if (static_cast<size_t>(id) >= data->idToToken.size()) {
-                data->idToToken.resize(static_cast<size_t>(id) + 1);
-                data->valid.resize(static_cast<size_t>(id) + 1, false);
-            }
-            if (data->valid[id])
-                throw std::runtime_error("vocabulary file '" + vocabJsonPath + "' gives id " +
-                                         std::to_string(id) + " to two tokens");
-            std::string token = it.key().toStdString();
-            data->tokenToId.emplace(token, id);
-            data->idToToken[id] = std::move(token);
-            data->valid[id] = true;
+// vocab.json: token -> id, dense ids, no id given twice.
+void Tokenizer::Data::readVocab(const std::string& vocabJsonPath) {
+    const QByteArray bytes = readFile(vocabJsonPath, "vocabulary file");
+    QJsonParseError error{};
+    const QJsonDocument doc = QJsonDocument::fromJson(bytes, &error);
+    if (error.error != QJsonParseError::NoError)
+        throw Error("vocabulary file '" + vocabJsonPath +
+                    "' is not valid JSON: " + error.errorString().toStdString() + " at offset " +
+                    std::to_string(error.offset));
+    if (!doc.isObject())
+        throw Error("vocabulary file '" + vocabJsonPath + "' is not a JSON object of token → id");
+    const QJsonObject object = doc.object();
+    // An id far beyond the entry count would make us allocate for nothing; real
+    // vocabularies are dense.
+    const int64_t maxId = static_cast<int64_t>(object.size()) * 2 + 1024;
+    tokenToId.reserve(static_cast<size_t>(object.size()) + 1100);
+    for (auto it = object.constBegin(); it != object.constEnd(); ++it) {
+        const QJsonValue value = it.value();
+        const double number = value.toDouble(-1.0);
+        const auto id = static_cast<int64_t>(number);
+        if (!value.isDouble() || static_cast<double>(id) != number || id < 0 || id > maxId)
+            throw Error("vocabulary file '" + vocabJsonPath + "' has an invalid id for token '" +
+                        it.key().toStdString() + "'");
+        if (static_cast<size_t>(id) >= idToToken.size()) {
+            idToToken.resize(static_cast<size_t>(id) + 1);
+            valid.resize(static_cast<size_t>(id) + 1, false);
         }
+        if (valid[id])
+            throw Error("vocabulary file '" + vocabJsonPath + "' gives id " + std::to_string(id) +
+                        " to two tokens");
+        std::string token = it.key().toStdString();
+        tokenToId.emplace(token, id);
+        idToToken[id] = std::move(token);
+        valid[id] = true;
     }
-    const size_t bpeCount = data->idToToken.size();
-    data->added.assign(bpeCount, false);
+}
 
-    // Byte-level tokens back to bytes, once, so decode is a table lookup.
+// Byte-level tokens back to bytes, once, so decode is a table lookup; and the token of every
+// single byte, which BPE starts from.
+void Tokenizer::Data::mapTokenBytes(const std::string& vocabJsonPath) {
+    const size_t bpeCount = idToToken.size();
+    added.assign(bpeCount, false);
+
     const std::array<char32_t, 256> byteToCp = byteToCodePoint();
     std::array<int, 324> cpToByte{};
     cpToByte.fill(-1);
     for (int b = 0; b < 256; ++b)
         cpToByte[byteToCp[b]] = b;
-    data->idToBytes.resize(bpeCount);
+    idToBytes.resize(bpeCount);
     for (size_t id = 0; id < bpeCount; ++id) {
-        const std::string& token = data->idToToken[id];
+        const std::string& token = idToToken[id];
         std::string bytes;
         bool mapped = true;
         for (size_t pos = 0; pos < token.size() && mapped;) {
@@ -478,94 +482,99 @@ Tokenizer Tokenizer::fromFiles(const std::string& vocabJsonPath, const std::stri
         }
         // Like HF's ByteLevel decoder, a token with characters outside the byte map (only
         // <s>-style specials in practice) is emitted as its own UTF-8 text.
-        data->idToBytes[id] = mapped ? std::move(bytes) : token;
+        idToBytes[id] = mapped ? std::move(bytes) : token;
     }
     for (int b = 0; b < 256; ++b) {
         std::string ch;
         appendUtf8(ch, byteToCp[b]);
-        auto it = data->tokenToId.find(ch);
-        if (it == data->tokenToId.end())
-            throw std::runtime_error("vocabulary file '" + vocabJsonPath +
-                                     "' lacks the byte-level token for byte " + std::to_string(b));
-        data->byteTokenId[b] = static_cast<int32_t>(it->second);
+        auto it = tokenToId.find(ch);
+        if (it == tokenToId.end())
+            throw Error("vocabulary file '" + vocabJsonPath +
+                        "' lacks the byte-level token for byte " + std::to_string(b));
+        byteTokenId[b] = static_cast<int32_t>(it->second);
     }
+}
 
-    // --- added tokens -----------------------------------------------------------------------
+// Florence-2's added tokens (BART's specials, <loc_N>, the task tokens), matched in the raw
+// text before BPE.
+void Tokenizer::Data::addFlorenceTokens(const std::string& vocabJsonPath) {
     for (int64_t expected = 0; expected < 4; ++expected) {
-        auto it = data->tokenToId.find(kBartSpecials[expected]);
-        if (it == data->tokenToId.end() || it->second != expected)
-            throw std::runtime_error("vocabulary file '" + vocabJsonPath + "' does not have " +
-                                     kBartSpecials[expected] + " at id " +
-                                     std::to_string(expected));
-        data->addToken(kBartSpecials[expected], true);
+        auto it = tokenToId.find(kBartSpecials[expected]);
+        if (it == tokenToId.end() || it->second != expected)
+            throw Error("vocabulary file '" + vocabJsonPath + "' does not have " +
+                        kBartSpecials[expected] + " at id " + std::to_string(expected));
+        addToken(kBartSpecials[expected], true);
     }
-    if (data->tokenToId.count(kMaskToken))
-        data->lstripId = data->addToken(kMaskToken, true);
+    if (tokenToId.count(kMaskToken))
+        lstripId = addToken(kMaskToken, true);
     for (const char* token : kTokensBeforeLoc)
-        data->addToken(token, true);
-    data->locIds.reserve(kLocCount);
+        addToken(token, true);
+    locIds.reserve(kLocCount);
     for (int bin = 0; bin < kLocCount; ++bin)
-        data->locIds.push_back(data->addToken("<loc_" + std::to_string(bin) + ">", true));
+        locIds.push_back(addToken("<loc_" + std::to_string(bin) + ">", true));
     for (size_t pos = 0; pos < kTokensAfterLoc.size();) {
         const size_t space = std::min(kTokensAfterLoc.find(' ', pos), kTokensAfterLoc.size());
-        data->addToken(std::string(kTokensAfterLoc.substr(pos, space - pos)), true);
+        addToken(std::string(kTokensAfterLoc.substr(pos, space - pos)), true);
         pos = space + 1;
     }
-    for (size_t id = 0; id < data->idToToken.size(); ++id) {
-        if (!data->added[id])
+    for (size_t id = 0; id < idToToken.size(); ++id) {
+        if (!added[id])
             continue;
-        const std::string_view text = data->idToToken[id];
-        data->addedByText.emplace(text, static_cast<int64_t>(id));
-        data->addedFirstByte[static_cast<unsigned char>(text[0])] = true;
-        data->addedMinLen = std::min(data->addedMinLen, text.size());
-        data->addedMaxLen = std::max(data->addedMaxLen, text.size());
+        const std::string_view text = idToToken[id];
+        addedByText.emplace(text, static_cast<int64_t>(id));
+        addedFirstByte[static_cast<unsigned char>(text[0])] = true;
+        addedMinLen = std::min(addedMinLen, text.size());
+        addedMaxLen = std::max(addedMaxLen, text.size());
     }
+}
 
-    // --- merges.txt -------------------------------------------------------------------------
-    {
-        const QByteArray bytes = readFile(mergesPath, "merges file");
-        const std::string_view text(bytes.constData(), static_cast<size_t>(bytes.size()));
-        data->merges.reserve(60000);
-        int32_t rank = 0;
-        size_t lineNumber = 0;
-        std::string merged;
-        for (size_t pos = 0; pos < text.size();) {
-            size_t eol = text.find('\n', pos);
-            if (eol == std::string_view::npos)
-                eol = text.size();
-            std::string_view line = text.substr(pos, eol - pos);
-            pos = eol + 1;
-            ++lineNumber;
-            if (!line.empty() && line.back() == '\r')
-                line.remove_suffix(1);
-            if (line.empty() || line.substr(0, 8) == "#version")
-                continue;
-            const size_t space = line.find(' ');
-            if (space == std::string_view::npos || space == 0 || space + 1 == line.size() ||
-                line.find(' ', space + 1) != std::string_view::npos)
-                throw std::runtime_error("merges file '" + mergesPath + "' line " +
-                                         std::to_string(lineNumber) +
-                                         " is not two tokens separated by a space");
-            const std::string_view a = line.substr(0, space);
-            const std::string_view b = line.substr(space + 1);
-            merged.assign(a);
-            merged.append(b);
-            auto ia = data->tokenToId.find(std::string(a));
-            auto ib = data->tokenToId.find(std::string(b));
-            auto im = data->tokenToId.find(merged);
-            if (ia == data->tokenToId.end() || ib == data->tokenToId.end() ||
-                im == data->tokenToId.end())
-                throw std::runtime_error("merges file '" + mergesPath + "' line " +
-                                         std::to_string(lineNumber) +
-                                         " uses a token that is not in the vocabulary");
-            // The first occurrence of a pair wins, as in HF.
-            data->merges.emplace(
-                pairKey(static_cast<int32_t>(ia->second), static_cast<int32_t>(ib->second)),
-                std::make_pair(rank, static_cast<int32_t>(im->second)));
-            ++rank;
-        }
+// merges.txt: one pair per line, ranked by position; the first occurrence of a pair wins.
+void Tokenizer::Data::readMerges(const std::string& mergesPath) {
+    const QByteArray bytes = readFile(mergesPath, "merges file");
+    const std::string_view text(bytes.constData(), static_cast<size_t>(bytes.size()));
+    merges.reserve(60000);
+    int32_t rank = 0;
+    size_t lineNumber = 0;
+    std::string merged;
+    for (size_t pos = 0; pos < text.size();) {
+        size_t eol = text.find('\n', pos);
+        if (eol == std::string_view::npos)
+            eol = text.size();
+        std::string_view line = text.substr(pos, eol - pos);
+        pos = eol + 1;
+        ++lineNumber;
+        if (!line.empty() && line.back() == '\r')
+            line.remove_suffix(1);
+        if (line.empty() || line.substr(0, 8) == "#version")
+            continue;
+        const size_t space = line.find(' ');
+        if (space == std::string_view::npos || space == 0 || space + 1 == line.size() ||
+            line.find(' ', space + 1) != std::string_view::npos)
+            throw Error("merges file '" + mergesPath + "' line " + std::to_string(lineNumber) +
+                        " is not two tokens separated by a space");
+        const std::string_view a = line.substr(0, space);
+        const std::string_view b = line.substr(space + 1);
+        merged.assign(a);
+        merged.append(b);
+        auto ia = tokenToId.find(std::string(a));
+        auto ib = tokenToId.find(std::string(b));
+        auto im = tokenToId.find(merged);
+        if (ia == tokenToId.end() || ib == tokenToId.end() || im == tokenToId.end())
+            throw Error("merges file '" + mergesPath + "' line " + std::to_string(lineNumber) +
+                        " uses a token that is not in the vocabulary");
+        // The first occurrence of a pair wins, as in HF.
+        merges.emplace(pairKey(static_cast<int32_t>(ia->second), static_cast<int32_t>(ib->second)),
+                       std::make_pair(rank, static_cast<int32_t>(im->second)));
+        ++rank;
     }
+}
 
+Tokenizer Tokenizer::fromFiles(const std::string& vocabJsonPath, const std::string& mergesPath) {
+    auto data = std::make_shared<Data>();
+    data->readVocab(vocabJsonPath);
+    data->mapTokenBytes(vocabJsonPath);
+    data->addFlorenceTokens(vocabJsonPath);
+    data->readMerges(mergesPath);
     Tokenizer tokenizer;
     tokenizer.m_data = std::move(data);
     return tokenizer;

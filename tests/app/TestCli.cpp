@@ -3,6 +3,9 @@
 // for wrong arguments, unknown tasks and bad files.
 #include <florence/answer.h>
 #include <florence/tasks.h>
+#include <florence/version.h>
+
+#include "engine/PostprocessCases.h"
 
 #include <QRegularExpression>
 
@@ -108,23 +111,7 @@ private slots:
 };
 
 void TestCli::parseMatchesOriginal_data() {
-    QTest::addColumn<QString>("task");
-    QTest::addColumn<QString>("text");
-    QTest::addColumn<int>("width");
-    QTest::addColumn<int>("height");
-    QTest::addColumn<QJsonValue>("expected");
-    QFile f(FLORENCE_TEST_DATA_DIR "/postprocess-cases.json");
-    QVERIFY(f.open(QIODevice::ReadOnly));
-    const QJsonArray cases = QJsonDocument::fromJson(f.readAll()).array();
-    QVERIFY(cases.size() >= 16);
-    int i = 0;
-    for (const auto& v : cases) {
-        const QJsonObject c = v.toObject();
-        const QJsonArray size = c["image_size"].toArray();
-        QTest::addRow("%d %s", i++, qPrintable(c["task"].toString()))
-            << c["task"].toString() << c["text"].toString() << size[0].toInt() << size[1].toInt()
-            << c["expected"];
-    }
+    addPostprocessCaseRows(true);
 }
 
 void TestCli::parseMatchesOriginal() {
@@ -176,14 +163,18 @@ void TestCli::everyTaskEndToEnd() {
     QCOMPARE(ids.at(1).toInt(), 0);   // forced <s>
     QCOMPARE(ids.last().toInt(), 2);  // ended by </s>
     QVERIFY(ids.size() <= 25);
-    QCOMPARE(r["result"].toObject()["answerType"].toString(), type);
-    QVERIFY(r["hf_result"].toObject().contains(task));
+    QCOMPARE(r["native"].toObject()["answer_type"].toString(), type);
+    QCOMPARE(r["answer_type"].toString(), type);
+    QVERIFY(r["huggingface"].toObject().contains(task));
+    QVERIFY(r["raw_text"].toString().startsWith("</s><s>"));
+    // COCO only where the answer has geometry.
+    QCOMPARE(r.contains("coco"), type != "pure_text");
     // Confidence: a log-probability per generated token, a score in (0, 1] for the answer and
     // every item.
     QCOMPARE(r["token_logprobs"].toArray().size(), ids.size() - 1);
     for (const QJsonValue& lp : r["token_logprobs"].toArray())
         QVERIFY(lp.isDouble() && lp.toDouble() <= 1e-6);
-    const QJsonObject result = r["result"].toObject();
+    const QJsonObject result = r["native"].toObject();
     QVERIFY2(result["score"].toDouble() > 0 && result["score"].toDouble() <= 1,
              qPrintable(QString::number(result["score"].toDouble())));
     for (const QJsonValue& item : result["items"].toArray())
@@ -209,9 +200,12 @@ void TestCli::runJsonHasTimingsAndAnnotates() {
     for (const char* k : {"load_ms", "preprocess_ms", "vision_ms", "text_encoder_ms",
                           "first_token_ms", "decode_ms", "total_ms"})
         QVERIFY2(t[k].toDouble() > 0, k);
-    QCOMPARE(r["beams"].toInt(), 3);
+    QCOMPARE(r["generation"]["beams"].toInt(), 3);
     QVERIFY(!t["step_ms"].toArray().isEmpty());
-    QCOMPARE(r["image_size"].toArray(), (QJsonArray{451, 300}));
+    QCOMPARE(r["image"]["width"].toInt(), 451);
+    QCOMPARE(r["image"]["height"].toInt(), 300);
+    // The document's COCO part is the one --coco writes.
+    QCOMPARE(r["coco"]["images"][0]["file_name"].toString(), QString("chelsea.png"));
     QVERIFY(QFile(png).size() > 1000);
     QFile cocoFile(coco);
     QVERIFY(cocoFile.open(QIODevice::ReadOnly));
@@ -249,8 +243,9 @@ void TestCli::batchOfImages() {
     QCOMPARE(results.size(), QDir(kSamples).entryList({"*.png", "*.jpg"}, QDir::Files).size());
     for (qsizetype i : {qsizetype(0), results.size() - 1}) {
         const QJsonObject r = results[i].toObject();
-        const Output one = runCli({"run", "--image", r["image"].toString(), "--task", "<OD>",
-                                   "--beams", "1", "--max-new-tokens", "20", "--json", "--quiet"});
+        const Output one =
+            runCli({"run", "--image", r["image"]["file"].toString(), "--task", "<OD>", "--beams",
+                    "1", "--max-new-tokens", "20", "--json", "--quiet"});
         QVERIFY2(one.exitCode == 0, one.err.constData());
         QCOMPARE(QJsonDocument::fromJson(one.out).object()["generated_ids"], r["generated_ids"]);
     }

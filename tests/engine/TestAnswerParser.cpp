@@ -2,6 +2,10 @@
 // (tests/data/postprocess-cases.json) and against the text a stream produces on the way.
 #include <florence/answer.h>
 
+#include "text/AnswerTokens.h" // internal: token spans
+
+#include "engine/PostprocessCases.h"
+
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -13,13 +17,6 @@
 using namespace florence;
 
 namespace {
-
-QJsonArray loadCases() {
-    QFile file(QStringLiteral(FLORENCE_TEST_DATA_DIR "/postprocess-cases.json"));
-    if (!file.open(QIODevice::ReadOnly))
-        return {};
-    return QJsonDocument::fromJson(file.readAll()).array();
-}
 
 // Empty when a and b agree (numbers within tolerance); otherwise where they differ.
 QString jsonDifference(const QJsonValue& a, const QJsonValue& b, double tolerance,
@@ -125,7 +122,7 @@ private slots:
 
 void TestAnswerParser::fixtureIsComplete() {
     // The data-driven tests below would silently run zero rows if the fixture went missing.
-    QCOMPARE(loadCases().size(), 16);
+    QCOMPARE(loadPostprocessCases().size(), 16);
 }
 
 void TestAnswerParser::fixtureCases_data() {
@@ -134,7 +131,7 @@ void TestAnswerParser::fixtureCases_data() {
     QTest::addColumn<int>("width");
     QTest::addColumn<int>("height");
     QTest::addColumn<QJsonValue>("expected");
-    const QJsonArray cases = loadCases();
+    const QJsonArray cases = loadPostprocessCases();
     for (qsizetype i = 0; i < cases.size(); ++i) {
         const QJsonObject c = cases[i].toObject();
         const QString name = QStringLiteral("%1 %2").arg(i).arg(c["task"].toString());
@@ -193,7 +190,7 @@ void TestAnswerParser::fixturePrefixesNeverCrash() {
 }
 
 void TestAnswerParser::boxAppearsOnFourthLoc() {
-    const std::string text = loadCases()[3].toObject()["text"].toString().toStdString();
+    const std::string text = loadPostprocessCases()[3].toObject()["text"].toString().toStdString();
     QVERIFY(text.find("wheel") != std::string::npos); // the <OD> case with two wheel boxes
     const std::vector<std::string> pieces = tokenPieces(text);
     std::string stream;
@@ -219,7 +216,7 @@ void TestAnswerParser::boxAppearsOnFourthLoc() {
 }
 
 void TestAnswerParser::tokenSpans() {
-    const std::string text = loadCases()[3].toObject()["text"].toString().toStdString();
+    const std::string text = loadPostprocessCases()[3].toObject()["text"].toString().toStdString();
     const std::vector<std::string> pieces = tokenPieces(text);
     // </s> <s> car l l l l door l l l l wheel l l l l l l l l </s>
     QCOMPARE(pieces.size(), size_t(22));
@@ -244,7 +241,7 @@ void TestAnswerParser::scores() {
     // An item's score is the mean probability of its own tokens: its label and its own four
     // location tokens (the second wheel does not inherit the first wheel's); the answer's is
     // the mean over its words, every token but <s>, </s>, <pad> and <loc_N>.
-    const std::string text = loadCases()[3].toObject()["text"].toString().toStdString();
+    const std::string text = loadPostprocessCases()[3].toObject()["text"].toString().toStdString();
     const std::vector<std::string> pieces = tokenPieces(text);
     QCOMPARE(pieces.size(), size_t(22));
     // One probability per token after the decoder start (piece 0), as Result::tokenLogprobs.
@@ -569,14 +566,14 @@ void TestAnswerParser::pixelsInItems() {
 }
 
 void TestAnswerParser::nativeJson() {
-    const QJsonArray cases = loadCases();
+    const QJsonArray cases = loadPostprocessCases();
     const QJsonObject c = cases[3].toObject();
     const ParsedAnswer a =
         parseAnswerTokens("<OD>", tokenPieces(c["text"].toString().toStdString()), 1000, 667);
     const QJsonObject json = toNativeJson(a);
     QCOMPARE(json["task"].toString(), QStringLiteral("<OD>"));
-    QCOMPARE(json["answerType"].toString(), QStringLiteral("description_with_bboxes"));
-    QCOMPARE(json["imageWidth"].toInt(), 1000);
+    QCOMPARE(json["answer_type"].toString(), QStringLiteral("description_with_bboxes"));
+    QCOMPARE(json["image_width"].toInt(), 1000);
     QCOMPARE(json["text"].toString().left(4), QStringLiteral("car<"));
     const QJsonArray items = json["items"].toArray();
     QCOMPARE(items.size(), 4);
@@ -585,8 +582,8 @@ void TestAnswerParser::nativeJson() {
     QCOMPARE(first["label"].toString(), QStringLiteral("car"));
     QCOMPARE(first["box"][0].toDouble(), 52.5);
     QCOMPARE(first["bins"][0].toArray(), (QJsonArray{52, 333, 932, 774}));
-    QCOMPARE(first["tokenBegin"].toInt(), 2);
-    QCOMPARE(first["tokenEnd"].toInt(), 7);
+    QCOMPARE(first["token_begin"].toInt(), 2);
+    QCOMPARE(first["token_end"].toInt(), 7);
 
     const QJsonObject ocr = toNativeJson(parseAnswer(
         "<OCR_WITH_REGION>", cases[6].toObject()["text"].toString().toStdString(), 1024, 768));
@@ -600,7 +597,7 @@ void TestAnswerParser::nativeJson() {
 }
 
 void TestAnswerParser::cocoJson() {
-    const QJsonObject c = loadCases()[3].toObject();
+    const QJsonObject c = loadPostprocessCases()[3].toObject();
     const ParsedAnswer a = parseAnswer("<OD>", c["text"].toString().toStdString(), 1000, 667);
     const QJsonObject coco = toCocoJson(a, "pier.png", 1000, 667);
     const QJsonObject image = coco["images"][0].toObject();
@@ -620,8 +617,9 @@ void TestAnswerParser::cocoJson() {
     QVERIFY(std::abs(annotations[0]["area"].toDouble() - 880 * 441 * 0.667) < 1e-6);
 
     const QJsonObject quads = toCocoJson(
-        parseAnswer("<OCR_WITH_REGION>", loadCases()[6].toObject()["text"].toString().toStdString(),
-                    1024, 768),
+        parseAnswer("<OCR_WITH_REGION>",
+                    loadPostprocessCases()[6].toObject()["text"].toString().toStdString(), 1024,
+                    768),
         "page.png", 1024, 768);
     QCOMPARE(quads["annotations"][0]["segmentation"][0].toArray().size(), 8);
     QCOMPARE(quads["annotations"][1]["text"].toString(), QStringLiteral("World 2024"));

@@ -52,6 +52,8 @@ private slots:
     void regionClipping();
     void emptyRegionRefused_data();
     void emptyRegionRefused();
+    void regionText_data();
+    void regionText();
 };
 
 void TestTasks::table_data() {
@@ -374,6 +376,41 @@ void TestTasks::emptyRegionRefused() {
     const TaskRequest request{"<REGION_TO_SEGMENTATION>", "", box};
     const QString error = errorOf([&] { buildPrompt(request, width, height); });
     QVERIFY2(error.contains(message), qPrintable(error));
+}
+
+// A region typed by a user (--region of the CLI and the app): four numbers or a message that
+// quotes what was typed.
+void TestTasks::regionText_data() {
+    QTest::addColumn<QString>("text");
+    QTest::addColumn<bool>("valid");
+    QTest::addColumn<QVector<double>>("box");
+    QTest::newRow("plain") << "40,60,300,420" << true << QVector<double>{40, 60, 300, 420};
+    QTest::newRow("fractions, spaces")
+        << " 1.5, 2 ,3e2,4 " << true << QVector<double>{1.5, 2, 300, 4};
+    QTest::newRow("corners swapped")
+        << "300,420,40,60" << true << QVector<double>{300, 420, 40, 60};
+    QTest::newRow("three numbers") << "1,2,3" << false << QVector<double>{};
+    QTest::newRow("five numbers") << "1,2,3,4,5" << false << QVector<double>{};
+    QTest::newRow("trailing comma") << "1,2,3,4," << false << QVector<double>{};
+    QTest::newRow("word") << "1,2,three,4" << false << QVector<double>{};
+    QTest::newRow("unit") << "1px,2,3,4" << false << QVector<double>{};
+    QTest::newRow("not a number") << "nan,2,3,4" << false << QVector<double>{};
+    QTest::newRow("infinite") << "1,2,1e999,4" << false << QVector<double>{};
+    QTest::newRow("empty") << "" << false << QVector<double>{};
+}
+
+void TestTasks::regionText() {
+    QFETCH(QString, text);
+    QFETCH(bool, valid);
+    QFETCH(QVector<double>, box);
+    if (!valid) {
+        const QString error = errorOf([&] { parseRegion(text.toStdString()); });
+        QVERIFY2(error.contains("four numbers") && error.contains("'" + text + "'"),
+                 qPrintable(error));
+        return;
+    }
+    const Box b = parseRegion(text.toStdString());
+    QCOMPARE((QVector<double>{b.x1, b.y1, b.x2, b.y2}), box);
 }
 
 QTEST_GUILESS_MAIN(TestTasks)

@@ -1,22 +1,15 @@
-// Summary numbers of a run's per-step latencies, shared by the live chart and the comparison.
+// Summary numbers of a run's per-step latencies, shared by the live chart and the comparison;
+// computed by the engine's <florence/stats.h>, the same way the CLI's bench does.
 //
 //   florence::ui::StepStats s = florence::ui::summarizeSteps(timings.stepMs);
 //   s.medianMs; s.p95Ms; s.tokensPerSecond;
 #pragma once
 
-#include <vector>
+#include <florence/stats.h>
 
 namespace florence::ui {
 
-struct StepStats {
-    int count = 0;
-    double medianMs = 0;
-    double p95Ms = 0;
-    double sumMs = 0;
-    double tokensPerSecond = 0; // steps per second of decoding time
-};
-
-// Percentiles by linear interpolation between closest ranks (numpy's default).
-StepStats summarizeSteps(const std::vector<double>& stepMs);
+using florence::StepStats;
+using florence::summarizeSteps;
 
 } // namespace florence::ui

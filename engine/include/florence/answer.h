@@ -1,5 +1,6 @@
 // Turns the text Florence-2 generates into structured answers, as the original
-// Florence2Processor.post_process_generation does, plus the app's own JSON and COCO forms.
+// Florence2Processor.post_process_generation does, plus the app's own JSON and COCO forms
+// (engine/text/AnswerJson.cpp; the document holding all of them: <florence/answer_json.h>).
 //
 //   // text decoded with special tokens kept
 //   florence::ParsedAnswer a = florence::parseAnswer(
@@ -42,7 +43,8 @@ struct AnswerItem {
     // its last location token. For the second and later boxes of one label the range therefore
     // also covers the earlier boxes.
     int charBegin = -1, charEnd = -1;
-    // The same range in generated tokens [tokenBegin, tokenEnd); -1 unless parsed from tokens.
+    // The same range in generated tokens [tokenBegin, tokenEnd); -1 unless parsed from tokens
+    // (engine/text/AnswerTokens.h).
     int tokenBegin = -1, tokenEnd = -1;
     // Byte ranges of the generated text that are this item's own: its label, then its geometry
     // (for the second box of a label: the label and the second box, not the first).
@@ -74,21 +76,14 @@ std::string answerTypeName(AnswerType type);
 // original does.
 ParsedAnswer parseAnswer(const std::string& task, const std::string& generatedText, int imageWidth,
                          int imageHeight);
-// Same, from the decoded text of each generated token in order (Tokenizer::tokenBytes); fills the
-// items' token spans. With tokenLogprobs (Result::tokenLogprobs: one per token, aligned with the
-// end of tokenTexts, so tokenTexts may start with the decoder start token that has none) it also
-// scores the answer and every item: the mean of exp(log-probability) over the tokens that
-// overlap the item's ownChars, and over the answer's words for the answer (ParsedAnswer::score).
-ParsedAnswer parseAnswerTokens(const std::string& task, const std::vector<std::string>& tokenTexts,
-                               int imageWidth, int imageHeight,
-                               const std::vector<float>& tokenLogprobs = {});
 
 // Exactly the structure the original returns: {"<OD>": {"bboxes": [[x1,y1,x2,y2]…],
 // "labels": […]}}, {"<CAPTION>": "text"}, with its float32 coordinate values.
 QJsonObject toHuggingFaceJson(const ParsedAnswer& answer);
-// The app's form: {"task", "answerType", "text", "imageWidth", "imageHeight", "items": [{"kind":
-// "box"|"quad"|"polygon", "label", "box"|"quad"|"polygons" (pixels), "bins", "charBegin",
-// "charEnd", "tokenBegin", "tokenEnd"}]}, and "score" (answer and items) where scored.
+// The app's form: {"task", "answer_type", "text", "image_width", "image_height", "items":
+// [{"kind": "box"|"quad"|"polygon", "label", "box"|"quad"|"polygons" (pixels), "bins",
+// "char_begin", "char_end", "token_begin", "token_end"}]}, and "score" (answer and items) where
+// scored (florence::parseResult).
 QJsonObject toNativeJson(const ParsedAnswer& answer);
 // COCO detection file for one image (id 1): images, annotations (bbox as x,y,w,h; quads and
 // polygons also as segmentation) and one category per distinct label in order of appearance

@@ -1,7 +1,7 @@
 // The Florence-2 engine: an immutable model loaded from a package folder, shared by pointer, and
 // per-request sessions that own the key/value cache and the reusable image features.
 //
-//   auto model = florence::Model::load("resources/models/tiny");          // throws EngineError
+//   auto model = florence::Model::load("resources/models/tiny");  // throws florence::Error
 //   florence::Session session(model);
 //   florence::Request req;
 //   req.image = florence::loadImage("pier.png");
@@ -15,6 +15,7 @@
 //   });
 #pragma once
 
+#include <florence/error.h>
 #include <florence/image.h>
 #include <florence/package.h>
 #include <florence/tokenizer.h>
@@ -23,16 +24,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace florence {
-
-class EngineError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
 
 // How the model's weights are run.
 enum class Precision {
@@ -150,10 +145,11 @@ public:
     // the modules' order: what a package loads into, whatever way its weights came.
     std::vector<std::pair<std::string, std::vector<int64_t>>> parameterShapes() const;
 
-    struct Impl;
-    const Impl& impl() const { return *m_impl; }
+    struct Impl; // defined where it is used: the LibTorch modules stay out of this header
 
 private:
+    friend class Session; // runs the modules
+    const Impl& impl() const { return *m_impl; }
     Model();
     std::unique_ptr<Impl> m_impl;
 };
@@ -193,9 +189,6 @@ public:
     FloatArray decoderLogits(const std::vector<float>& pixelValues,
                              const std::vector<int64_t>& promptIds,
                              const std::vector<int64_t>& decoderIds);
-
-    // Forget the reusable image features.
-    void clearFeatureCache();
 
 private:
     std::vector<Result> generateRows(const std::vector<Request>& requests,

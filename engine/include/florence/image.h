@@ -7,18 +7,14 @@
 //                                                 {0.229f, 0.224f, 0.225f});
 #pragma once
 
+#include <florence/error.h>
+
 #include <array>
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace florence {
-
-class ImageError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
 
 // Interleaved 8-bit RGB, row-major, no padding.
 struct RgbImage {

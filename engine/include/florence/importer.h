@@ -8,17 +8,13 @@
 //   florence::runImport(job, [](int percent, const std::string& msg) { ... }, &cancelFlag);
 #pragma once
 
+#include <florence/error.h>
+
 #include <atomic>
 #include <functional>
-#include <stdexcept>
 #include <string>
 
 namespace florence {
-
-class ImportError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
 
 struct ImportJob {
     std::string hfDir;      // a Hugging Face Florence-2 folder, or

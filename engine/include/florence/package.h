@@ -5,19 +5,15 @@
 //   florence::verifyPackageFiles(m);   // size and SHA-256 of every listed file
 #pragma once
 
+#include <florence/error.h>
+
 #include <array>
 #include <cstdint>
 #include <map>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace florence {
-
-class PackageError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
 
 // Versions this build reads: 1, 2 (which adds "shared_parameters") and 3 (an architecture
 // package: no weight data, "generated_parameters" say what the engine generates at load).

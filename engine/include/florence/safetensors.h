@@ -6,6 +6,8 @@
 //   std::vector<int64_t> shape = f.tensor("pixel_values").shape;
 #pragma once
 
+#include <florence/error.h>
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -22,7 +24,7 @@ struct SafetensorsTensor {
 
 class SafetensorsFile {
 public:
-    // Throws std::runtime_error naming the file on a missing, truncated or malformed file.
+    // Throws florence::Error naming the file on a missing, truncated or malformed file.
     static SafetensorsFile open(const std::string& path);
 
     bool contains(const std::string& name) const;

@@ -7,17 +7,13 @@
 //   // "What is the region <loc_10><loc_29><loc_200><loc_449>?"
 #pragma once
 
+#include <florence/error.h>
+
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace florence {
-
-class TaskError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
 
 enum class AnswerType {
     PureText,
@@ -55,6 +51,11 @@ struct TaskRequest {
     std::string text;          // user text; for region tasks may already be four <loc_N> tokens
     std::optional<Box> region; // for region tasks, in pixels of the original image
 };
+
+// A region as a user types it, "X1,Y1,X2,Y2" in pixels (spaces allowed around the numbers),
+// as the CLI's and the app's --region take it. The corners may come in any order. Throws
+// TaskError quoting the text when it is not four numbers.
+Box parseRegion(const std::string& text);
 
 // Pixel → location bin: clamp(floor(x / (size/1000)), 0, 999).
 int pixelToBin(double x, int size);

@@ -9,6 +9,8 @@
 //   std::cout << stream.flush();
 #pragma once
 
+#include <florence/error.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -20,7 +22,7 @@ namespace florence {
 
 class Tokenizer {
 public:
-    // Reads vocab.json and merges.txt. Throws std::runtime_error naming the file on a missing,
+    // Reads vocab.json and merges.txt. Throws florence::Error naming the file on a missing,
     // unreadable or malformed file.
     static Tokenizer fromFiles(const std::string& vocabJsonPath, const std::string& mergesPath);
 

@@ -1,15 +1,11 @@
-// Process-wide runtime settings that must be in place before the model runs: the BLAS kernel
-// choice and the number of threads.
+// Process-wide settings that must be in place before the model runs: the BLAS kernel choice,
+// the allocator and the number of threads.
 //
 //   int main(int argc, char** argv) {
 //       florence::prepareProcess(argc, argv);   // first thing: may re-execute the program
 //       ...
 //   }
 #pragma once
-
-#include <cstddef>
-#include <cstdint>
-#include <string>
 
 namespace florence {
 
@@ -30,16 +26,5 @@ void tuneAllocator();
 // Intra-op threads LibTorch uses; 0 = every core of the machine.
 void setThreads(int threads);
 int threads();
-
-// Memory read bandwidth of this machine in bytes per second: the best of a few timed sums over
-// a buffer much larger than the caches, with the current thread count.
-double measureReadBandwidth(size_t bufferBytes = size_t(1) << 30);
-
-// Peak resident memory of this process so far, in bytes.
-int64_t peakResidentBytes();
-
-// One line describing the runtime ("LibTorch 1.13.1, 2 threads, OpenBLAS SkylakeX, row kernels
-// AVX-512").
-std::string runtimeSummary();
 
 } // namespace florence
