@@ -1,18 +1,23 @@
 #include "MainWindow.h"
 
-#include "widgets/CompareView.h"
-#include "run/EngineWorker.h"
-#include "widgets/ImageView.h"
+#include "ExportDocument.h"
+#include "ModelCatalog.h"
+#include "Settings.h"
+#include "dialogs/AboutDialog.h"
 #include "dialogs/ImportDialog.h"
+#include "run/EngineWorker.h"
+#include "run/RunController.h"
+#include "run/StepStats.h"
+#include "widgets/ChartStyle.h"
+#include "widgets/CompareView.h"
+#include "widgets/ImageView.h"
 #include "widgets/LatencyChart.h"
 #include "widgets/ResultsPanel.h"
-#include "run/StepStats.h"
 
 #include <florence/annotate.h>
 #include <florence/image.h>
 #include <florence/package.h>
 #include <florence/paths.h>
-#include <florence/runtime.h>
 #include <florence/tasks.h>
 
 #include <QAction>
@@ -25,22 +30,17 @@
 #include <QDir>
 #include <QDragEnterEvent>
 #include <QDropEvent>
-#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
 #include <QMenuBar>
-#include <QMessageBox>
 #include <QMimeData>
 #include <QPushButton>
-#include <QSettings>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStatusBar>
@@ -49,10 +49,6 @@
 #include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
-
-#ifndef FLORENCE_VERSION
-#define FLORENCE_VERSION "0"
-#endif
 
 // The icons live in a static library, whose resource initializer the linker would drop.
 static void initUiResources() {
@@ -75,10 +71,6 @@ QImage toQImage(const RgbImage& img) {
     return view.copy();
 }
 
-QString cleanDir(const QString& dir) {
-    return dir.isEmpty() ? QString() : QDir::cleanPath(QFileInfo(dir).absoluteFilePath());
-}
-
 QString ms(double v) {
     return v >= 1000 ? QStringLiteral("%1 s").arg(v / 1000.0, 0, 'f', 2)
                      : QStringLiteral("%1 ms").arg(v, 0, 'f', 0);
@@ -91,23 +83,6 @@ QString itemCountText(const ParsedAnswer& a) {
     return n == 1 ? QObject::tr("1 item") : QObject::tr("%1 items").arg(n);
 }
 
-// What the About box says about a model when none is loaded yet: the bundled package's manifest.
-std::optional<ModelInfo> bundledModelInfo() {
-    const std::string dir = bundledModelDir();
-    if (dir.empty())
-        return std::nullopt;
-    try {
-        const Manifest m = readManifest(dir);
-        ModelInfo info;
-        info.dir = QString::fromStdString(dir);
-        info.name = QString::fromStdString(m.name);
-        info.source = QString::fromStdString(m.source);
-        return info;
-    } catch (const std::exception&) {
-        return std::nullopt;
-    }
-}
-
 QString capitalized(const std::string& s) {
     QString q = QString::fromStdString(s);
     if (!q.isEmpty())
@@ -117,7 +92,9 @@ QString capitalized(const std::string& s) {
 
 } // namespace
 
-MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+MainWindow::MainWindow(QWidget* parent)
+    : QMainWindow(parent), m_run(std::make_unique<RunController>()),
+      m_models(std::make_unique<ModelCatalog>()) {
     setObjectName(QStringLiteral("mainWindow"));
     registerWorkerTypes();
     initUiResources();
@@ -140,7 +117,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_thread->start();
 
     restoreSettings();
-    populateModels();
+    m_models->refresh();
     updateTaskInput();
     updateActions();
     setWindowTitle(tr("Florence Studio"));
@@ -149,8 +126,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 MainWindow::~MainWindow() {
     // Closing mid-run: stop the generation at its next step, then join the thread. Nothing the
     // worker still emits reaches this object: queued calls to a destroyed receiver are dropped.
-    if (m_activeCancel)
-        m_activeCancel->store(true);
+    m_run->cancel();
     m_refreshTimer->stop();
     m_thread.reset();
     m_worker.reset();
@@ -300,6 +276,7 @@ void MainWindow::createCentral() {
     m_modelCombo->setObjectName(QStringLiteral("modelCombo"));
     m_modelCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_modelCombo->setMinimumContentsLength(20);
+    m_modelCombo->setModel(m_models->model());
     m_modelLabel = new QLabel(tr("No model loaded"), modelBox);
     m_modelLabel->setTextFormat(Qt::PlainText); // task tokens look like HTML tags
     m_modelLabel->setObjectName(QStringLiteral("modelLabel"));
@@ -308,8 +285,8 @@ void MainWindow::createCentral() {
     modelLayout->addWidget(m_modelCombo);
     modelLayout->addWidget(m_modelLabel);
     connect(m_modelCombo, qOverload<int>(&QComboBox::activated), this, [this](int index) {
-        const QString dir = m_modelCombo->itemData(index).toString();
-        if (cleanDir(dir) != cleanDir(m_modelInfo.dir) || !m_modelReady)
+        const QString dir = m_models->dirAt(index);
+        if (ModelCatalog::cleanDir(dir) != ModelCatalog::cleanDir(m_modelInfo.dir) || !m_modelReady)
             openModelPackage(dir);
     });
 
@@ -380,7 +357,7 @@ void MainWindow::createCentral() {
         if (m_requestedModelDir.isEmpty())
             return;
         if (m_modelReady && !m_modelLoading && m_modelInfo.precisionMode == chosenPrecision() &&
-            cleanDir(m_modelInfo.dir) == cleanDir(m_requestedModelDir))
+            ModelCatalog::cleanDir(m_modelInfo.dir) == ModelCatalog::cleanDir(m_requestedModelDir))
             return;
         openModelPackage(m_requestedModelDir);
     });
@@ -491,100 +468,60 @@ void MainWindow::connectWorker() {
 // Settings
 
 void MainWindow::restoreSettings() {
-    QSettings s;
-    if (!restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray()))
+    const Preferences p = Settings::load();
+    if (!restoreGeometry(p.geometry))
         resize(1360, 900);
-    restoreState(s.value(QStringLiteral("window/state")).toByteArray());
-    m_mainSplit->restoreState(s.value(QStringLiteral("window/mainSplit")).toByteArray());
-    m_topSplit->restoreState(s.value(QStringLiteral("window/topSplit")).toByteArray());
-    m_lastFolder = s.value(QStringLiteral("files/lastFolder")).toString();
-    m_recentFiles = s.value(QStringLiteral("files/recent")).toStringList();
-    m_extraModels = s.value(QStringLiteral("models/extra")).toStringList();
-    const int index =
-        m_taskCombo->findData(s.value(QStringLiteral("task/last"), QStringLiteral("<CAPTION>")));
+    restoreState(p.windowState);
+    m_mainSplit->restoreState(p.mainSplit);
+    m_topSplit->restoreState(p.topSplit);
+    m_lastFolder = p.lastFolder;
+    m_recentFiles = p.recentFiles;
+    m_models->setExtraFolders(p.extraModels);
+    const int index = m_taskCombo->findData(p.task);
     if (index >= 0)
         m_taskCombo->setCurrentIndex(index);
-    m_inputEdit->setText(s.value(QStringLiteral("task/text")).toString());
-    m_beamsSpin->setValue(s.value(QStringLiteral("generation/beams"), 3).toInt());
-    m_maxTokensSpin->setValue(s.value(QStringLiteral("generation/maxNewTokens"), 1024).toInt());
-    m_cacheCheck->setChecked(s.value(QStringLiteral("generation/useCache"), true).toBool());
-    const int precision =
-        m_precisionCombo->findText(s.value(QStringLiteral("generation/precision"),
-                                           QLatin1String(precisionName(Precision::Float32)))
-                                       .toString());
+    m_inputEdit->setText(p.taskText);
+    m_beamsSpin->setValue(p.beams);
+    m_maxTokensSpin->setValue(p.maxNewTokens);
+    m_cacheCheck->setChecked(p.useCache);
+    const int precision = m_precisionCombo->findText(p.precision);
     if (precision >= 0)
         m_precisionCombo->setCurrentIndex(precision);
     updateRecentMenu();
-    const QString lastImage = s.value(QStringLiteral("files/lastImage")).toString();
-    if (!lastImage.isEmpty() && QFileInfo::exists(lastImage))
-        openImageFile(lastImage);
+    if (!p.lastImage.isEmpty() && QFileInfo::exists(p.lastImage))
+        openImageFile(p.lastImage);
 }
 
 void MainWindow::saveSettings() const {
-    QSettings s;
-    s.setValue(QStringLiteral("window/geometry"), saveGeometry());
-    s.setValue(QStringLiteral("window/state"), saveState());
-    s.setValue(QStringLiteral("window/mainSplit"), m_mainSplit->saveState());
-    s.setValue(QStringLiteral("window/topSplit"), m_topSplit->saveState());
-    s.setValue(QStringLiteral("files/lastFolder"), m_lastFolder);
-    s.setValue(QStringLiteral("files/recent"), m_recentFiles);
-    s.setValue(QStringLiteral("files/lastImage"), m_imagePath);
-    s.setValue(QStringLiteral("models/extra"), m_extraModels);
-    s.setValue(QStringLiteral("task/last"), currentTask());
-    s.setValue(QStringLiteral("task/text"), m_inputEdit->text());
-    s.setValue(QStringLiteral("generation/beams"), m_beamsSpin->value());
-    s.setValue(QStringLiteral("generation/maxNewTokens"), m_maxTokensSpin->value());
-    s.setValue(QStringLiteral("generation/useCache"), m_cacheCheck->isChecked());
-    s.setValue(QStringLiteral("generation/precision"), m_precisionCombo->currentText());
+    Preferences p;
+    p.geometry = saveGeometry();
+    p.windowState = saveState();
+    p.mainSplit = m_mainSplit->saveState();
+    p.topSplit = m_topSplit->saveState();
+    p.lastFolder = m_lastFolder;
+    p.recentFiles = m_recentFiles;
+    p.lastImage = m_imagePath;
+    p.extraModels = m_models->extraFolders();
+    p.task = currentTask();
+    p.taskText = m_inputEdit->text();
+    p.beams = m_beamsSpin->value();
+    p.maxNewTokens = m_maxTokensSpin->value();
+    p.useCache = m_cacheCheck->isChecked();
+    p.precision = m_precisionCombo->currentText();
+    Settings::save(p);
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
     saveSettings();
-    if (m_activeCancel)
-        m_activeCancel->store(true);
+    m_run->cancel();
     event->accept();
 }
 
 // ------------------------------------------------------------------------------------------
 // Models
 
-void MainWindow::populateModels() {
-    m_modelCombo->clear();
-    const QString bundled = QString::fromStdString(bundledModelDir());
-    QStringList dirs;
-    if (!bundled.isEmpty())
-        dirs << bundled;
-    const QDir user(QString::fromStdString(userModelsDir()));
-    for (const QString& sub : user.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name))
-        dirs << user.filePath(sub);
-    dirs << m_extraModels;
-    for (const QString& dir : dirs) {
-        if (!QFileInfo::exists(QDir(dir).filePath(QStringLiteral("manifest.json"))))
-            continue;
-        try {
-            const Manifest m = readManifest(dir.toStdString());
-            QString name = QString::fromStdString(m.name);
-            if (cleanDir(dir) == cleanDir(bundled))
-                name = tr("Bundled: %1").arg(name);
-            addModelEntry(dir, name, false);
-        } catch (const std::exception&) {
-            // A damaged package is reported when the user picks it, not at every start.
-        }
-    }
-}
-
-void MainWindow::addModelEntry(const QString& dir, const QString& name, bool select) {
-    int index = -1;
-    for (int i = 0; i < m_modelCombo->count(); ++i)
-        if (cleanDir(m_modelCombo->itemData(i).toString()) == cleanDir(dir))
-            index = i;
-    if (index < 0) {
-        m_modelCombo->addItem(name, dir);
-        index = m_modelCombo->count() - 1;
-        m_modelCombo->setItemData(index, dir, Qt::ToolTipRole);
-    }
-    if (select)
-        m_modelCombo->setCurrentIndex(index);
+void MainWindow::selectModel(const QString& dir, const QString& manifestName) {
+    m_modelCombo->setCurrentIndex(m_models->add(dir, manifestName));
 }
 
 void MainWindow::loadDefaultModel() {
@@ -613,22 +550,15 @@ void MainWindow::openModelPackage(const QString& dir) {
         emit modelFailed(QString::fromStdString(e.what()));
         // Point the combo back at the model that is still loaded.
         if (m_modelReady)
-            addModelEntry(m_modelInfo.dir, m_modelCombo->currentText(), true);
+            selectModel(m_modelInfo.dir, m_modelInfo.name());
         return;
     }
     if (isRunning()) {
         cancelRun();
         showMessage(tr("The run was cancelled to switch models."));
     }
-    const QString bundled = QString::fromStdString(bundledModelDir());
-    const bool isBundled = cleanDir(dir) == cleanDir(bundled);
-    const QString name = isBundled ? tr("Bundled: %1").arg(QString::fromStdString(m.name))
-                                   : QString::fromStdString(m.name);
-    addModelEntry(dir, name, true);
-    const QString userRoot = cleanDir(QString::fromStdString(userModelsDir()));
-    if (!isBundled && !cleanDir(dir).startsWith(userRoot + QLatin1Char('/')) &&
-        !m_extraModels.contains(cleanDir(dir)))
-        m_extraModels << cleanDir(dir);
+    selectModel(dir, QString::fromStdString(m.name));
+    m_models->rememberFolder(dir);
     m_modelLoading = true;
     m_requestedModelDir = dir;
     // Queued behind any run still finishing on the engine thread; the worker never runs two
@@ -660,24 +590,26 @@ void MainWindow::onModelLoaded(const ModelInfo& info) {
     m_modelInfo = info;
     m_modelReady = true;
     m_modelLoading = false;
-    const QString desc = describeModel(info);
+    const QString desc = ModelCatalog::describeModel(info);
     m_modelLabel->setText(tr("%1\nloaded in %2").arg(desc, ms(info.loadMs)));
     m_modelLabel->setToolTip(tr("%1\n\n%2\n\nPackage: %3")
-                                 .arg(explainModelWeights(info), importCheckpointHint(),
+                                 .arg(ModelCatalog::explainModelWeights(info),
+                                      ModelCatalog::importCheckpointHint(),
                                       QDir::toNativeSeparators(info.dir)));
     m_statusModel->setText(desc);
-    m_maxTokensSpin->setMaximum(std::max(1, info.maxPositions));
-    addModelEntry(info.dir, m_modelCombo->currentText(), true);
-    statusBar()->showMessage(tr("Model loaded: %1").arg(info.name), 5000);
+    m_maxTokensSpin->setMaximum(std::max(1, info.manifest.maxPositions));
+    selectModel(info.dir, info.name());
+    statusBar()->showMessage(tr("Model loaded: %1").arg(info.name()), 5000);
     updateActions();
-    emit modelReady(info.name);
+    emit modelReady(info.name());
 }
 
 void MainWindow::onModelFailed(const QString& dir, const QString& message) {
     m_modelLoading = false;
     showMessage(
         tr("Could not load the model in %1: %2").arg(QDir::toNativeSeparators(dir), message), true);
-    if (m_modelReady && cleanDir(dir) == cleanDir(m_requestedModelDir)) {
+    if (m_modelReady &&
+        ModelCatalog::cleanDir(dir) == ModelCatalog::cleanDir(m_requestedModelDir)) {
         // The model in use stays, and so does the precision it runs in.
         m_requestedModelDir = m_modelInfo.dir;
         const QSignalBlocker block(m_precisionCombo);
@@ -685,11 +617,9 @@ void MainWindow::onModelFailed(const QString& dir, const QString& message) {
             m_precisionCombo->findData(static_cast<int>(m_modelInfo.precisionMode)));
     }
     if (m_modelReady) {
-        m_modelLabel->setText(describeModel(m_modelInfo));
-        m_statusModel->setText(describeModel(m_modelInfo));
-        for (int i = 0; i < m_modelCombo->count(); ++i)
-            if (cleanDir(m_modelCombo->itemData(i).toString()) == cleanDir(m_modelInfo.dir))
-                m_modelCombo->setCurrentIndex(i);
+        m_modelLabel->setText(ModelCatalog::describeModel(m_modelInfo));
+        m_statusModel->setText(ModelCatalog::describeModel(m_modelInfo));
+        m_modelCombo->setCurrentIndex(m_models->indexOf(m_modelInfo.dir));
     } else {
         m_modelLabel->setText(tr("No model loaded"));
         m_statusModel->setText(tr("No model"));
@@ -700,6 +630,26 @@ void MainWindow::onModelFailed(const QString& dir, const QString& message) {
 
 // ------------------------------------------------------------------------------------------
 // Images
+
+bool MainWindow::isRunning() const {
+    return m_run->isRunning();
+}
+
+QString MainWindow::lastPrompt() const {
+    return QString::fromStdString(m_run->lastPrompt());
+}
+
+const GenerationOptions& MainWindow::lastOptions() const {
+    return m_run->lastOptions();
+}
+
+const ParsedAnswer& MainWindow::answer() const {
+    return m_run->answer();
+}
+
+int MainWindow::tokensReceived() const {
+    return m_run->tokensReceived();
+}
 
 QSize MainWindow::imageSize() const {
     return m_image ? QSize(m_image->width, m_image->height) : QSize();
@@ -761,7 +711,7 @@ void MainWindow::setImage(std::shared_ptr<const RgbImage> image, const QString& 
                           const QString& name) {
     if (isRunning()) {
         // The answer would belong to the previous image: stop it and ignore what it still sends.
-        m_activeCancel->store(true);
+        m_run->cancel();
         finishRun(tr("Cancelled: another image was opened"), true);
     }
     m_image = std::move(image);
@@ -770,9 +720,7 @@ void MainWindow::setImage(std::shared_ptr<const RgbImage> image, const QString& 
     m_view->setImage(toQImage(*m_image));
     m_region.reset();
     m_results->clear();
-    m_answer = ParsedAnswer();
-    m_answerText.clear();
-    m_answerImage.reset();
+    m_run->clearAnswer();
     m_latency->startRun();
     updateTaskInput();
     setWindowTitle(tr("%1 — Florence Studio").arg(name));
@@ -908,32 +856,11 @@ bool MainWindow::startRequest(RunKind kind) {
     opts.numBeams = m_beamsSpin->value();
     opts.maxNewTokens = m_maxTokensSpin->value();
     opts.useCache = m_cacheCheck->isChecked();
-    opts.ignoreEos = m_ignoreEos;
 
-    // One run at a time: the old one stops at its next step and its late tokens are ignored.
-    if (m_activeCancel)
-        m_activeCancel->store(true);
-
-    RunRequest r;
-    r.runId = ++m_lastRunId;
-    r.kind = kind;
-    r.task = task;
-    r.prompt = prompt;
-    r.image = m_image;
-    r.options = opts;
-    r.cancel = std::make_shared<std::atomic<bool>>(false);
-
-    m_lastPrompt = prompt;
-    m_lastOptions = opts;
+    const RunRequest r = m_run->start(kind, task, prompt, m_image, m_imageName, opts);
     // Zero-width spaces let the label wrap between location tokens.
     m_promptLabel->setText(
         QString::fromStdString(prompt).replace(QStringLiteral("><"), QStringLiteral(">\u200B<")));
-    m_activeRunId = r.runId;
-    m_activeKind = kind;
-    m_activeTask = task;
-    m_activeCancel = r.cancel;
-    m_resultsCleared = false;
-    m_tokensReceived = 0;
     if (kind == RunKind::Compare) {
         m_compare->startComparison();
         m_bottomTabs->setCurrentWidget(m_compare);
@@ -951,193 +878,146 @@ bool MainWindow::startRequest(RunKind kind) {
 }
 
 void MainWindow::cancelRun() {
-    if (!m_activeCancel)
+    if (!m_run->isRunning())
         return;
-    m_activeCancel->store(true);
+    m_run->cancel();
     m_statusRun->setText(tr("Cancelling…"));
 }
 
 void MainWindow::onRunStarted(quint64 runId) {
-    if (runId != m_activeRunId)
+    if (!m_run->isActive(runId))
         return;
-    m_statusRun->setText(m_activeKind == RunKind::Compare ? tr("Comparing: KV cache on…")
-                                                          : tr("Encoding the image…"));
+    m_statusRun->setText(m_run->kind() == RunKind::Compare ? tr("Comparing: KV cache on…")
+                                                           : tr("Encoding the image…"));
 }
 
-void MainWindow::beginResults() {
-    // Earlier results stay on screen until the new run has produced something, so a run that
-    // fails before its first token loses nothing.
-    m_resultsCleared = true;
-    m_answerImage = m_image;
-    m_answerImageName = m_imageName;
-    m_answerTask = m_activeTask;
-    m_answerText.clear();
-    m_answer = ParsedAnswer();
+void MainWindow::clearResultViews() {
     m_results->clear();
     m_view->clearAnswer();
-    if (m_activeKind == RunKind::Single)
+    if (m_run->kind() == RunKind::Single)
         m_latency->startRun();
 }
 
 void MainWindow::onToken(const TokenUpdate& u) {
-    if (u.runId != m_activeRunId)
+    const RunController::Accepted accepted = m_run->acceptToken(u);
+    if (accepted == RunController::Accepted::Stale)
         return;
-    if (!m_resultsCleared)
-        beginResults();
-    ++m_tokensReceived;
-    if (m_activeKind == RunKind::Single) {
-        m_latency->addStep(u.step, u.stepMs, u.elapsedMs);
-        m_latency->setStages(u.preprocessMs, u.visionMs, u.textEncoderMs);
-    } else
-        m_compare->addStep(u.pass, u.step, u.stepMs);
-    if (u.pass == 0) {
-        // Parsing the partial text each token: a box appears as soon as its fourth location
-        // token has arrived.
-        m_answerText = u.text;
-        m_answer = parseAnswer(m_answerTask.toStdString(), u.text, m_answerImage->width,
-                               m_answerImage->height);
+    if (accepted == RunController::Accepted::FirstOfRun)
+        clearResultViews();
+    const TokenEvent& e = u.event;
+    if (m_run->kind() == RunKind::Single) {
+        m_latency->addStep(e.step, e.stepMs, u.elapsedMs);
+        m_latency->setStages(e.preprocessMs, e.visionMs, e.textEncoderMs);
     } else {
-        m_statusRun->setText(tr("Comparing: KV cache off… %1 tokens").arg(u.step + 1));
+        m_compare->addStep(u.pass, e.step, e.stepMs);
     }
+    if (u.pass != 0)
+        m_statusRun->setText(tr("Comparing: KV cache off… %1 tokens").arg(e.step + 1));
     m_dirty = true;
-    emit tokenArrived(u.runId, u.step);
+    emit tokenArrived(u.runId, e.step);
 }
 
 void MainWindow::refreshStreaming() {
     if (!m_dirty)
         return;
     m_dirty = false;
-    m_results->setRawText(m_answerText);
-    m_results->setAnswer(m_answer);
-    if (m_view->overlayItemCount() != static_cast<int>(m_answer.items.size()) ||
-        m_answer.type == AnswerType::Polygons ||
-        m_answer.type == AnswerType::DescriptionWithBboxesOrPolygons)
-        m_view->setAnswer(m_answer); // polygons grow point by point, boxes only in whole
+    const ParsedAnswer& answer = m_run->answer();
+    m_results->setRawText(m_run->answerText());
+    m_results->setAnswer(answer);
+    if (m_view->overlayItemCount() != static_cast<int>(answer.items.size()) ||
+        answer.type == AnswerType::Polygons ||
+        answer.type == AnswerType::DescriptionWithBboxesOrPolygons)
+        m_view->setAnswer(answer); // polygons grow point by point, boxes only in whole
     m_latency->refresh();
     m_compare->refresh();
-    if (isRunning() && m_activeKind == RunKind::Single)
-        m_statusRun->setText(tr("Generating… %1 tokens").arg(m_tokensReceived));
-    m_results->setSummary(tr("%1 · generating… · %2").arg(m_answerTask, itemCountText(m_answer)));
+    if (isRunning() && m_run->kind() == RunKind::Single)
+        m_statusRun->setText(tr("Generating… %1 tokens").arg(m_run->tokensReceived()));
+    m_results->setSummary(
+        tr("%1 · generating… · %2").arg(m_run->answerTask(), itemCountText(answer)));
 }
 
-void MainWindow::applyAnswer(const std::string& text) {
-    m_answerText = text;
-    m_answer =
-        parseAnswer(m_answerTask.toStdString(), text, m_answerImage->width, m_answerImage->height);
-    m_results->setRawText(text);
-    m_results->setAnswer(m_answer);
-    m_view->setAnswer(m_answer);
+void MainWindow::showFinalAnswer() {
+    m_results->setRawText(m_run->answerText());
+    m_results->setAnswer(m_run->answer());
+    m_view->setAnswer(m_run->answer());
     m_dirty = false;
 }
 
 void MainWindow::finishRun(const QString& status, bool cancelled) {
-    Q_UNUSED(cancelled);
+    const RunKind kind = m_run->kind();
+    endRun(status);
+    // A comparison reports its end with comparisonCompleted (whether the outputs matched).
+    if (kind == RunKind::Single)
+        emit runCompleted(cancelled);
+}
+
+void MainWindow::endRun(const QString& status) {
     m_refreshTimer->stop();
-    m_activeRunId = 0;
-    m_activeCancel.reset();
+    m_run->finish();
     m_statusRun->setText(status);
     updateActions();
 }
 
 void MainWindow::onRunFinished(const RunOutcome& o) {
-    if (o.runId != m_activeRunId)
+    const RunController::Accepted accepted = m_run->acceptOutcome(o);
+    if (accepted == RunController::Accepted::Stale)
         return;
-    if (!m_resultsCleared && !o.cancelled)
-        beginResults();
-    if (m_resultsCleared && o.pass == 0)
-        applyAnswer(o.text);
-    if (m_activeKind == RunKind::Compare) {
+    if (accepted == RunController::Accepted::FirstOfRun)
+        clearResultViews();
+    if (m_run->resultsStarted() && o.pass == 0)
+        showFinalAnswer();
+    if (m_run->kind() == RunKind::Compare) {
         m_compare->setPassFinished(o);
-        if (o.pass == 0 && !o.cancelled)
+        if (o.pass == 0 && !o.cancelled())
             m_statusRun->setText(tr("Comparing: KV cache off…"));
         return; // compareFinished ends the run
     }
-    if (!m_resultsCleared) {
+    if (!m_run->resultsStarted()) {
         // Cancelled before the first token (still queued, or between the engine's stages):
         // what was shown before stays.
         finishRun(tr("Cancelled before the first token"), true);
-        emit runCompleted(true);
         return;
     }
-    m_latency->finishRun(o.timings, o.cancelled);
-    const StepStats s = summarizeSteps(o.timings.stepMs);
+    const Timings& t = o.result.timings;
+    m_latency->finishRun(t, o.cancelled());
+    const StepStats s = summarizeSteps(t.stepMs);
     const QString summary = tr("%1 · %2 tokens · %3 · %4")
                                 .arg(o.task)
-                                .arg(o.generatedTokens)
-                                .arg(itemCountText(m_answer), ms(o.timings.totalMs));
-    m_results->setSummary(o.cancelled ? summary + tr(" · cancelled") : summary);
-    finishRun(o.cancelled
+                                .arg(o.generatedTokens())
+                                .arg(itemCountText(m_run->answer()), ms(t.totalMs));
+    m_results->setSummary(o.cancelled() ? summary + tr(" · cancelled") : summary);
+    finishRun(o.cancelled()
                   ? tr("Cancelled after %1 tokens").arg(s.count)
-                  : tr("Done: %1 tokens in %2").arg(o.generatedTokens).arg(ms(o.timings.totalMs)),
-              o.cancelled);
-    emit runCompleted(o.cancelled);
+                  : tr("Done: %1 tokens in %2").arg(o.generatedTokens()).arg(ms(t.totalMs)),
+              o.cancelled());
 }
 
 void MainWindow::onCompareFinished(const CompareOutcome& o) {
-    if (o.runId != m_activeRunId)
+    if (!m_run->isActive(o.runId))
         return;
     m_compare->setOutcome(o);
-    if (m_resultsCleared)
+    if (m_run->resultsStarted())
         m_results->setSummary(tr("%1 · compared cached vs uncached").arg(o.cached.task));
     QString status = tr("Comparison cancelled");
     if (!o.cancelled) {
-        const double a = o.cached.timings.totalMs, b = o.uncached.timings.totalMs;
+        const double a = o.cached.result.timings.totalMs, b = o.uncached.result.timings.totalMs;
         status = tr("Compared: %1 vs %2 (%3×), outputs %4")
                      .arg(ms(a), ms(b))
                      .arg(a > 0 ? b / a : 0.0, 0, 'f', 2)
                      .arg(o.identical ? tr("identical") : tr("different"));
     }
-    finishRun(status, o.cancelled);
+    endRun(status);
     emit comparisonCompleted(o.identical);
 }
 
 void MainWindow::onRunFailed(quint64 runId, const QString& message) {
-    if (runId != m_activeRunId)
+    if (!m_run->isActive(runId))
         return;
-    if (m_activeKind == RunKind::Compare)
+    if (m_run->kind() == RunKind::Compare)
         m_compare->setFailed(message);
     showMessage(tr("The run failed: %1").arg(message), true);
-    finishRun(tr("Failed"), false);
+    endRun(tr("Failed"));
     emit runErrored(message);
-}
-
-void MainWindow::showAnswerText(const QString& task, const std::string& text) {
-    if (!m_image)
-        return;
-    // A synthetic run: the same token, refresh and finish handlers a real run goes through.
-    if (m_activeCancel)
-        m_activeCancel->store(true);
-    m_activeRunId = ++m_lastRunId;
-    m_activeKind = RunKind::Single;
-    m_activeTask = task;
-    m_activeCancel = std::make_shared<std::atomic<bool>>(false);
-    m_resultsCleared = false;
-    m_tokensReceived = 0;
-    TokenUpdate u;
-    u.runId = m_activeRunId;
-    int step = 0;
-    size_t pos = 0;
-    while (pos < text.size()) {
-        // One "token" per special token or per word, like the real stream.
-        size_t end = text[pos] == '<' ? text.find('>', pos) : text.find_first_of("< ", pos + 1);
-        end = end == std::string::npos ? text.size() : (text[pos] == '<' ? end + 1 : end);
-        u.step = step++;
-        u.textDelta = text.substr(pos, end - pos);
-        u.text = text.substr(0, end);
-        u.stepMs = 1.0;
-        u.elapsedMs = step;
-        onToken(u);
-        refreshStreaming();
-        pos = end;
-    }
-    RunOutcome o;
-    o.runId = m_activeRunId;
-    o.task = task;
-    o.text = text;
-    o.generatedTokens = step;
-    o.timings.stepMs.assign(static_cast<size_t>(step), 1.0);
-    o.timings.totalMs = step;
-    onRunFinished(o);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -1146,9 +1026,9 @@ void MainWindow::showAnswerText(const QString& task, const std::string& text) {
 QString MainWindow::chooseFile(FileChoice choice, const QString& caption, const QString& filter) {
     QString dir = m_lastFolder;
     if (choice == FileChoice::SaveJson || choice == FileChoice::SavePng) {
+        const QString name = m_run->answerImageName();
         const QString base =
-            QFileInfo(m_answerImageName.isEmpty() ? QStringLiteral("result") : m_answerImageName)
-                .completeBaseName();
+            QFileInfo(name.isEmpty() ? QStringLiteral("result") : name).completeBaseName();
         dir = QDir(m_lastFolder.isEmpty() ? QDir::homePath() : m_lastFolder)
                   .filePath(base + (choice == FileChoice::SaveJson
                                         ? QStringLiteral(".json")
@@ -1197,26 +1077,18 @@ void MainWindow::chooseAndSavePng() {
 }
 
 bool MainWindow::exportJson(const QString& path) {
-    if (!m_answerImage || m_answerText.empty()) {
+    const std::shared_ptr<const RgbImage>& image = m_run->answerImage();
+    if (!image || !m_run->hasAnswer()) {
         showMessage(tr("Nothing to export yet: run a task first."), true);
         return false;
     }
-    QJsonObject root;
-    root[QStringLiteral("huggingface")] = toHuggingFaceJson(m_answer);
-    root[QStringLiteral("native")] = toNativeJson(m_answer);
-    // COCO only where the answer has geometry; a caption has no annotations to carry.
-    if (m_answer.type != AnswerType::PureText)
-        root[QStringLiteral("coco")] = toCocoJson(m_answer, m_answerImageName.toStdString(),
-                                                  m_answerImage->width, m_answerImage->height);
-    root[QStringLiteral("rawText")] = QString::fromStdString(m_answerText);
-    root[QStringLiteral("prompt")] = QString::fromStdString(m_lastPrompt);
-    root[QStringLiteral("image")] = m_answerImageName;
-    root[QStringLiteral("model")] = m_modelInfo.name;
-    QFile f(path);
-    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) ||
-        f.write(QJsonDocument(root).toJson(QJsonDocument::Indented)) < 0) {
-        showMessage(tr("Cannot write %1: %2").arg(QDir::toNativeSeparators(path), f.errorString()),
-                    true);
+    const ExportDocument doc{m_run->answer(),          m_run->answerText(), m_run->lastPrompt(),
+                             m_run->answerImageName(), image->width,        image->height,
+                             m_modelInfo.name()};
+    try {
+        doc.write(path);
+    } catch (const std::exception& e) {
+        showMessage(QString::fromStdString(e.what()), true);
         return false;
     }
     showMessage(tr("Exported %1").arg(QDir::toNativeSeparators(path)));
@@ -1224,12 +1096,13 @@ bool MainWindow::exportJson(const QString& path) {
 }
 
 bool MainWindow::saveAnnotatedImage(const QString& path) {
-    if (!m_answerImage || m_answerText.empty()) {
+    const std::shared_ptr<const RgbImage>& image = m_run->answerImage();
+    if (!image || !m_run->hasAnswer()) {
         showMessage(tr("Nothing to save yet: run a task first."), true);
         return false;
     }
     try {
-        florence::saveAnnotatedImage(*m_answerImage, m_answer, path.toStdString());
+        florence::saveAnnotatedImage(*image, m_run->answer(), path.toStdString());
     } catch (const std::exception& e) {
         showMessage(tr("Cannot save the annotated image: %1").arg(QString::fromStdString(e.what())),
                     true);
@@ -1240,7 +1113,7 @@ bool MainWindow::saveAnnotatedImage(const QString& path) {
 }
 
 void MainWindow::copyResultText() {
-    QApplication::clipboard()->setText(QString::fromStdString(m_answerText));
+    QApplication::clipboard()->setText(QString::fromStdString(m_run->answerText()));
     statusBar()->showMessage(tr("Answer text copied"), 3000);
 }
 
@@ -1273,7 +1146,7 @@ void MainWindow::changeEvent(QEvent* event) {
 
 void MainWindow::updateActions() {
     const bool running = isRunning();
-    const bool hasAnswer = !m_answerText.empty();
+    const bool hasAnswer = m_run->hasAnswer();
     m_runAction->setEnabled(hasImage());
     m_runButton->setEnabled(hasImage());
     m_compareAction->setEnabled(hasImage());
@@ -1289,7 +1162,7 @@ ImportDialog* MainWindow::showImportDialog() {
     auto* dlg = new ImportDialog(this);
     dlg->setAttribute(Qt::WA_DeleteOnClose);
     connect(dlg, &ImportDialog::imported, this, [this](const QString& dir) {
-        populateModels();
+        m_models->refresh();
         openModelPackage(dir);
     });
     dlg->open();
@@ -1325,43 +1198,19 @@ QString MainWindow::firstRunImage(const QString& samplesDir) {
 }
 
 QString MainWindow::aboutText() const {
-    // The model paragraph comes from the manifest of the model in use (before the first load:
-    // of the bundled one), so a demo model, random weights and a real checkpoint each get the
-    // right expectations.
-    const QString bundledDir = cleanDir(QString::fromStdString(bundledModelDir()));
-    std::optional<ModelInfo> model;
-    if (m_modelReady)
-        model = m_modelInfo;
-    else
-        model = bundledModelInfo();
-    QString modelParagraph = tr("<p>No model is loaded.</p>");
-    if (model)
-        modelParagraph = tr("<p><b>%1</b> %2</p>")
-                             .arg(!bundledDir.isEmpty() && cleanDir(model->dir) == bundledDir
-                                      ? tr("The bundled model:")
-                                      : tr("The loaded model:"),
-                                  explainModelWeights(*model).toHtmlEscaped());
-    return tr("<h3>Florence Studio %1</h3>"
-              "<p>A desktop studio for Microsoft's Florence-2 vision-language model: captions, "
-              "detection, grounding, segmentation and OCR, with live token streaming and "
-              "latency measurements.</p>"
-              "<p><b>Runtime:</b> %2</p>"
-              "%3"
-              "<p><b>For real answers on photographs</b>, import a real checkpoint: download "
-              "<code>microsoft/Florence-2-base</code> or <code>Florence-2-large</code> from "
-              "Hugging Face (for example <code>git clone "
-              "https://huggingface.co/microsoft/Florence-2-base</code>), then choose "
-              "<i>File › Import Hugging Face Model…</i> and pick that folder. The converted "
-              "package is stored in <code>%4</code> and appears in the model list. From a "
-              "terminal: <code>florence-studio-cli import --hf DIR --out PKG</code>. Importing "
-              "needs PyTorch for the system Python (the <code>python3-torch</code> package).</p>")
-        .arg(QStringLiteral(FLORENCE_VERSION),
-             QString::fromStdString(runtimeSummary()).toHtmlEscaped(), modelParagraph,
-             QDir::toNativeSeparators(QString::fromStdString(userModelsDir())).toHtmlEscaped());
+    return AboutDialog::text(m_modelReady ? std::optional<ModelInfo>(m_modelInfo) : std::nullopt);
 }
 
 void MainWindow::showAbout() {
-    QMessageBox::about(this, tr("About Florence Studio"), aboutText());
+    AboutDialog::show(this, m_modelReady ? std::optional<ModelInfo>(m_modelInfo) : std::nullopt);
+}
+
+void MainWindow::setMaxNewTokens(int n) {
+    m_maxTokensSpin->setValue(n);
+}
+
+int MainWindow::maxNewTokens() const {
+    return m_maxTokensSpin->value();
 }
 
 } // namespace florence::ui

@@ -10,12 +10,14 @@
 //   end
 //
 // Tests drive the same public slots the menus use, and replace the file dialogs with
-// setFileChooser().
+// setFileChooser(). Run bookkeeping is RunController's, preferences Settings', the model list
+// ModelCatalog's; this class lays out the widgets and wires them to those.
 #pragma once
 
-#include <florence/answer.h>
 #include "run/WorkerThread.h"
 #include "run/WorkerTypes.h"
+
+#include <florence/answer.h>
 
 #include <QMainWindow>
 #include <QStringList>
@@ -46,11 +48,11 @@ class ResultsPanel;
 class LatencyChart;
 class CompareView;
 class ImportDialog;
+class ModelCatalog;
+class RunController;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
-    // Keeps generating to the token limit (benchmarks and tests that need a long run).
-    Q_PROPERTY(bool ignoreEos READ ignoreEos WRITE setIgnoreEos)
 
 public:
     enum class FileChoice { OpenImage, OpenModel, SaveJson, SavePng };
@@ -62,22 +64,20 @@ public:
     ~MainWindow() override;
 
     void setFileChooser(FileChooser chooser) { m_fileChooser = std::move(chooser); }
-    bool ignoreEos() const { return m_ignoreEos; }
-    void setIgnoreEos(bool on) { m_ignoreEos = on; }
 
     bool hasImage() const { return static_cast<bool>(m_image); }
     QString imagePath() const { return m_imagePath; }
     QSize imageSize() const;
-    bool isRunning() const { return m_activeRunId != 0; }
+    bool isRunning() const;
     bool isModelReady() const { return m_modelReady; }
     const ModelInfo& modelInfo() const { return m_modelInfo; }
     QString currentTask() const;
     // The prompt of the last request sent to the engine (region tasks: with its <loc_N> tokens).
-    QString lastPrompt() const { return QString::fromStdString(m_lastPrompt); }
-    const GenerationOptions& lastOptions() const { return m_lastOptions; }
-    const ParsedAnswer& answer() const { return m_answer; }
+    QString lastPrompt() const;
+    const GenerationOptions& lastOptions() const;
+    const ParsedAnswer& answer() const;
     QString messageText() const;
-    int tokensReceived() const { return m_tokensReceived; }
+    int tokensReceived() const;
     QStringList recentFiles() const { return m_recentFiles; }
     QString aboutText() const;
     // The precision chosen in the Generation group (the model in use may still be loading it).
@@ -95,13 +95,6 @@ public:
     ResultsPanel* resultsPanel() const { return m_results; }
     LatencyChart* latencyChart() const { return m_latency; }
     CompareView* compareView() const { return m_compare; }
-    // For tests that must act on the engine thread at a precise moment (e.g. between runStarted
-    // and the first stage); everything else goes through the window's slots.
-    EngineWorker* engineWorker() const { return m_worker.get(); }
-
-    // Shows `text` as if a run of `task` had generated it: the same path streamed tokens and
-    // finished runs take (parse, table, overlay), without the model. Used by tests and demos.
-    void showAnswerText(const QString& task, const std::string& text);
 
 public slots:
     bool openImageFile(const QString& path);
@@ -114,6 +107,9 @@ public slots:
     void setRegion(const QRectF& imageRect);
     // Reloads the current model with `precision` (cancelling a run in flight).
     void setPrecision(florence::Precision precision);
+    // The Generation group's "Max new tokens" (clamped to what the model allows).
+    void setMaxNewTokens(int n);
+    int maxNewTokens() const;
     bool startRun();
     bool startComparison();
     void cancelRun();
@@ -146,8 +142,7 @@ private:
     void connectWorker();
     void restoreSettings();
     void saveSettings() const;
-    void populateModels();
-    void addModelEntry(const QString& dir, const QString& name, bool select);
+    void selectModel(const QString& dir, const QString& manifestName);
     void updateTaskInput();
     void updateActions();
     void updateRecentMenu();
@@ -155,10 +150,12 @@ private:
     QString chooseFile(FileChoice choice, const QString& caption, const QString& filter);
     bool startRequest(RunKind kind);
     void setImage(std::shared_ptr<const RgbImage> image, const QString& path, const QString& name);
-    void beginResults();
+    void clearResultViews();
     void refreshStreaming();
-    void applyAnswer(const std::string& text);
+    void showFinalAnswer();
+    // Ends the run in flight with `status`; a single run then reports runCompleted(cancelled).
     void finishRun(const QString& status, bool cancelled);
+    void endRun(const QString& status);
     void showAbout();
     void chooseAndOpenImage();
     void chooseAndOpenModel();
@@ -222,27 +219,14 @@ private:
 
     // Image and answer.
     std::shared_ptr<const RgbImage> m_image;
-    QString m_imagePath;                           // "" for pasted images
-    QString m_imageName;                           // for titles and COCO export
-    std::shared_ptr<const RgbImage> m_answerImage; // the image the shown answer belongs to
-    QString m_answerImageName;
-    ParsedAnswer m_answer;
-    QString m_answerTask;
-    std::string m_answerText;
+    QString m_imagePath; // "" for pasted images
+    QString m_imageName; // for titles and COCO export
     std::optional<QRectF> m_region;
+    bool m_dirty = false; // the answer changed since the widgets last showed it
 
-    // The run in flight: at most one; tokens of older runs are ignored by id.
-    quint64 m_lastRunId = 0;
-    quint64 m_activeRunId = 0;
-    RunKind m_activeKind = RunKind::Single;
-    QString m_activeTask;
-    std::shared_ptr<std::atomic<bool>> m_activeCancel;
-    bool m_resultsCleared = false;
-    bool m_dirty = false;
-    int m_tokensReceived = 0;
-    std::string m_lastPrompt;
-    GenerationOptions m_lastOptions;
-    bool m_ignoreEos = false;
+    // The run in flight and the answer on screen; the model list.
+    std::unique_ptr<RunController> m_run;
+    std::unique_ptr<ModelCatalog> m_models;
 
     // Model.
     QString m_requestedModelDir; // the package last sent to the worker; "" before the first
@@ -252,13 +236,15 @@ private:
 
     QString m_lastFolder;
     QStringList m_recentFiles;
-    QStringList m_extraModels;
     FileChooser m_fileChooser;
 
     // Declared last so they are destroyed first: the thread is stopped (after the run in flight
     // was cancelled) before the worker it runs, and both before the members above.
     std::unique_ptr<EngineWorker> m_worker;
     ThreadPtr m_thread;
+
+    // Tests reach the engine thread and synthetic answers through this (tests/ui only).
+    friend class MainWindowTester;
 };
 
 } // namespace florence::ui

@@ -1,5 +1,4 @@
 // florence-studio: the desktop app. Only wiring: command line, settings identity, the window.
-#include "run/EngineWorker.h"
 #include "MainWindow.h"
 #include <florence/paths.h>
 #include <florence/runtime.h>
@@ -189,10 +188,8 @@ int main(int argc, char** argv) {
         else
             window.showMessage(QStringLiteral("--region takes X1,Y1,X2,Y2"), true);
     }
-    if (parser.isSet(maxTokensOpt)) {
-        if (auto* spin = window.findChild<QWidget*>(QStringLiteral("maxTokensSpin")))
-            spin->setProperty("value", parser.value(maxTokensOpt).toInt());
-    }
+    if (parser.isSet(maxTokensOpt))
+        window.setMaxNewTokens(parser.value(maxTokensOpt).toInt());
     window.show();
 
     if (parser.isSet(shotOpt)) {

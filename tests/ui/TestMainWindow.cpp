@@ -1,13 +1,14 @@
 // The real main window, driven as a user would: widgets found by objectName, QTest key and mouse
 // events, waits on signals. Runs the bundled (demo) model end to end; where an
 // assertion needs a known answer, the answer goes through the same token/finish path a run
-// takes (MainWindow::showAnswerText).
+// takes (MainWindowTester::showAnswerText, a test-only friend of the window).
 #include "widgets/CompareView.h"
 #include "run/EngineWorker.h"
 #include "widgets/ImageView.h"
 #include "dialogs/ImportDialog.h"
 #include "widgets/LatencyChart.h"
 #include "MainWindow.h"
+#include "MainWindowTester.h"
 #include <florence/paths.h>
 #include "widgets/ResultsPanel.h"
 #include <florence/tasks.h>
@@ -46,6 +47,7 @@
 
 using florence::ui::EngineWorker;
 using florence::ui::MainWindow;
+using florence::ui::MainWindowTester;
 
 namespace {
 
@@ -233,7 +235,7 @@ void TestMainWindow::detectionRunFillsTableAndOverlayEndToEnd() {
     m_w->setTask("<OD>");
     setSpin("maxTokensSpin", 40);
     setSpin("beamsSpin", 1);
-    m_w->setIgnoreEos(true);
+    MainWindowTester(m_w.get()).setIgnoreEos(true);
     QSignalSpy tokens(m_w.get(), &MainWindow::tokenArrived);
     QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
     QTest::mouseClick(child<QAbstractButton>(m_w.get(), "runButton"), Qt::LeftButton);
@@ -252,7 +254,7 @@ void TestMainWindow::knownAnswerFillsTableHighlightsAndExports() {
     QVERIFY(m_w->openImageFile(samplePath("pier.png")));
     const QSize size = m_w->imageSize();
     QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
-    m_w->showAnswerText("<OD>", "</s><s>car<loc_52><loc_333><loc_932><loc_774>person<loc_10>"
+    MainWindowTester(m_w.get()).showAnswerText("<OD>", "</s><s>car<loc_52><loc_333><loc_932><loc_774>person<loc_10>"
                                 "<loc_10><loc_100><loc_200></s>");
     QCOMPARE(done.count(), 1);
     auto* table = child<QTableWidget>(m_w.get(), "itemsTable");
@@ -296,7 +298,7 @@ bool TestMainWindow::prepareLongRun(const char* task) {
     if (!m_w->openImageFile(samplePath("pier.png")))
         return false;
     m_w->setTask(QString::fromLatin1(task));
-    m_w->setIgnoreEos(true);
+    MainWindowTester(m_w.get()).setIgnoreEos(true);
     setSpin("maxTokensSpin", 1024);
     return true;
 }
@@ -317,7 +319,7 @@ void TestMainWindow::cancelMidRunWithEscape() {
     QVERIFY(child<QLabel>(m_w.get(), "statusRun")->text().contains("Cancelled"));
     QVERIFY(child<QLabel>(m_w.get(), "resultSummary")->text().startsWith("<CAPTION>"));
     // The window still works after a cancel.
-    m_w->setIgnoreEos(false);
+    MainWindowTester(m_w.get()).setIgnoreEos(false);
     setSpin("maxTokensSpin", 5);
     QVERIFY(m_w->startRun());
     QTRY_COMPARE_WITH_TIMEOUT(done.count(), 2, kRunTimeoutMs);
@@ -326,7 +328,7 @@ void TestMainWindow::cancelMidRunWithEscape() {
 
 void TestMainWindow::cancelBeforeFirstTokenKeepsResults() {
     QVERIFY(m_w->openImageFile(samplePath("pier.png")));
-    m_w->showAnswerText("<OD>", "</s><s>car<loc_52><loc_333><loc_932><loc_774></s>");
+    MainWindowTester(m_w.get()).showAnswerText("<OD>", "</s><s>car<loc_52><loc_333><loc_932><loc_774></s>");
     auto* table = child<QTableWidget>(m_w.get(), "itemsTable");
     auto* raw = child<QPlainTextEdit>(m_w.get(), "rawText");
     auto* status = child<QLabel>(m_w.get(), "statusRun");
@@ -341,7 +343,7 @@ void TestMainWindow::cancelBeforeFirstTokenKeepsResults() {
     QSignalSpy tokens(m_w.get(), &MainWindow::tokenArrived);
     QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
 
-    EngineWorker* worker = m_w->engineWorker();
+    EngineWorker* worker = MainWindowTester(m_w.get()).engineWorker();
     QVERIFY(worker);
     // Keeps the engine thread busy until released, so a request sent meanwhile stays queued.
     auto holdEngine = [worker] {
@@ -434,7 +436,7 @@ void TestMainWindow::precisionSwitchReloadsModel() {
     auto* label = child<QLabel>(m_w.get(), "modelLabel");
     QVERIFY(combo);
     QCOMPARE(combo->currentText(), QString("float32"));
-    QCOMPARE(m_w->modelInfo().precision, QString("float32"));
+    QCOMPARE(m_w->modelInfo().precision(), QString("float32"));
     QVERIFY(prepareLongRun("<CAPTION>"));
     QSignalSpy tokens(m_w.get(), &MainWindow::tokenArrived);
     QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
@@ -449,12 +451,12 @@ void TestMainWindow::precisionSwitchReloadsModel() {
     QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, 30'000);
     QCOMPARE(done.at(0).at(0).toBool(), true);
     QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 1, 60'000);
-    QCOMPARE(m_w->modelInfo().precision, QString("bfloat16"));
+    QCOMPARE(m_w->modelInfo().precision(), QString("bfloat16"));
     QVERIFY2(label->text().contains("bfloat16"), qPrintable(label->text()));
     QVERIFY(child<QLabel>(m_w.get(), "statusModel")->text().contains("bfloat16"));
 
     // The bfloat16 model runs to the end.
-    m_w->setIgnoreEos(false);
+    MainWindowTester(m_w.get()).setIgnoreEos(false);
     setSpin("maxTokensSpin", 8);
     const int before = tokens.count();
     QVERIFY(m_w->startRun());
@@ -466,7 +468,7 @@ void TestMainWindow::precisionSwitchReloadsModel() {
     // And back: float32 again, without a run in flight.
     m_w->setPrecision(florence::Precision::Float32);
     QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 2, 60'000);
-    QCOMPARE(m_w->modelInfo().precision, QString("float32"));
+    QCOMPARE(m_w->modelInfo().precision(), QString("float32"));
     QVERIFY2(label->text().contains("float32"), qPrintable(label->text()));
 }
 
@@ -569,7 +571,7 @@ void TestMainWindow::textInputFollowsTask() {
 
 void TestMainWindow::missingTaskInputShowsMessage() {
     QVERIFY(m_w->openImageFile(samplePath("pier.png")));
-    m_w->showAnswerText("<CAPTION>", "</s><s>an earlier answer</s>");
+    MainWindowTester(m_w.get()).showAnswerText("<CAPTION>", "</s><s>an earlier answer</s>");
     m_w->setTask("<CAPTION_TO_PHRASE_GROUNDING>");
     m_w->setTaskText("");
     QVERIFY(!m_w->startRun());
@@ -585,7 +587,7 @@ void TestMainWindow::missingTaskInputShowsMessage() {
 void TestMainWindow::comparisonShowsTwoCurvesAndVerdict() {
     QVERIFY(m_w->openImageFile(samplePath("pier.png")));
     m_w->setTask("<CAPTION>");
-    m_w->setIgnoreEos(true);
+    MainWindowTester(m_w.get()).setIgnoreEos(true);
     setSpin("maxTokensSpin", 16);
     QSignalSpy compared(m_w.get(), &MainWindow::comparisonCompleted);
     QTest::mouseClick(child<QAbstractButton>(m_w.get(), "compareButton"), Qt::LeftButton);
@@ -608,7 +610,7 @@ void TestMainWindow::comparisonShowsTwoCurvesAndVerdict() {
 
 void TestMainWindow::brokenImageKeepsPreviousImage() {
     QVERIFY(m_w->openImageFile(samplePath("pier.png")));
-    m_w->showAnswerText("<CAPTION>", "</s><s>kept</s>");
+    MainWindowTester(m_w.get()).showAnswerText("<CAPTION>", "</s><s>kept</s>");
     const QString broken = m_tmp.filePath("broken.png");
     {
         QFile f(broken);
@@ -649,13 +651,13 @@ void TestMainWindow::pasteAndDropOpenImages() {
 }
 
 void TestMainWindow::badModelFolderKeepsCurrentModel() {
-    const QString name = m_w->modelInfo().name;
+    const QString name = m_w->modelInfo().name();
     QSignalSpy failed(m_w.get(), &MainWindow::modelFailed);
     m_w->openModelPackage(m_tmp.path()); // no manifest.json
     QCOMPARE(failed.count(), 1);
     QVERIFY(m_w->messageText().contains("manifest"));
     QVERIFY(m_w->isModelReady());
-    QCOMPARE(m_w->modelInfo().name, name);
+    QCOMPARE(m_w->modelInfo().name(), name);
     // The model still runs.
     QVERIFY(m_w->openImageFile(samplePath("pier.png")));
     setSpin("maxTokensSpin", 3);
@@ -703,7 +705,7 @@ void TestMainWindow::settingsPersist() {
     QVERIFY(!child<QAbstractButton>(m_w.get(), "cacheCheck")->isChecked());
     // The model is loaded in the saved precision from the start.
     QCOMPARE(child<QComboBox>(m_w.get(), "precisionCombo")->currentText(), QString("bfloat16"));
-    QCOMPARE(m_w->modelInfo().precision, QString("bfloat16"));
+    QCOMPARE(m_w->modelInfo().precision(), QString("bfloat16"));
     QVERIFY(m_w->imagePath().endsWith("coffee.png"));
     QVERIFY(m_w->recentFiles().value(0).endsWith("coffee.png"));
 }
@@ -752,7 +754,7 @@ void TestMainWindow::randomModelIsDescribedFromItsManifest() {
     QSignalSpy ready(m_w.get(), &MainWindow::modelReady);
     m_w->openModelPackage(dir);
     QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 1, 60'000);
-    QCOMPARE(m_w->modelInfo().name, QString("florence2-tiny (random weights, seed 1234)"));
+    QCOMPARE(m_w->modelInfo().name(), QString("florence2-tiny (random weights, seed 1234)"));
     const QString tip = child<QLabel>(m_w.get(), "modelLabel")->toolTip();
     QVERIFY2(tip.contains("random weights"), qPrintable(tip));
     QVERIFY(tip.contains("nonsense"));

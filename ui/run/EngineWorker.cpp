@@ -23,13 +23,9 @@ void EngineWorker::loadModel(const QString& packageDir, Precision precision) {
         const Manifest& m = m_model->manifest();
         ModelInfo info;
         info.dir = QString::fromStdString(m.dir.empty() ? packageDir.toStdString() : m.dir);
-        info.name = QString::fromStdString(m.name);
-        info.source = QString::fromStdString(m.source);
+        info.manifest = m;
         // The precision the weights run in, not the manifest's (which is how they are stored).
         info.precisionMode = m_model->loadOptions().precision;
-        info.precision = QString::fromLatin1(precisionName(info.precisionMode));
-        info.parameterCount = m.parameterCount;
-        info.maxPositions = m.maxPositions;
         info.loadMs = m_model->loadMs();
         info.defaults = m_model->defaultOptions();
         emit modelLoaded(info);
@@ -48,38 +44,26 @@ RunOutcome EngineWorker::runPass(const RunRequest& request, const GenerationOpti
     QElapsedTimer clock;
     clock.start();
     const quint64 runId = request.runId;
-    Result r = m_session->generate(
+    RunOutcome out;
+    out.runId = runId;
+    out.pass = pass;
+    out.task = request.task;
+    out.useCache = options.useCache;
+    out.numBeams = options.numBeams;
+    out.imageWidth = request.image->width;
+    out.imageHeight = request.image->height;
+    out.result = m_session->generate(
         req, options,
         [&](const TokenEvent& e) {
             TokenUpdate u;
             u.runId = runId;
             u.pass = pass;
-            u.step = e.step;
-            u.textDelta = e.textDelta;
-            u.rewound = e.rewound;
-            u.text = e.text;
-            u.stepMs = e.stepMs;
+            u.event = e;
             u.elapsedMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
-            u.preprocessMs = e.preprocessMs;
-            u.visionMs = e.visionMs;
-            u.textEncoderMs = e.textEncoderMs;
             emit tokenReady(u);
             return true;
         },
         request.cancel.get());
-    RunOutcome out;
-    out.runId = runId;
-    out.pass = pass;
-    out.task = request.task;
-    out.text = r.text;
-    out.generatedIds = r.generatedIds;
-    out.cancelled = r.cancelled;
-    out.useCache = options.useCache;
-    out.numBeams = options.numBeams;
-    out.generatedTokens = r.generatedIds.empty() ? 0 : static_cast<int>(r.generatedIds.size()) - 1;
-    out.imageWidth = request.image->width;
-    out.imageHeight = request.image->height;
-    out.timings = r.timings;
     return out;
 }
 
@@ -90,7 +74,7 @@ void EngineWorker::run(const RunRequest& request) {
         RunOutcome out;
         out.runId = request.runId;
         out.task = request.task;
-        out.cancelled = true;
+        out.result.cancelled = true;
         emit runFinished(out);
         if (request.kind == RunKind::Compare) {
             // The window ends a comparison on compareFinished only.
@@ -131,16 +115,17 @@ void EngineWorker::run(const RunRequest& request) {
         cmp.runId = request.runId;
         cmp.cached = runPass(request, cached, 0);
         emit runFinished(cmp.cached);
-        if (!cmp.cached.cancelled) {
+        if (!cmp.cached.cancelled()) {
             cmp.uncached = runPass(request, uncached, 1);
             emit runFinished(cmp.uncached);
         } else {
             cmp.uncached.runId = request.runId;
             cmp.uncached.pass = 1;
-            cmp.uncached.cancelled = true;
+            cmp.uncached.result.cancelled = true;
         }
-        cmp.cancelled = cmp.cached.cancelled || cmp.uncached.cancelled;
-        cmp.identical = !cmp.cancelled && cmp.cached.generatedIds == cmp.uncached.generatedIds;
+        cmp.cancelled = cmp.cached.cancelled() || cmp.uncached.cancelled();
+        cmp.identical =
+            !cmp.cancelled && cmp.cached.result.generatedIds == cmp.uncached.result.generatedIds;
         emit compareFinished(cmp);
     } catch (const std::exception& e) {
         emit runFailed(request.runId, QString::fromStdString(e.what()));

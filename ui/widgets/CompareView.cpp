@@ -1,7 +1,7 @@
 #include "widgets/CompareView.h"
 
-#include "widgets/ChartStyle.h"
 #include "run/StepStats.h"
+#include "widgets/ChartStyle.h"
 
 #include <QChart>
 #include <QChartView>
@@ -107,18 +107,18 @@ void CompareView::setPassFinished(const RunOutcome& outcome) {
     if (pass < 0 || pass > 1)
         return;
     // The engine's complete step list replaces what streamed in.
-    m_steps[pass] = outcome.timings.stepMs;
+    m_steps[pass] = outcome.result.timings.stepMs;
     m_series[pass]->clear();
     m_plotted[pass] = 0;
     for (double v : m_steps[pass])
         m_maxMs = std::max(m_maxMs, v);
     refresh();
-    const StepStats s = summarizeSteps(outcome.timings.stepMs);
+    const StepStats s = summarizeSteps(outcome.result.timings.stepMs);
     m_total[pass]->setText(tr("%1 total, %2 tokens, median step %3")
-                               .arg(formatMs(outcome.timings.totalMs))
+                               .arg(formatMs(outcome.result.timings.totalMs))
                                .arg(s.count)
                                .arg(formatMs(s.medianMs)) +
-                           (outcome.cancelled ? tr(" (cancelled)") : QString()));
+                           (outcome.cancelled() ? tr(" (cancelled)") : QString()));
 }
 
 void CompareView::setOutcome(const CompareOutcome& outcome) {
@@ -126,15 +126,15 @@ void CompareView::setOutcome(const CompareOutcome& outcome) {
         m_chart->setTitle(tr("Cached vs uncached (cancelled)"));
         m_speedup->setText(QStringLiteral("–"));
         m_verdict->setText(tr("cancelled before both runs finished"));
-        if (outcome.uncached.timings.stepMs.empty())
+        if (outcome.uncached.result.timings.stepMs.empty())
             m_total[1]->setText(tr("not run"));
         return;
     }
     m_chart->setTitle(tr("Cached vs uncached"));
-    const double a = outcome.cached.timings.totalMs;
-    const double b = outcome.uncached.timings.totalMs;
-    const double decodeA = outcome.cached.timings.decodeMs;
-    const double decodeB = outcome.uncached.timings.decodeMs;
+    const double a = outcome.cached.result.timings.totalMs;
+    const double b = outcome.uncached.result.timings.totalMs;
+    const double decodeA = outcome.cached.result.timings.decodeMs;
+    const double decodeB = outcome.uncached.result.timings.decodeMs;
     m_speedup->setText(a > 0 ? tr("%1× overall, %2× decoding")
                                    .arg(b / a, 0, 'f', 2)
                                    .arg(decodeA > 0 ? decodeB / decodeA : 0.0, 0, 'f', 2)
