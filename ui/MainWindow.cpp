@@ -1,29 +1,30 @@
 #include "MainWindow.h"
 
 #include "ExportDocument.h"
+#include "MainActions.h"
 #include "ModelCatalog.h"
 #include "Settings.h"
+#include "Theme.h"
 #include "dialogs/AboutDialog.h"
 #include "dialogs/ImportDialog.h"
 #include "run/EngineWorker.h"
 #include "run/RunController.h"
 #include "run/StepStats.h"
-#include "widgets/ChartStyle.h"
 #include "widgets/CompareView.h"
+#include "widgets/ControlPanel.h"
 #include "widgets/ImageView.h"
 #include "widgets/LatencyChart.h"
 #include "widgets/ResultsPanel.h"
 
-#include <florence/annotate.h>
 #include <florence/image.h>
 #include <florence/package.h>
 #include <florence/paths.h>
 #include <florence/tasks.h>
 
 #include <QAction>
+#include <QActionGroup>
 #include <QApplication>
 #include <QBuffer>
-#include <QCheckBox>
 #include <QClipboard>
 #include <QCloseEvent>
 #include <QComboBox>
@@ -32,23 +33,19 @@
 #include <QDropEvent>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QFormLayout>
-#include <QGroupBox>
-#include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
 #include <QMenuBar>
+#include <QMessageBox>
 #include <QMimeData>
-#include <QPushButton>
-#include <QSpinBox>
+#include <QScreen>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QStatusBar>
-#include <QStyle>
 #include <QTabWidget>
 #include <QTimer>
 #include <QToolBar>
-#include <QVBoxLayout>
 
 // The icons live in a static library, whose resource initializer the linker would drop.
 static void initUiResources() {
@@ -64,6 +61,15 @@ constexpr int kMaxRecent = 10;
 // a tiny model produces hundreds of tokens a second and repainting for each would make the
 // window sluggish while it generates.
 constexpr int kRefreshMs = 40;
+// The tasks the bundled demo model was trained for (tools/demo/README.md); the others give
+// nonsense with it.
+const QStringList kDemoTasks = {QStringLiteral("<CAPTION>"),
+                                QStringLiteral("<DETAILED_CAPTION>"),
+                                QStringLiteral("<OD>"),
+                                QStringLiteral("<OCR>"),
+                                QStringLiteral("<OCR_WITH_REGION>"),
+                                QStringLiteral("<REGION_TO_CATEGORY>"),
+                                QStringLiteral("<CAPTION_TO_PHRASE_GROUNDING>")};
 
 QImage toQImage(const RgbImage& img) {
     const QImage view(img.pixels.data(), img.width, img.height, img.width * 3,
@@ -83,11 +89,10 @@ QString itemCountText(const ParsedAnswer& a) {
     return n == 1 ? QObject::tr("1 item") : QObject::tr("%1 items").arg(n);
 }
 
-QString capitalized(const std::string& s) {
-    QString q = QString::fromStdString(s);
-    if (!q.isEmpty())
-        q[0] = q[0].toUpper();
-    return q;
+// "OD", "REGION_TO_CATEGORY": a task token as a file name part.
+QString taskFilePart(const QString& task) {
+    QString t = task;
+    return t.remove(QLatin1Char('<')).remove(QLatin1Char('>'));
 }
 
 } // namespace
@@ -101,10 +106,15 @@ MainWindow::MainWindow(QWidget* parent)
     setWindowIcon(QIcon(QStringLiteral(":/icons/florence-studio.svg")));
     setAcceptDrops(true);
 
-    createActions();
+    m_actions = std::make_unique<MainActions>(this);
     createCentral();
-    createMenus();
-    createToolBar();
+    m_actions->addMenus(menuBar());
+    QToolBar* tb = addToolBar(tr("Main"));
+    tb->setObjectName(QStringLiteral("mainToolBar"));
+    tb->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    tb->setMovable(false);
+    m_actions->addToolBarActions(tb);
+    connectActions();
 
     m_refreshTimer = new QTimer(this);
     m_refreshTimer->setInterval(kRefreshMs);
@@ -118,7 +128,7 @@ MainWindow::MainWindow(QWidget* parent)
 
     restoreSettings();
     m_models->refresh();
-    updateTaskInput();
+    onTaskInputChanged();
     updateActions();
     setWindowTitle(tr("Florence Studio"));
 }
@@ -135,223 +145,66 @@ MainWindow::~MainWindow() {
 // ------------------------------------------------------------------------------------------
 // Construction
 
-void MainWindow::createActions() {
-    QStyle* s = style();
-    m_openAction =
-        new QAction(s->standardIcon(QStyle::SP_DialogOpenButton), tr("&Open Image…"), this);
-    m_openAction->setObjectName(QStringLiteral("openAction"));
-    m_openAction->setShortcut(QKeySequence::Open);
-    m_openAction->setToolTip(tr("Open an image (Ctrl+O); you can also drop or paste one"));
-    connect(m_openAction, &QAction::triggered, this, &MainWindow::chooseAndOpenImage);
-
-    m_pasteAction = new QAction(tr("&Paste Image"), this);
-    m_pasteAction->setShortcut(QKeySequence::Paste);
-    connect(m_pasteAction, &QAction::triggered, this, &MainWindow::paste);
-
-    m_openModelAction = new QAction(tr("Open &Model Package…"), this);
-    connect(m_openModelAction, &QAction::triggered, this, &MainWindow::chooseAndOpenModel);
-
-    m_importAction = new QAction(tr("&Import Hugging Face Model…"), this);
-    connect(m_importAction, &QAction::triggered, this, &MainWindow::showImportDialog);
-
-    m_exportJsonAction =
-        new QAction(s->standardIcon(QStyle::SP_DialogSaveButton), tr("Export &JSON…"), this);
-    m_exportJsonAction->setObjectName(QStringLiteral("exportJsonAction"));
-    m_exportJsonAction->setShortcut(QKeySequence(tr("Ctrl+E")));
-    connect(m_exportJsonAction, &QAction::triggered, this, &MainWindow::chooseAndExportJson);
-
-    m_savePngAction = new QAction(tr("Save &Annotated Image…"), this);
-    m_savePngAction->setObjectName(QStringLiteral("savePngAction"));
-    m_savePngAction->setShortcut(QKeySequence(tr("Ctrl+Shift+S")));
-    connect(m_savePngAction, &QAction::triggered, this, &MainWindow::chooseAndSavePng);
-
-    m_copyTextAction = new QAction(tr("&Copy Answer Text"), this);
-    m_copyTextAction->setObjectName(QStringLiteral("copyTextAction"));
-    m_copyTextAction->setShortcut(QKeySequence(tr("Ctrl+Shift+C")));
-    connect(m_copyTextAction, &QAction::triggered, this, &MainWindow::copyResultText);
-
-    m_quitAction = new QAction(tr("&Quit"), this);
-    m_quitAction->setShortcut(QKeySequence::Quit);
-    connect(m_quitAction, &QAction::triggered, this, &QWidget::close);
-
-    m_runAction = new QAction(s->standardIcon(QStyle::SP_MediaPlay), tr("&Run"), this);
-    m_runAction->setObjectName(QStringLiteral("runAction"));
-    m_runAction->setShortcuts({QKeySequence(tr("Ctrl+R")), QKeySequence(Qt::CTRL | Qt::Key_Return),
-                               QKeySequence(Qt::CTRL | Qt::Key_Enter)});
-    m_runAction->setToolTip(tr("Run the task (Ctrl+R, Ctrl+Return)"));
-    connect(m_runAction, &QAction::triggered, this, &MainWindow::startRun);
-
-    m_cancelAction = new QAction(s->standardIcon(QStyle::SP_MediaStop), tr("&Cancel"), this);
-    m_cancelAction->setObjectName(QStringLiteral("cancelAction"));
-    m_cancelAction->setShortcut(QKeySequence(Qt::Key_Escape));
-    m_cancelAction->setToolTip(tr("Stop generating (Esc)"));
-    connect(m_cancelAction, &QAction::triggered, this, &MainWindow::cancelRun);
-
-    m_compareAction = new QAction(s->standardIcon(QStyle::SP_BrowserReload),
-                                  tr("C&ompare Cached vs Uncached"), this);
-    m_compareAction->setObjectName(QStringLiteral("compareAction"));
-    m_compareAction->setShortcut(QKeySequence(tr("Ctrl+Shift+R")));
-    m_compareAction->setToolTip(
-        tr("Run the same request with and without the KV cache (Ctrl+Shift+R)"));
-    connect(m_compareAction, &QAction::triggered, this, &MainWindow::startComparison);
-
-    m_zoomInAction = new QAction(tr("Zoom &In"), this);
-    m_zoomInAction->setShortcuts({QKeySequence::ZoomIn, QKeySequence(tr("Ctrl+="))});
-    m_zoomOutAction = new QAction(tr("Zoom &Out"), this);
-    m_zoomOutAction->setShortcut(QKeySequence::ZoomOut);
-    m_fitAction = new QAction(tr("&Fit to Window"), this);
-    m_fitAction->setShortcut(QKeySequence(tr("Ctrl+0")));
-
-    m_aboutAction = new QAction(tr("&About Florence Studio"), this);
-    connect(m_aboutAction, &QAction::triggered, this, &MainWindow::showAbout);
-
-    // Window-wide shortcuts must work whichever child has focus.
-    for (QAction* a : {m_openAction, m_pasteAction, m_runAction, m_cancelAction, m_compareAction,
-                       m_zoomInAction, m_zoomOutAction, m_fitAction, m_exportJsonAction,
-                       m_savePngAction, m_copyTextAction, m_quitAction})
-        addAction(a);
-}
-
-void MainWindow::createMenus() {
-    QMenu* file = menuBar()->addMenu(tr("&File"));
-    file->addAction(m_openAction);
-    m_recentMenu = file->addMenu(tr("Open &Recent"));
-    m_recentMenu->setObjectName(QStringLiteral("recentMenu"));
-    file->addAction(m_pasteAction);
-    file->addSeparator();
-    file->addAction(m_openModelAction);
-    file->addAction(m_importAction);
-    file->addSeparator();
-    file->addAction(m_exportJsonAction);
-    file->addAction(m_savePngAction);
-    file->addSeparator();
-    file->addAction(m_quitAction);
-
-    QMenu* edit = menuBar()->addMenu(tr("&Edit"));
-    edit->addAction(m_copyTextAction);
-    edit->addAction(m_pasteAction);
-
-    QMenu* view = menuBar()->addMenu(tr("&View"));
-    view->addAction(m_zoomInAction);
-    view->addAction(m_zoomOutAction);
-    view->addAction(m_fitAction);
-
-    QMenu* run = menuBar()->addMenu(tr("&Run"));
-    run->addAction(m_runAction);
-    run->addAction(m_cancelAction);
-    run->addAction(m_compareAction);
-
-    QMenu* help = menuBar()->addMenu(tr("&Help"));
-    help->addAction(m_aboutAction);
-}
-
-void MainWindow::createToolBar() {
-    QToolBar* tb = addToolBar(tr("Main"));
-    tb->setObjectName(QStringLiteral("mainToolBar"));
-    tb->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-    tb->setMovable(false);
-    tb->addAction(m_openAction);
-    tb->addSeparator();
-    tb->addAction(m_runAction);
-    tb->addAction(m_cancelAction);
-    tb->addAction(m_compareAction);
-    tb->addSeparator();
-    tb->addAction(m_exportJsonAction);
+void MainWindow::connectActions() {
+    const MainActions& a = *m_actions;
+    connect(a.open, &QAction::triggered, this, &MainWindow::chooseAndOpenImage);
+    connect(a.paste, &QAction::triggered, this,
+            [this] { openMimeData(QApplication::clipboard()->mimeData()); });
+    connect(a.openModel, &QAction::triggered, this, &MainWindow::chooseAndOpenModel);
+    connect(a.import, &QAction::triggered, this, &MainWindow::showImportDialog);
+    connect(a.exportJson, &QAction::triggered, this, &MainWindow::chooseAndExportJson);
+    connect(a.savePng, &QAction::triggered, this, &MainWindow::chooseAndSavePng);
+    connect(a.copyText, &QAction::triggered, this, &MainWindow::copyResultText);
+    connect(a.quit, &QAction::triggered, this, &QWidget::close);
+    connect(a.run, &QAction::triggered, this, &MainWindow::startRun);
+    // Esc stops a run; with nothing running it clears the dragged region.
+    connect(a.cancel, &QAction::triggered, this, [this] {
+        if (isRunning())
+            cancelRun();
+        else
+            clearRegion();
+    });
+    connect(a.compare, &QAction::triggered, this, &MainWindow::startComparison);
+    connect(a.clearRegion, &QAction::triggered, this, &MainWindow::clearRegion);
+    connect(a.zoomIn, &QAction::triggered, m_view, &ImageView::zoomIn);
+    connect(a.zoomOut, &QAction::triggered, m_view, &ImageView::zoomOut);
+    connect(a.fit, &QAction::triggered, m_view, &ImageView::fitToWindow);
+    connect(a.theme, &QActionGroup::triggered, this, [this](QAction* chosen) {
+        const Theme t = chosen == m_actions->themeDark    ? Theme::Dark
+                        : chosen == m_actions->themeLight ? Theme::Light
+                                                          : Theme::System;
+        m_theme = themeName(t);
+        applyTheme(t);
+    });
+    connect(a.shortcuts, &QAction::triggered, this, [this] {
+        QMessageBox box(QMessageBox::NoIcon, tr("Keyboard Shortcuts"), shortcutsText(),
+                        QMessageBox::Close, this);
+        box.exec();
+    });
+    connect(a.about, &QAction::triggered, this, [this] {
+        AboutDialog::show(this,
+                          m_modelReady ? std::optional<ModelInfo>(m_modelInfo) : std::nullopt);
+    });
 }
 
 void MainWindow::createCentral() {
     m_view = new ImageView(this);
     m_view->setAcceptDrops(false); // drops go to the window
-    connect(m_zoomInAction, &QAction::triggered, m_view, &ImageView::zoomIn);
-    connect(m_zoomOutAction, &QAction::triggered, m_view, &ImageView::zoomOut);
-    connect(m_fitAction, &QAction::triggered, m_view, &ImageView::fitToWindow);
+    m_view->setFocusPolicy(Qt::StrongFocus);
+    m_view->setMinimumSize(200, 150);
     connect(m_view, &ImageView::regionSelected, this, &MainWindow::setRegion);
 
-    // Controls: model, task, generation settings, run buttons, messages.
-    auto* controls = new QWidget(this);
-    controls->setObjectName(QStringLiteral("controlPanel"));
-
-    auto* modelBox = new QGroupBox(tr("Model"), controls);
-    m_modelCombo = new QComboBox(modelBox);
-    m_modelCombo->setObjectName(QStringLiteral("modelCombo"));
-    m_modelCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-    m_modelCombo->setMinimumContentsLength(20);
-    m_modelCombo->setModel(m_models->model());
-    m_modelLabel = new QLabel(tr("No model loaded"), modelBox);
-    m_modelLabel->setTextFormat(Qt::PlainText); // task tokens look like HTML tags
-    m_modelLabel->setObjectName(QStringLiteral("modelLabel"));
-    m_modelLabel->setWordWrap(true);
-    auto* modelLayout = new QVBoxLayout(modelBox);
-    modelLayout->addWidget(m_modelCombo);
-    modelLayout->addWidget(m_modelLabel);
-    connect(m_modelCombo, qOverload<int>(&QComboBox::activated), this, [this](int index) {
-        const QString dir = m_models->dirAt(index);
+    m_panel = new ControlPanel(m_models->model(), m_actions->run, m_actions->cancel,
+                               m_actions->compare, this);
+    connect(m_panel, &ControlPanel::runRequested, this, &MainWindow::startRun);
+    connect(m_panel, &ControlPanel::taskChanged, this, &MainWindow::onTaskInputChanged);
+    connect(m_panel, &ControlPanel::taskTextChanged, this, &MainWindow::onTaskInputChanged);
+    connect(m_panel, &ControlPanel::modelActivated, this, [this](int row) {
+        const QString dir = m_models->dirAt(row);
         if (ModelCatalog::cleanDir(dir) != ModelCatalog::cleanDir(m_modelInfo.dir) || !m_modelReady)
             openModelPackage(dir);
     });
-
-    auto* taskBox = new QGroupBox(tr("Task"), controls);
-    m_taskCombo = new QComboBox(taskBox);
-    m_taskCombo->setObjectName(QStringLiteral("taskCombo"));
-    for (const TaskInfo& t : allTasks()) {
-        m_taskCombo->addItem(QString::fromStdString(t.name), QString::fromStdString(t.token));
-        m_taskCombo->setItemData(m_taskCombo->count() - 1, QString::fromStdString(t.token),
-                                 Qt::ToolTipRole);
-    }
-    m_inputLabel = new QLabel(tr("Text input:"), taskBox);
-    m_inputLabel->setObjectName(QStringLiteral("inputLabel"));
-    m_inputEdit = new QLineEdit(taskBox);
-    m_inputEdit->setObjectName(QStringLiteral("inputEdit"));
-    m_inputEdit->setClearButtonEnabled(true);
-    m_inputLabel->setBuddy(m_inputEdit);
-    connect(m_inputEdit, &QLineEdit::returnPressed, this, &MainWindow::startRun);
-    m_regionLabel = new QLabel(taskBox);
-    m_regionLabel->setTextFormat(Qt::PlainText); // task tokens look like HTML tags
-    m_regionLabel->setObjectName(QStringLiteral("regionLabel"));
-    m_regionLabel->setWordWrap(true);
-    m_promptLabel = new QLabel(taskBox);
-    m_promptLabel->setTextFormat(Qt::PlainText); // task tokens look like HTML tags
-    m_promptLabel->setObjectName(QStringLiteral("promptLabel"));
-    m_promptLabel->setWordWrap(true);
-    m_promptLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_promptLabel->setToolTip(tr("The text the model received in the last run"));
-    m_promptLabel->setForegroundRole(QPalette::PlaceholderText);
-    auto* taskLayout = new QFormLayout(taskBox);
-    taskLayout->addRow(tr("Task:"), m_taskCombo);
-    taskLayout->addRow(m_inputLabel, m_inputEdit);
-    taskLayout->addRow(m_regionLabel);
-    taskLayout->addRow(tr("Prompt:"), m_promptLabel);
-    connect(m_taskCombo, qOverload<int>(&QComboBox::currentIndexChanged), this,
-            [this] { updateTaskInput(); });
-
-    auto* genBox = new QGroupBox(tr("Generation"), controls);
-    m_beamsSpin = new QSpinBox(genBox);
-    m_beamsSpin->setObjectName(QStringLiteral("beamsSpin"));
-    m_beamsSpin->setRange(1, 16);
-    m_beamsSpin->setValue(3);
-    m_beamsSpin->setToolTip(tr("1 = greedy search"));
-    m_maxTokensSpin = new QSpinBox(genBox);
-    m_maxTokensSpin->setObjectName(QStringLiteral("maxTokensSpin"));
-    m_maxTokensSpin->setRange(1, 1024);
-    m_maxTokensSpin->setValue(1024);
-    m_cacheCheck = new QCheckBox(tr("Use the key/value cache"), genBox);
-    m_cacheCheck->setObjectName(QStringLiteral("cacheCheck"));
-    m_cacheCheck->setChecked(true);
-    m_cacheCheck->setToolTip(tr("Off: the whole prefix runs through the decoder at every step"));
-    m_precisionCombo = new QComboBox(genBox);
-    m_precisionCombo->setObjectName(QStringLiteral("precisionCombo"));
-    for (const Precision p : {Precision::Float32, Precision::BFloat16})
-        m_precisionCombo->addItem(QString::fromLatin1(precisionName(p)), static_cast<int>(p));
-    m_precisionCombo->setToolTip(
-        tr("bfloat16 runs the linear layers with oneDNN's AVX512-BF16 kernels: faster on CPUs "
-           "that have them, and the answers can differ slightly from float32. Changing it "
-           "reloads the model."));
-    auto* genLayout = new QFormLayout(genBox);
-    genLayout->addRow(tr("Beams:"), m_beamsSpin);
-    genLayout->addRow(tr("Max new tokens:"), m_maxTokensSpin);
-    genLayout->addRow(tr("Precision:"), m_precisionCombo);
-    genLayout->addRow(m_cacheCheck);
-    connect(m_precisionCombo, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] {
+    connect(m_panel, &ControlPanel::precisionChanged, this, [this] {
         // Before the first model request (settings being restored) there is nothing to reload:
         // the first load uses the chosen precision.
         if (m_requestedModelDir.isEmpty())
@@ -361,47 +214,18 @@ void MainWindow::createCentral() {
             return;
         openModelPackage(m_requestedModelDir);
     });
-
-    m_runButton = new QPushButton(m_runAction->icon(), tr("Run"), controls);
-    m_runButton->setObjectName(QStringLiteral("runButton"));
-    m_runButton->setToolTip(m_runAction->toolTip());
-    m_runButton->setDefault(true);
-    connect(m_runButton, &QPushButton::clicked, this, &MainWindow::startRun);
-    m_cancelButton = new QPushButton(m_cancelAction->icon(), tr("Cancel"), controls);
-    m_cancelButton->setObjectName(QStringLiteral("cancelButton"));
-    m_cancelButton->setToolTip(m_cancelAction->toolTip());
-    connect(m_cancelButton, &QPushButton::clicked, this, &MainWindow::cancelRun);
-    m_compareButton = new QPushButton(m_compareAction->icon(), tr("Compare"), controls);
-    m_compareButton->setObjectName(QStringLiteral("compareButton"));
-    m_compareButton->setToolTip(m_compareAction->toolTip());
-    connect(m_compareButton, &QPushButton::clicked, this, &MainWindow::startComparison);
-    auto* buttons = new QHBoxLayout();
-    buttons->addWidget(m_runButton, 2);
-    buttons->addWidget(m_cancelButton, 1);
-    buttons->addWidget(m_compareButton, 1);
-
-    m_messageLabel = new QLabel(controls);
-
-    m_messageLabel->setTextFormat(Qt::PlainText); // task tokens look like HTML tags
-    m_messageLabel->setObjectName(QStringLiteral("messageLabel"));
-    m_messageLabel->setWordWrap(true);
-    m_messageLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_messageLabel->setMinimumHeight(m_messageLabel->fontMetrics().height() * 3);
-    m_messageLabel->setAlignment(Qt::AlignLeft | Qt::AlignTop);
-
-    auto* controlsLayout = new QVBoxLayout(controls);
-    controlsLayout->setContentsMargins(6, 0, 0, 0);
-    controlsLayout->addWidget(modelBox);
-    controlsLayout->addWidget(taskBox);
-    controlsLayout->addWidget(genBox);
-    controlsLayout->addLayout(buttons);
-    controlsLayout->addWidget(m_messageLabel);
-    controlsLayout->addStretch(1);
-    controls->setMinimumWidth(300);
-    controls->setMaximumWidth(520);
+    // The panel scrolls rather than clips on a small screen.
+    auto* panelScroll = new QScrollArea(this);
+    panelScroll->setObjectName(QStringLiteral("controlScroll"));
+    panelScroll->setWidget(m_panel);
+    panelScroll->setWidgetResizable(true);
+    panelScroll->setFrameShape(QFrame::NoFrame);
+    panelScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    panelScroll->setMinimumWidth(m_panel->minimumSizeHint().width() + 16);
+    panelScroll->setMaximumWidth(540);
 
     m_results = new ResultsPanel(this);
-    m_results->addHeaderActions({m_copyTextAction, m_exportJsonAction, m_savePngAction});
+    m_results->addHeaderActions({m_actions->copyText, m_actions->exportJson, m_actions->savePng});
     connect(m_results, &ResultsPanel::itemSelected, m_view, &ImageView::highlightItem);
     connect(m_view, &ImageView::itemClicked, m_results, &ResultsPanel::selectItem);
 
@@ -415,7 +239,7 @@ void MainWindow::createCentral() {
     m_topSplit = new QSplitter(Qt::Horizontal, this);
     m_topSplit->setObjectName(QStringLiteral("topSplitter"));
     m_topSplit->addWidget(m_view);
-    m_topSplit->addWidget(controls);
+    m_topSplit->addWidget(panelScroll);
     m_topSplit->setStretchFactor(0, 1);
     m_topSplit->setStretchFactor(1, 0);
     m_topSplit->setChildrenCollapsible(false);
@@ -437,13 +261,16 @@ void MainWindow::createCentral() {
     m_mainSplit->setChildrenCollapsible(false);
     setCentralWidget(m_mainSplit);
 
-    m_statusModel = new QLabel(this);
+    // Tab: image, then the panel (model, task, text, generation, Run…), then the answer.
+    setTabOrder(m_view, m_panel->firstInFocusChain());
+    setTabOrder(m_panel->lastInFocusChain(), m_results);
 
+    m_statusModel = new QLabel(this);
     m_statusModel->setTextFormat(Qt::PlainText); // task tokens look like HTML tags
     m_statusModel->setObjectName(QStringLiteral("statusModel"));
     m_statusZoom = new QLabel(this);
     m_statusRun = new QLabel(tr("Idle"), this);
-    m_statusRun->setTextFormat(Qt::PlainText); // task tokens look like HTML tags
+    m_statusRun->setTextFormat(Qt::PlainText);
     m_statusRun->setObjectName(QStringLiteral("statusRun"));
     statusBar()->addPermanentWidget(m_statusRun);
     statusBar()->addPermanentWidget(m_statusZoom);
@@ -461,11 +288,15 @@ void MainWindow::connectWorker() {
     connect(w, &EngineWorker::tokenReady, this, &MainWindow::onToken);
     connect(w, &EngineWorker::runFinished, this, &MainWindow::onRunFinished);
     connect(w, &EngineWorker::compareFinished, this, &MainWindow::onCompareFinished);
+    connect(w, &EngineWorker::compareProgress, this, [this](quint64 runId, int done, int total) {
+        if (m_run->isActive(runId))
+            m_compare->setProgress(done, total);
+    });
     connect(w, &EngineWorker::runFailed, this, &MainWindow::onRunFailed);
 }
 
 // ------------------------------------------------------------------------------------------
-// Settings
+// Settings and window size
 
 void MainWindow::restoreSettings() {
     const Preferences p = Settings::load();
@@ -475,18 +306,24 @@ void MainWindow::restoreSettings() {
     m_mainSplit->restoreState(p.mainSplit);
     m_topSplit->restoreState(p.topSplit);
     m_lastFolder = p.lastFolder;
+    m_exportFolder = p.exportFolder;
     m_recentFiles = p.recentFiles;
     m_models->setExtraFolders(p.extraModels);
-    const int index = m_taskCombo->findData(p.task);
-    if (index >= 0)
-        m_taskCombo->setCurrentIndex(index);
-    m_inputEdit->setText(p.taskText);
-    m_beamsSpin->setValue(p.beams);
-    m_maxTokensSpin->setValue(p.maxNewTokens);
-    m_cacheCheck->setChecked(p.useCache);
-    const int precision = m_precisionCombo->findText(p.precision);
-    if (precision >= 0)
-        m_precisionCombo->setCurrentIndex(precision);
+    m_panel->setTask(p.task);
+    m_panel->setTaskText(p.taskText);
+    m_panel->setBeams(p.beams);
+    m_panel->setMaxNewTokens(p.maxNewTokens);
+    m_panel->setUseCache(p.useCache);
+    m_panel->setPrecisionText(p.precision);
+    // "system" leaves the application's look alone (the command line may have chosen one).
+    m_theme = p.theme;
+    const Theme theme = themeFromName(p.theme);
+    (theme == Theme::Dark    ? m_actions->themeDark
+     : theme == Theme::Light ? m_actions->themeLight
+                             : m_actions->themeSystem)
+        ->setChecked(true);
+    if (theme != Theme::System)
+        applyTheme(theme);
     updateRecentMenu();
     if (!p.lastImage.isEmpty() && QFileInfo::exists(p.lastImage))
         openImageFile(p.lastImage);
@@ -499,15 +336,17 @@ void MainWindow::saveSettings() const {
     p.mainSplit = m_mainSplit->saveState();
     p.topSplit = m_topSplit->saveState();
     p.lastFolder = m_lastFolder;
+    p.exportFolder = m_exportFolder;
     p.recentFiles = m_recentFiles;
     p.lastImage = m_imagePath;
     p.extraModels = m_models->extraFolders();
     p.task = currentTask();
-    p.taskText = m_inputEdit->text();
-    p.beams = m_beamsSpin->value();
-    p.maxNewTokens = m_maxTokensSpin->value();
-    p.useCache = m_cacheCheck->isChecked();
-    p.precision = m_precisionCombo->currentText();
+    p.taskText = m_panel->taskText();
+    p.beams = m_panel->beams();
+    p.maxNewTokens = m_panel->maxNewTokens();
+    p.useCache = m_panel->useCache();
+    p.precision = m_panel->precisionText();
+    p.theme = m_theme;
     Settings::save(p);
 }
 
@@ -517,11 +356,36 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     event->accept();
 }
 
+void MainWindow::showEvent(QShowEvent* event) {
+    QMainWindow::showEvent(event);
+    fitToScreen();
+}
+
+void MainWindow::fitToScreen() {
+    // A saved or default size can exceed a smaller or more scaled screen (1360x900 logical is
+    // 2720x1800 pixels at a scale factor of 2): shrink into the available area, then move in.
+    const QScreen* screen = this->screen() ? this->screen() : QGuiApplication::primaryScreen();
+    if (!screen || isMaximized() || isFullScreen())
+        return;
+    const QRect avail = screen->availableGeometry();
+    const QSize frame = frameGeometry().size() - geometry().size();
+    const QSize most = avail.size() - frame;
+    if (width() > most.width() || height() > most.height())
+        resize(std::min(width(), most.width()), std::min(height(), most.height()));
+    QRect g = frameGeometry();
+    g.moveLeft(
+        std::clamp(g.left(), avail.left(), std::max(avail.left(), avail.right() - g.width() + 1)));
+    g.moveTop(
+        std::clamp(g.top(), avail.top(), std::max(avail.top(), avail.bottom() - g.height() + 1)));
+    if (g.topLeft() != frameGeometry().topLeft())
+        move(g.topLeft());
+}
+
 // ------------------------------------------------------------------------------------------
 // Models
 
 void MainWindow::selectModel(const QString& dir, const QString& manifestName) {
-    m_modelCombo->setCurrentIndex(m_models->add(dir, manifestName));
+    m_panel->modelCombo()->setCurrentIndex(m_models->add(dir, manifestName));
 }
 
 void MainWindow::loadDefaultModel() {
@@ -571,19 +435,16 @@ void MainWindow::openModelPackage(const QString& dir) {
 }
 
 Precision MainWindow::chosenPrecision() const {
-    return static_cast<Precision>(m_precisionCombo->currentData().toInt());
+    return m_panel->precision();
 }
 
 void MainWindow::setPrecision(Precision precision) {
-    // The combo's change handler reloads the model, as when the user picks it.
-    const int index = m_precisionCombo->findData(static_cast<int>(precision));
-    if (index >= 0)
-        m_precisionCombo->setCurrentIndex(index);
+    m_panel->setPrecision(precision); // reloads the model, as when the user picks it
 }
 
 void MainWindow::onModelLoading(const QString& dir) {
     m_statusModel->setText(tr("Loading model from %1…").arg(QDir::toNativeSeparators(dir)));
-    m_modelLabel->setText(tr("Loading (%1)…").arg(m_precisionCombo->currentText()));
+    m_panel->setModelText(tr("Loading (%1)…").arg(m_panel->precisionText()));
 }
 
 void MainWindow::onModelLoaded(const ModelInfo& info) {
@@ -591,13 +452,16 @@ void MainWindow::onModelLoaded(const ModelInfo& info) {
     m_modelReady = true;
     m_modelLoading = false;
     const QString desc = ModelCatalog::describeModel(info);
-    m_modelLabel->setText(tr("%1\nloaded in %2").arg(desc, ms(info.loadMs)));
-    m_modelLabel->setToolTip(tr("%1\n\n%2\n\nPackage: %3")
-                                 .arg(ModelCatalog::explainModelWeights(info),
-                                      ModelCatalog::importCheckpointHint(),
-                                      QDir::toNativeSeparators(info.dir)));
+    m_panel->setModelText(tr("%1\nloaded in %2").arg(desc, ms(info.loadMs)),
+                          tr("%1\n\n%2\n\nPackage: %3")
+                              .arg(ModelCatalog::explainModelWeights(info),
+                                   ModelCatalog::importCheckpointHint(),
+                                   QDir::toNativeSeparators(info.dir)));
+    m_panel->setTrainedTasks(info.name().contains(QLatin1String("demo"), Qt::CaseInsensitive)
+                                 ? kDemoTasks
+                                 : QStringList());
     m_statusModel->setText(desc);
-    m_maxTokensSpin->setMaximum(std::max(1, info.manifest.maxPositions));
+    m_panel->setMaxNewTokensLimit(info.manifest.maxPositions);
     selectModel(info.dir, info.name());
     statusBar()->showMessage(tr("Model loaded: %1").arg(info.name()), 5000);
     updateActions();
@@ -612,16 +476,14 @@ void MainWindow::onModelFailed(const QString& dir, const QString& message) {
         ModelCatalog::cleanDir(dir) == ModelCatalog::cleanDir(m_requestedModelDir)) {
         // The model in use stays, and so does the precision it runs in.
         m_requestedModelDir = m_modelInfo.dir;
-        const QSignalBlocker block(m_precisionCombo);
-        m_precisionCombo->setCurrentIndex(
-            m_precisionCombo->findData(static_cast<int>(m_modelInfo.precisionMode)));
+        m_panel->setPrecision(m_modelInfo.precisionMode, true);
     }
     if (m_modelReady) {
-        m_modelLabel->setText(ModelCatalog::describeModel(m_modelInfo));
+        m_panel->setModelText(ModelCatalog::describeModel(m_modelInfo));
         m_statusModel->setText(ModelCatalog::describeModel(m_modelInfo));
-        m_modelCombo->setCurrentIndex(m_models->indexOf(m_modelInfo.dir));
+        m_panel->modelCombo()->setCurrentIndex(m_models->indexOf(m_modelInfo.dir));
     } else {
-        m_modelLabel->setText(tr("No model loaded"));
+        m_panel->setModelText(tr("No model loaded"));
         m_statusModel->setText(tr("No model"));
     }
     updateActions();
@@ -719,17 +581,17 @@ void MainWindow::setImage(std::shared_ptr<const RgbImage> image, const QString& 
     m_imageName = name;
     m_view->setImage(toQImage(*m_image));
     m_region.reset();
+    // Nothing of the previous image's answer, charts or status stays.
     m_results->clear();
     m_run->clearAnswer();
-    m_latency->startRun();
-    updateTaskInput();
+    m_latency->clear();
+    m_compare->clear();
+    m_statusRun->setText(tr("Idle"));
+    statusBar()->clearMessage();
+    onTaskInputChanged();
     setWindowTitle(tr("%1 — Florence Studio").arg(name));
     showMessage(tr("%1: %2 × %3 pixels").arg(name).arg(m_image->width).arg(m_image->height));
     updateActions();
-}
-
-void MainWindow::paste() {
-    openMimeData(QApplication::clipboard()->mimeData());
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
@@ -751,73 +613,85 @@ void MainWindow::addRecentFile(const QString& path) {
 }
 
 void MainWindow::updateRecentMenu() {
-    m_recentMenu->clear();
+    QMenu* menu = m_actions->recent;
+    menu->clear();
     for (const QString& path : m_recentFiles) {
-        QAction* a = m_recentMenu->addAction(QFileInfo(path).fileName());
+        QAction* a = menu->addAction(QFileInfo(path).fileName());
         a->setToolTip(path);
         a->setStatusTip(QDir::toNativeSeparators(path));
         connect(a, &QAction::triggered, this, [this, path] { openImageFile(path); });
     }
     if (!m_recentFiles.isEmpty()) {
-        m_recentMenu->addSeparator();
-        m_recentMenu->addAction(tr("Clear Recent Files"), this, [this] {
+        menu->addSeparator();
+        menu->addAction(tr("Clear Recent Files"), this, [this] {
             m_recentFiles.clear();
             updateRecentMenu();
         });
     }
-    m_recentMenu->setEnabled(!m_recentFiles.isEmpty());
+    menu->setEnabled(!m_recentFiles.isEmpty());
 }
 
 // ------------------------------------------------------------------------------------------
 // Task and region
 
 QString MainWindow::currentTask() const {
-    return m_taskCombo->currentData().toString();
+    return m_panel->task();
 }
 
 void MainWindow::setTask(const QString& token) {
-    const int index = m_taskCombo->findData(token);
-    if (index < 0) {
+    if (!m_panel->setTask(token))
         showMessage(tr("Unknown task %1").arg(token), true);
-        return;
-    }
-    m_taskCombo->setCurrentIndex(index);
 }
 
 void MainWindow::setTaskText(const QString& text) {
-    m_inputEdit->setText(text);
+    m_panel->setTaskText(text);
 }
 
 void MainWindow::setRegion(const QRectF& imageRect) {
     m_region = imageRect;
-    m_view->setRegion(imageRect);
-    updateTaskInput();
+    onTaskInputChanged();
 }
 
-void MainWindow::updateTaskInput() {
-    const TaskInfo& info = taskInfo(currentTask().toStdString());
-    const bool text = info.input == TaskInput::Text;
-    const bool region = info.input == TaskInput::Region;
-    m_inputEdit->setEnabled(text);
-    m_inputLabel->setEnabled(text);
-    m_inputLabel->setText(text ? capitalized(info.inputLabel) + QLatin1Char(':')
-                               : tr("Text input:"));
-    m_inputEdit->setPlaceholderText(
-        text ? tr("the %1 to look for").arg(QString::fromStdString(info.inputLabel))
-             : tr("not used by this task"));
-    m_view->setRegionSelectionEnabled(region);
-    m_regionLabel->setVisible(region);
-    if (region) {
-        if (m_region)
-            m_regionLabel->setText(
-                tr("Region: (%1, %2) – (%3, %4) px. Drag on the image to change it.")
-                    .arg(qRound(m_region->left()))
-                    .arg(qRound(m_region->top()))
-                    .arg(qRound(m_region->right()))
-                    .arg(qRound(m_region->bottom())));
-        else
-            m_regionLabel->setText(tr("Drag a rectangle on the image to choose the region."));
+void MainWindow::clearRegion() {
+    m_region.reset();
+    onTaskInputChanged();
+}
+
+std::optional<std::string> MainWindow::buildCurrentPrompt(QString* error) const {
+    TaskRequest request;
+    request.task = currentTask().toStdString();
+    const TaskInfo& info = taskInfo(request.task);
+    if (info.input == TaskInput::Text)
+        request.text = m_panel->taskText().trimmed().toStdString();
+    if (info.input == TaskInput::Region) {
+        if (!m_region) {
+            *error = tr("Drag a rectangle on the image to choose the region for %1 first.")
+                         .arg(QString::fromStdString(info.name));
+            return std::nullopt;
+        }
+        request.region =
+            Box{m_region->left(), m_region->top(), m_region->right(), m_region->bottom()};
     }
+    try {
+        return buildPrompt(request, m_image ? m_image->width : 1000,
+                           m_image ? m_image->height : 1000);
+    } catch (const std::exception& e) {
+        *error = QString::fromStdString(e.what());
+        return std::nullopt;
+    }
+}
+
+void MainWindow::onTaskInputChanged() {
+    const bool regionTask = taskInfo(currentTask().toStdString()).input == TaskInput::Region;
+    m_view->setRegionSelectionEnabled(regionTask);
+    // The rectangle belongs to region tasks: other answers are not drawn under it.
+    m_view->setRegion(regionTask ? m_region : std::nullopt);
+    m_panel->setRegion(m_region);
+    // The Prompt line always shows what Run would send for the task as it is set now.
+    QString error;
+    const std::optional<std::string> prompt = buildCurrentPrompt(&error);
+    m_panel->setPrompt(prompt ? QString::fromStdString(*prompt) : tr("(%1)").arg(error));
+    updateActions();
 }
 
 // ------------------------------------------------------------------------------------------
@@ -836,31 +710,23 @@ bool MainWindow::startRequest(RunKind kind) {
         showMessage(tr("Open an image first (File > Open, drag and drop, or paste)."), true);
         return false;
     }
-    const QString task = currentTask();
-    TaskRequest taskRequest;
-    taskRequest.task = task.toStdString();
-    const TaskInfo& info = taskInfo(taskRequest.task);
-    if (info.input == TaskInput::Text)
-        taskRequest.text = m_inputEdit->text().trimmed().toStdString();
-    if (info.input == TaskInput::Region && m_region)
-        taskRequest.region =
-            Box{m_region->left(), m_region->top(), m_region->right(), m_region->bottom()};
-    std::string prompt;
-    try {
-        prompt = buildPrompt(taskRequest, m_image->width, m_image->height);
-    } catch (const std::exception& e) {
-        showMessage(QString::fromStdString(e.what()), true);
+    QString error;
+    const std::optional<std::string> prompt = buildCurrentPrompt(&error);
+    if (!prompt) {
+        showMessage(error, true);
         return false;
     }
     GenerationOptions opts = m_modelReady ? m_modelInfo.defaults : GenerationOptions{};
-    opts.numBeams = m_beamsSpin->value();
-    opts.maxNewTokens = m_maxTokensSpin->value();
-    opts.useCache = m_cacheCheck->isChecked();
+    opts.numBeams = m_panel->beams();
+    opts.maxNewTokens = m_panel->maxNewTokens();
+    opts.useCache = m_panel->useCache();
+    std::optional<Box> region;
+    if (taskInfo(currentTask().toStdString()).input == TaskInput::Region && m_region)
+        region = Box{m_region->left(), m_region->top(), m_region->right(), m_region->bottom()};
 
-    const RunRequest r = m_run->start(kind, task, prompt, m_image, m_imageName, opts);
-    // Zero-width spaces let the label wrap between location tokens.
-    m_promptLabel->setText(
-        QString::fromStdString(prompt).replace(QStringLiteral("><"), QStringLiteral(">\u200B<")));
+    const RunRequest r =
+        m_run->start(kind, currentTask(), *prompt, m_image, m_imageName, opts, region);
+    m_panel->setPrompt(QString::fromStdString(*prompt));
     if (kind == RunKind::Compare) {
         m_compare->startComparison();
         m_bottomTabs->setCurrentWidget(m_compare);
@@ -870,8 +736,9 @@ bool MainWindow::startRequest(RunKind kind) {
     QMetaObject::invokeMethod(
         m_worker.get(), [w = m_worker.get(), r] { w->run(r); }, Qt::QueuedConnection);
 
-    showMessage(QString());
-    m_statusRun->setText(kind == RunKind::Compare ? tr("Comparing…") : tr("Running %1…").arg(task));
+    showMessage(QString()); // an earlier error no longer applies
+    m_statusRun->setText(kind == RunKind::Compare ? tr("Comparing…")
+                                                  : tr("Running %1…").arg(currentTask()));
     m_refreshTimer->start();
     updateActions();
     return true;
@@ -887,7 +754,7 @@ void MainWindow::cancelRun() {
 void MainWindow::onRunStarted(quint64 runId) {
     if (!m_run->isActive(runId))
         return;
-    m_statusRun->setText(m_run->kind() == RunKind::Compare ? tr("Comparing: KV cache on…")
+    m_statusRun->setText(m_run->kind() == RunKind::Compare ? tr("Comparing: warming up…")
                                                            : tr("Encoding the image…"));
 }
 
@@ -910,9 +777,10 @@ void MainWindow::onToken(const TokenUpdate& u) {
         m_latency->setStages(e.preprocessMs, e.visionMs, e.textEncoderMs);
     } else {
         m_compare->addStep(u.pass, e.step, e.stepMs);
+        m_statusRun->setText(u.pass == 0
+                                 ? tr("Comparing: KV cache on… %1 tokens").arg(e.step + 1)
+                                 : tr("Comparing: KV cache off… %1 tokens").arg(e.step + 1));
     }
-    if (u.pass != 0)
-        m_statusRun->setText(tr("Comparing: KV cache off… %1 tokens").arg(e.step + 1));
     m_dirty = true;
     emit tokenArrived(u.runId, e.step);
 }
@@ -921,25 +789,25 @@ void MainWindow::refreshStreaming() {
     if (!m_dirty)
         return;
     m_dirty = false;
-    const ParsedAnswer& answer = m_run->answer();
+    const ParsedAnswer& shown = m_run->shownAnswer();
     m_results->setRawText(m_run->answerText());
-    m_results->setAnswer(answer);
-    if (m_view->overlayItemCount() != static_cast<int>(answer.items.size()) ||
-        answer.type == AnswerType::Polygons ||
-        answer.type == AnswerType::DescriptionWithBboxesOrPolygons)
-        m_view->setAnswer(answer); // polygons grow point by point, boxes only in whole
+    m_results->setAnswer(shown);
+    if (m_view->overlayItemCount() != static_cast<int>(shown.items.size()) ||
+        shown.type == AnswerType::Polygons ||
+        shown.type == AnswerType::DescriptionWithBboxesOrPolygons)
+        m_view->setAnswer(shown); // polygons grow point by point, boxes only in whole
     m_latency->refresh();
     m_compare->refresh();
     if (isRunning() && m_run->kind() == RunKind::Single)
-        m_statusRun->setText(tr("Generating… %1 tokens").arg(m_run->tokensReceived()));
+        m_statusRun->setText(tr("Generating… %1 decoding steps").arg(m_run->tokensReceived()));
     m_results->setSummary(
-        tr("%1 · generating… · %2").arg(m_run->answerTask(), itemCountText(answer)));
+        tr("%1 · generating… · %2").arg(m_run->answerTask(), itemCountText(shown)));
 }
 
 void MainWindow::showFinalAnswer() {
     m_results->setRawText(m_run->answerText());
-    m_results->setAnswer(m_run->answer());
-    m_view->setAnswer(m_run->answer());
+    m_results->setAnswer(m_run->shownAnswer());
+    m_view->setAnswer(m_run->shownAnswer());
     m_dirty = false;
 }
 
@@ -968,8 +836,6 @@ void MainWindow::onRunFinished(const RunOutcome& o) {
         showFinalAnswer();
     if (m_run->kind() == RunKind::Compare) {
         m_compare->setPassFinished(o);
-        if (o.pass == 0 && !o.cancelled())
-            m_statusRun->setText(tr("Comparing: KV cache off…"));
         return; // compareFinished ends the run
     }
     if (!m_run->resultsStarted()) {
@@ -981,14 +847,15 @@ void MainWindow::onRunFinished(const RunOutcome& o) {
     const Timings& t = o.result.timings;
     m_latency->finishRun(t, o.cancelled());
     const StepStats s = summarizeSteps(t.stepMs);
-    const QString summary = tr("%1 · %2 tokens · %3 · %4")
+    // "answer tokens" (the returned sequence) against the chart's "decoding steps".
+    const QString summary = tr("%1 · %2 answer tokens · %3 · %4")
                                 .arg(o.task)
                                 .arg(o.generatedTokens())
-                                .arg(itemCountText(m_run->answer()), ms(t.totalMs));
+                                .arg(itemCountText(m_run->shownAnswer()), ms(t.totalMs));
     m_results->setSummary(o.cancelled() ? summary + tr(" · cancelled") : summary);
     finishRun(o.cancelled()
-                  ? tr("Cancelled after %1 tokens").arg(s.count)
-                  : tr("Done: %1 tokens in %2").arg(o.generatedTokens()).arg(ms(t.totalMs)),
+                  ? tr("Cancelled after %1 decoding steps").arg(s.count)
+                  : tr("Done: %1 answer tokens in %2").arg(o.generatedTokens()).arg(ms(t.totalMs)),
               o.cancelled());
 }
 
@@ -998,15 +865,9 @@ void MainWindow::onCompareFinished(const CompareOutcome& o) {
     m_compare->setOutcome(o);
     if (m_run->resultsStarted())
         m_results->setSummary(tr("%1 · compared cached vs uncached").arg(o.cached.task));
-    QString status = tr("Comparison cancelled");
-    if (!o.cancelled) {
-        const double a = o.cached.result.timings.totalMs, b = o.uncached.result.timings.totalMs;
-        status = tr("Compared: %1 vs %2 (%3×), outputs %4")
-                     .arg(ms(a), ms(b))
-                     .arg(a > 0 ? b / a : 0.0, 0, 'f', 2)
-                     .arg(o.identical ? tr("identical") : tr("different"));
-    }
-    endRun(status);
+    endRun(o.cancelled ? tr("Comparison cancelled")
+                       : tr("Compared: outputs %1; see Cached vs uncached")
+                             .arg(o.identical ? tr("identical") : tr("different")));
     emit comparisonCompleted(o.identical);
 }
 
@@ -1021,31 +882,34 @@ void MainWindow::onRunFailed(quint64 runId, const QString& message) {
 }
 
 // ------------------------------------------------------------------------------------------
-// Export
+// Files and export
 
 QString MainWindow::chooseFile(FileChoice choice, const QString& caption, const QString& filter) {
     QString dir = m_lastFolder;
     if (choice == FileChoice::SaveJson || choice == FileChoice::SavePng) {
+        // Exports go where the last one went (not into the install's samples), named after
+        // the image and the task so two tasks' exports do not overwrite each other.
         const QString name = m_run->answerImageName();
         const QString base =
-            QFileInfo(name.isEmpty() ? QStringLiteral("result") : name).completeBaseName();
-        dir = QDir(m_lastFolder.isEmpty() ? QDir::homePath() : m_lastFolder)
-                  .filePath(base + (choice == FileChoice::SaveJson
-                                        ? QStringLiteral(".json")
-                                        : QStringLiteral("-annotated.png")));
+            QFileInfo(name.isEmpty() ? QStringLiteral("result") : name).completeBaseName() +
+            QLatin1Char('-') + taskFilePart(m_run->answerTask());
+        const QString folder = !m_exportFolder.isEmpty() ? m_exportFolder : QDir::homePath();
+        dir = QDir(folder).filePath(base + (choice == FileChoice::SaveJson
+                                                ? QStringLiteral(".json")
+                                                : QStringLiteral("-annotated.png")));
     }
+    QString chosen;
     if (m_fileChooser)
-        return m_fileChooser(choice, caption, dir, filter);
-    switch (choice) {
-    case FileChoice::OpenImage:
-        return QFileDialog::getOpenFileName(this, caption, dir, filter);
-    case FileChoice::OpenModel:
-        return QFileDialog::getExistingDirectory(this, caption, dir);
-    case FileChoice::SaveJson:
-    case FileChoice::SavePng:
-        return QFileDialog::getSaveFileName(this, caption, dir, filter);
-    }
-    return {};
+        chosen = m_fileChooser(choice, caption, dir, filter);
+    else if (choice == FileChoice::OpenImage)
+        chosen = QFileDialog::getOpenFileName(this, caption, dir, filter);
+    else if (choice == FileChoice::OpenModel)
+        chosen = QFileDialog::getExistingDirectory(this, caption, dir);
+    else
+        chosen = QFileDialog::getSaveFileName(this, caption, dir, filter);
+    if (!chosen.isEmpty() && (choice == FileChoice::SaveJson || choice == FileChoice::SavePng))
+        m_exportFolder = QFileInfo(chosen).absolutePath();
+    return chosen;
 }
 
 void MainWindow::chooseAndOpenImage() {
@@ -1096,15 +960,14 @@ bool MainWindow::exportJson(const QString& path) {
 }
 
 bool MainWindow::saveAnnotatedImage(const QString& path) {
-    const std::shared_ptr<const RgbImage>& image = m_run->answerImage();
-    if (!image || !m_run->hasAnswer()) {
+    if (!m_run->answerImage() || !m_run->hasAnswer()) {
         showMessage(tr("Nothing to save yet: run a task first."), true);
         return false;
     }
-    try {
-        florence::saveAnnotatedImage(*image, m_run->answer(), path.toStdString());
-    } catch (const std::exception& e) {
-        showMessage(tr("Cannot save the annotated image: %1").arg(QString::fromStdString(e.what())),
+    // Drawn by the image view itself, so the file shows what the screen shows.
+    if (!m_view->renderAnnotated().save(path, "PNG")) {
+        showMessage(tr("Cannot save the annotated image: cannot write %1")
+                        .arg(QDir::toNativeSeparators(path)),
                     true);
         return false;
     }
@@ -1113,7 +976,8 @@ bool MainWindow::saveAnnotatedImage(const QString& path) {
 }
 
 void MainWindow::copyResultText() {
-    QApplication::clipboard()->setText(QString::fromStdString(m_run->answerText()));
+    // What a person reads, without the model's special tokens.
+    QApplication::clipboard()->setText(QString::fromStdString(m_run->shownAnswer().text));
     statusBar()->showMessage(tr("Answer text copied"), 3000);
 }
 
@@ -1121,41 +985,28 @@ void MainWindow::copyResultText() {
 // Messages, state, dialogs
 
 void MainWindow::showMessage(const QString& text, bool isError) {
-    m_messageLabel->setText(text);
-    m_messageLabel->setProperty("isError", isError);
-    // A red that reads on both light and dark window backgrounds.
-    const QColor error = palette().color(QPalette::Window).lightness() < 128
-                             ? QColor(0xff, 0x8a, 0x80)
-                             : QColor(0xb0, 0x00, 0x20);
-    QPalette p = m_messageLabel->palette();
-    p.setColor(QPalette::WindowText, isError ? error : palette().color(QPalette::WindowText));
-    m_messageLabel->setPalette(p);
-    if (!text.isEmpty())
+    m_panel->showMessage(text, isError);
+    if (text.isEmpty())
+        statusBar()->clearMessage();
+    else
         statusBar()->showMessage(text, isError ? 15000 : 5000);
 }
 
 QString MainWindow::messageText() const {
-    return m_messageLabel->text();
-}
-
-void MainWindow::changeEvent(QEvent* event) {
-    if (event->type() == QEvent::PaletteChange && m_messageLabel)
-        showMessage(m_messageLabel->text(), m_messageLabel->property("isError").toBool());
-    QMainWindow::changeEvent(event);
+    return m_panel->message();
 }
 
 void MainWindow::updateActions() {
     const bool running = isRunning();
     const bool hasAnswer = m_run->hasAnswer();
-    m_runAction->setEnabled(hasImage());
-    m_runButton->setEnabled(hasImage());
-    m_compareAction->setEnabled(hasImage());
-    m_compareButton->setEnabled(hasImage());
-    m_cancelAction->setEnabled(running);
-    m_cancelButton->setEnabled(running);
-    m_exportJsonAction->setEnabled(hasAnswer && !running);
-    m_savePngAction->setEnabled(hasAnswer && !running);
-    m_copyTextAction->setEnabled(hasAnswer);
+    m_actions->run->setEnabled(hasImage());
+    m_actions->compare->setEnabled(hasImage());
+    m_panel->setRunState(hasImage(), running);
+    m_actions->cancel->setEnabled(running || m_region.has_value());
+    m_actions->clearRegion->setEnabled(m_region.has_value());
+    m_actions->exportJson->setEnabled(hasAnswer && !running);
+    m_actions->savePng->setEnabled(hasAnswer && !running);
+    m_actions->copyText->setEnabled(hasAnswer);
 }
 
 ImportDialog* MainWindow::showImportDialog() {
@@ -1201,16 +1052,16 @@ QString MainWindow::aboutText() const {
     return AboutDialog::text(m_modelReady ? std::optional<ModelInfo>(m_modelInfo) : std::nullopt);
 }
 
-void MainWindow::showAbout() {
-    AboutDialog::show(this, m_modelReady ? std::optional<ModelInfo>(m_modelInfo) : std::nullopt);
+QString MainWindow::shortcutsText() const {
+    return m_actions->shortcutsText();
 }
 
 void MainWindow::setMaxNewTokens(int n) {
-    m_maxTokensSpin->setValue(n);
+    m_panel->setMaxNewTokens(n);
 }
 
 int MainWindow::maxNewTokens() const {
-    return m_maxTokensSpin->value();
+    return m_panel->maxNewTokens();
 }
 
 } // namespace florence::ui

@@ -6,12 +6,12 @@
 //   w.openModelPackage(QString::fromStdString(florence::bundledModelDir()));
 //   w.openImageFile("pier.png");
 //   w.setTask("<OD>");
-//   w.startRun();                                     // tokens stream in; runCompleted() at the
-//   end
+//   w.startRun();                  // tokens stream in; runCompleted() at the end
 //
 // Tests drive the same public slots the menus use, and replace the file dialogs with
 // setFileChooser(). Run bookkeeping is RunController's, preferences Settings', the model list
-// ModelCatalog's; this class lays out the widgets and wires them to those.
+// ModelCatalog's, the actions MainActions', the right-hand panel ControlPanel's; this class
+// lays them out and wires them together.
 #pragma once
 
 #include "run/WorkerThread.h"
@@ -27,29 +27,24 @@
 #include <optional>
 #include <string>
 
-class QAction;
-class QCheckBox;
-class QComboBox;
 class QLabel;
-class QLineEdit;
-class QMenu;
 class QMimeData;
-class QPushButton;
-class QSpinBox;
 class QSplitter;
 class QTabWidget;
 class QTimer;
 
 namespace florence::ui {
 
+class CompareView;
+class ControlPanel;
 class EngineWorker;
 class ImageView;
-class ResultsPanel;
-class LatencyChart;
-class CompareView;
 class ImportDialog;
+class LatencyChart;
 class ModelCatalog;
+class ResultsPanel;
 class RunController;
+struct MainActions;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -75,13 +70,18 @@ public:
     // The prompt of the last request sent to the engine (region tasks: with its <loc_N> tokens).
     QString lastPrompt() const;
     const GenerationOptions& lastOptions() const;
+    // The parser's answer (what exports carry); the table, overlay and copied text show it
+    // without the model's special tokens.
     const ParsedAnswer& answer() const;
     QString messageText() const;
     int tokensReceived() const;
     QStringList recentFiles() const { return m_recentFiles; }
     QString aboutText() const;
+    // Help › Keyboard Shortcuts, as plain text.
+    QString shortcutsText() const;
     // The precision chosen in the Generation group (the model in use may still be loading it).
     Precision chosenPrecision() const;
+    std::optional<QRectF> region() const { return m_region; }
     // The image a first start shows: the first PNG of `samplesDir`/scenes (sample scenes the
     // bundled demo model understands) when that folder has one, else `samplesDir`/pier.png;
     // "" when neither exists.
@@ -90,6 +90,8 @@ public:
     // so the first thing a user sees is the bundled model's answer streaming in. False when
     // there is no sample or it could not be opened (the window then stays empty, with a message).
     bool openFirstRunSample(const QString& samplesDir);
+    // Shrinks and moves the window so it lies within the available area of its screen.
+    void fitToScreen();
 
     ImageView* imageView() const { return m_view; }
     ResultsPanel* resultsPanel() const { return m_results; }
@@ -105,6 +107,7 @@ public slots:
     void setTask(const QString& token);
     void setTaskText(const QString& text);
     void setRegion(const QRectF& imageRect);
+    void clearRegion();
     // Reloads the current model with `precision` (cancelling a run in flight).
     void setPrecision(florence::Precision precision);
     // The Generation group's "Max new tokens" (clamped to what the model allows).
@@ -132,22 +135,21 @@ protected:
     void closeEvent(QCloseEvent* event) override;
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dropEvent(QDropEvent* event) override;
-    void changeEvent(QEvent* event) override;
+    void showEvent(QShowEvent* event) override;
 
 private:
-    void createActions();
-    void createMenus();
-    void createToolBar();
+    void connectActions();
     void createCentral();
     void connectWorker();
     void restoreSettings();
     void saveSettings() const;
     void selectModel(const QString& dir, const QString& manifestName);
-    void updateTaskInput();
+    void onTaskInputChanged();
     void updateActions();
     void updateRecentMenu();
     void addRecentFile(const QString& path);
     QString chooseFile(FileChoice choice, const QString& caption, const QString& filter);
+    std::optional<std::string> buildCurrentPrompt(QString* error) const;
     bool startRequest(RunKind kind);
     void setImage(std::shared_ptr<const RgbImage> image, const QString& path, const QString& name);
     void clearResultViews();
@@ -156,12 +158,10 @@ private:
     // Ends the run in flight with `status`; a single run then reports runCompleted(cancelled).
     void finishRun(const QString& status, bool cancelled);
     void endRun(const QString& status);
-    void showAbout();
     void chooseAndOpenImage();
     void chooseAndOpenModel();
     void chooseAndExportJson();
     void chooseAndSavePng();
-    void paste();
 
     void onModelLoading(const QString& dir);
     void onModelLoaded(const florence::ui::ModelInfo& info);
@@ -174,50 +174,20 @@ private:
 
     // Widgets (owned by Qt parents).
     ImageView* m_view = nullptr;
+    ControlPanel* m_panel = nullptr;
     ResultsPanel* m_results = nullptr;
     LatencyChart* m_latency = nullptr;
     CompareView* m_compare = nullptr;
     QTabWidget* m_bottomTabs = nullptr;
     QSplitter* m_mainSplit = nullptr;
     QSplitter* m_topSplit = nullptr;
-    QComboBox* m_modelCombo = nullptr;
-    QLabel* m_modelLabel = nullptr;
-    QComboBox* m_taskCombo = nullptr;
-    QLabel* m_inputLabel = nullptr;
-    QLineEdit* m_inputEdit = nullptr;
-    QLabel* m_regionLabel = nullptr;
-    QLabel* m_promptLabel = nullptr;
-    QSpinBox* m_beamsSpin = nullptr;
-    QSpinBox* m_maxTokensSpin = nullptr;
-    QCheckBox* m_cacheCheck = nullptr;
-    QComboBox* m_precisionCombo = nullptr;
-    QPushButton* m_runButton = nullptr;
-    QPushButton* m_cancelButton = nullptr;
-    QPushButton* m_compareButton = nullptr;
-    QLabel* m_messageLabel = nullptr;
     QLabel* m_statusModel = nullptr;
     QLabel* m_statusZoom = nullptr;
     QLabel* m_statusRun = nullptr;
-    QMenu* m_recentMenu = nullptr;
     QTimer* m_refreshTimer = nullptr;
+    std::unique_ptr<MainActions> m_actions;
 
-    QAction* m_openAction = nullptr;
-    QAction* m_pasteAction = nullptr;
-    QAction* m_openModelAction = nullptr;
-    QAction* m_importAction = nullptr;
-    QAction* m_exportJsonAction = nullptr;
-    QAction* m_savePngAction = nullptr;
-    QAction* m_copyTextAction = nullptr;
-    QAction* m_quitAction = nullptr;
-    QAction* m_runAction = nullptr;
-    QAction* m_cancelAction = nullptr;
-    QAction* m_compareAction = nullptr;
-    QAction* m_zoomInAction = nullptr;
-    QAction* m_zoomOutAction = nullptr;
-    QAction* m_fitAction = nullptr;
-    QAction* m_aboutAction = nullptr;
-
-    // Image and answer.
+    // Image and region.
     std::shared_ptr<const RgbImage> m_image;
     QString m_imagePath; // "" for pasted images
     QString m_imageName; // for titles and COCO export
@@ -234,7 +204,9 @@ private:
     bool m_modelReady = false;
     bool m_modelLoading = false;
 
-    QString m_lastFolder;
+    QString m_lastFolder;   // images
+    QString m_exportFolder; // exports
+    QString m_theme;
     QStringList m_recentFiles;
     FileChooser m_fileChooser;
 

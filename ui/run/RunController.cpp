@@ -1,10 +1,12 @@
 #include "run/RunController.h"
 
+#include "run/AnswerDisplay.h"
+
 namespace florence::ui {
 
 RunRequest RunController::start(RunKind kind, const QString& task, std::string prompt,
                                 std::shared_ptr<const RgbImage> image, const QString& imageName,
-                                GenerationOptions options) {
+                                GenerationOptions options, std::optional<Box> askedRegion) {
     // One run at a time: the old one stops at its next step and its late tokens are ignored.
     if (m_cancel)
         m_cancel->store(true);
@@ -23,6 +25,7 @@ RunRequest RunController::start(RunKind kind, const QString& task, std::string p
     m_task = task;
     m_image = std::move(image);
     m_imageName = imageName;
+    m_askedRegion = askedRegion;
     m_cancel = r.cancel;
     m_resultsStarted = false;
     m_tokensReceived = 0;
@@ -49,14 +52,17 @@ void RunController::beginResults() {
     m_answerImage = m_image;
     m_answerImageName = m_imageName;
     m_answerTask = m_task;
+    m_answerAskedRegion = m_askedRegion;
     m_answerText.clear();
     m_answer = ParsedAnswer();
+    m_shown = ParsedAnswer();
 }
 
 void RunController::setAnswerText(const std::string& text) {
     m_answerText = text;
     m_answer =
         parseAnswer(m_answerTask.toStdString(), text, m_answerImage->width, m_answerImage->height);
+    m_shown = displayAnswer(m_answer, m_answerAskedRegion);
 }
 
 RunController::Accepted RunController::acceptToken(const TokenUpdate& u) {
@@ -85,6 +91,7 @@ RunController::Accepted RunController::acceptOutcome(const RunOutcome& o) {
 
 void RunController::clearAnswer() {
     m_answer = ParsedAnswer();
+    m_shown = ParsedAnswer();
     m_answerText.clear();
     m_answerImage.reset();
 }

@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace florence::ui {
@@ -36,7 +37,7 @@ public:
     // stale). Returns the request for the worker.
     RunRequest start(RunKind kind, const QString& task, std::string prompt,
                      std::shared_ptr<const RgbImage> image, const QString& imageName,
-                     GenerationOptions options);
+                     GenerationOptions options, std::optional<Box> askedRegion = std::nullopt);
     // Asks the run in flight to stop at its next step; it still reports its end.
     void cancel();
     // The run in flight has ended (finished, cancelled or failed); later reports are stale.
@@ -57,7 +58,9 @@ public:
 
     // Drops the answer (a new image was opened).
     void clearAnswer();
+    // The parser's answer (exports) and what a person reads (table, overlay, copied text).
     const ParsedAnswer& answer() const { return m_answer; }
+    const ParsedAnswer& shownAnswer() const { return m_shown; }
     const std::string& answerText() const { return m_answerText; }
     bool hasAnswer() const { return !m_answerText.empty(); }
     QString answerTask() const { return m_answerTask; }
@@ -95,6 +98,9 @@ private:
     QString m_answerTask;
     std::string m_answerText;
     ParsedAnswer m_answer;
+    ParsedAnswer m_shown;
+    std::optional<Box> m_askedRegion;       // of the run in flight
+    std::optional<Box> m_answerAskedRegion; // of the answer shown
 };
 
 } // namespace florence::ui

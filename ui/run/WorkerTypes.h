@@ -34,6 +34,9 @@ struct RunRequest {
     // Set by the GUI thread to stop this run; each run has its own flag so cancelling an old run
     // can never stop the one queued after it.
     std::shared_ptr<std::atomic<bool>> cancel;
+    // RunKind::Compare: measured passes of each kind, alternating, after an optional warm-up.
+    int compareRepeats = 3;
+    bool compareWarmup = true;
 };
 
 // One streamed token: the engine's TokenEvent as it was reported, plus which run and pass it
@@ -62,12 +65,15 @@ struct RunOutcome {
     }
 };
 
+// A comparison: the first measured pass of each kind in full, and every repeat's timings.
 struct CompareOutcome {
     quint64 runId = 0;
     RunOutcome cached;
     RunOutcome uncached;
+    std::vector<double> cachedTotalsMs, uncachedTotalsMs; // one per repeat, in run order
+    std::vector<double> cachedDecodeMs, uncachedDecodeMs;
     bool cancelled = false;
-    bool identical = false; // the same generated token ids
+    bool identical = false; // the same generated token ids, in every repeat
 };
 
 // A loaded model: its package manifest and how this process runs it.

@@ -34,6 +34,8 @@ public:
 
     // Replaces the overlay. Cheap enough to call on every streamed token.
     void setAnswer(const ParsedAnswer& answer);
+    // The image with the answer drawn as on screen, at the image's resolution.
+    QImage renderAnnotated() const;
     void clearAnswer();
     int overlayItemCount() const { return static_cast<int>(m_overlays.size()); }
     // -1 removes the highlight.
