@@ -185,6 +185,24 @@ void ImageView::setAnswer(const ParsedAnswer& answer) {
     applyHighlight();
 }
 
+QStringList ImageView::overlayLabels() const {
+    QStringList labels;
+    for (const QGraphicsItem* shape : m_overlays) {
+        QString text;
+        std::vector<const QGraphicsItem*> todo{shape};
+        while (!todo.empty()) {
+            const QGraphicsItem* item = todo.back();
+            todo.pop_back();
+            if (const auto* t = dynamic_cast<const QGraphicsSimpleTextItem*>(item))
+                text = t->text();
+            for (const QGraphicsItem* child : item->childItems())
+                todo.push_back(child);
+        }
+        labels << text;
+    }
+    return labels;
+}
+
 void ImageView::highlightItem(int index) {
     m_highlighted = (index >= 0 && index < static_cast<int>(m_overlays.size())) ? index : -1;
     applyHighlight();
