@@ -40,7 +40,6 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QScreen>
-#include <QScrollArea>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -214,15 +213,7 @@ void MainWindow::createCentral() {
             return;
         openModelPackage(m_requestedModelDir);
     });
-    // The panel scrolls rather than clips on a small screen.
-    auto* panelScroll = new QScrollArea(this);
-    panelScroll->setObjectName(QStringLiteral("controlScroll"));
-    panelScroll->setWidget(m_panel);
-    panelScroll->setWidgetResizable(true);
-    panelScroll->setFrameShape(QFrame::NoFrame);
-    panelScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    panelScroll->setMinimumWidth(m_panel->minimumSizeHint().width() + 16);
-    panelScroll->setMaximumWidth(540);
+    m_panel->setMaximumWidth(540);
 
     m_results = new ResultsPanel(this);
     m_results->addHeaderActions({m_actions->copyText, m_actions->exportJson, m_actions->savePng});
@@ -239,7 +230,7 @@ void MainWindow::createCentral() {
     m_topSplit = new QSplitter(Qt::Horizontal, this);
     m_topSplit->setObjectName(QStringLiteral("topSplitter"));
     m_topSplit->addWidget(m_view);
-    m_topSplit->addWidget(panelScroll);
+    m_topSplit->addWidget(m_panel);
     m_topSplit->setStretchFactor(0, 1);
     m_topSplit->setStretchFactor(1, 0);
     m_topSplit->setChildrenCollapsible(false);

@@ -12,6 +12,8 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QVBoxLayout>
@@ -153,18 +155,34 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
 
     m_messageLabel = wrappingLabel(this, "messageLabel");
     m_messageLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_messageLabel->setMinimumHeight(m_messageLabel->fontMetrics().height() * 3);
+    m_messageLabel->setMinimumHeight(m_messageLabel->fontMetrics().height() * 2);
     m_messageLabel->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+
+    // The settings scroll when the window is short; Run, Cancel, Compare and the message stay
+    // in view below them.
+    auto* settings = new QWidget(this);
+    auto* settingsLayout = new QVBoxLayout(settings);
+    settingsLayout->setContentsMargins(0, 0, 0, 0);
+    settingsLayout->addWidget(modelBox);
+    settingsLayout->addWidget(taskBox);
+    settingsLayout->addWidget(genBox);
+    settingsLayout->addStretch(1);
+    auto* scroll = new QScrollArea(this);
+    scroll->setObjectName(QStringLiteral("controlScroll"));
+    scroll->setWidget(settings);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    scroll->setMinimumWidth(settings->minimumSizeHint().width() +
+                            scroll->verticalScrollBar()->sizeHint().width());
+    scroll->setMinimumHeight(120);
 
     auto* layout = new QVBoxLayout(this);
     // A margin on the right too, so the buttons do not touch the window's edge.
-    layout->setContentsMargins(6, 0, 6, 0);
-    layout->addWidget(modelBox);
-    layout->addWidget(taskBox);
-    layout->addWidget(genBox);
+    layout->setContentsMargins(6, 0, 6, 4);
+    layout->addWidget(scroll, 1);
     layout->addLayout(buttons);
     layout->addWidget(m_messageLabel);
-    layout->addStretch(1);
 
     setTabOrder(m_modelCombo, m_taskCombo);
     setTabOrder(m_taskCombo, m_inputEdit);
