@@ -1,5 +1,6 @@
 // What File › Export JSON writes: the answer in the Hugging Face form, the app's own form and,
-// for answers with geometry, COCO (coordinates rounded to 0.01 px), with the raw text, prompt, image and model it came from.
+// for answers with geometry, COCO (coordinates rounded to 0.01 px), with the raw text, prompt,
+// image and model it came from.
 //
 //   florence::ui::ExportDocument doc{answer, rawText, prompt, "pier.png", 1000, 667, "demo"};
 //   doc.write("/tmp/pier-OD.json");    // throws std::runtime_error naming the file

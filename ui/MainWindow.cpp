@@ -3,13 +3,15 @@
 #include "ExportDocument.h"
 #include "MainActions.h"
 #include "ModelCatalog.h"
+#include "ModelController.h"
+#include "RecentFiles.h"
+#include "RunView.h"
 #include "Settings.h"
 #include "Theme.h"
 #include "dialogs/AboutDialog.h"
 #include "dialogs/ImportDialog.h"
 #include "run/EngineWorker.h"
 #include "run/RunController.h"
-#include "run/StepStats.h"
 #include "widgets/CompareView.h"
 #include "widgets/ControlPanel.h"
 #include "widgets/ImageView.h"
@@ -43,7 +45,6 @@
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
-#include <QTimer>
 #include <QToolBar>
 
 // The icons live in a static library, whose resource initializer the linker would drop.
@@ -55,37 +56,10 @@ namespace florence::ui {
 
 namespace {
 
-constexpr int kMaxRecent = 10;
-// Streamed tokens are parsed as they arrive, but the widgets are redrawn at most this often:
-// a tiny model produces hundreds of tokens a second and repainting for each would make the
-// window sluggish while it generates.
-constexpr int kRefreshMs = 40;
-// The tasks the bundled demo model was trained for (tools/demo/README.md); the others give
-// nonsense with it.
-const QStringList kDemoTasks = {QStringLiteral("<CAPTION>"),
-                                QStringLiteral("<DETAILED_CAPTION>"),
-                                QStringLiteral("<OD>"),
-                                QStringLiteral("<OCR>"),
-                                QStringLiteral("<OCR_WITH_REGION>"),
-                                QStringLiteral("<REGION_TO_CATEGORY>"),
-                                QStringLiteral("<CAPTION_TO_PHRASE_GROUNDING>")};
-
 QImage toQImage(const RgbImage& img) {
     const QImage view(img.pixels.data(), img.width, img.height, img.width * 3,
                       QImage::Format_RGB888);
     return view.copy();
-}
-
-QString ms(double v) {
-    return v >= 1000 ? QStringLiteral("%1 s").arg(v / 1000.0, 0, 'f', 2)
-                     : QStringLiteral("%1 ms").arg(v, 0, 'f', 0);
-}
-
-QString itemCountText(const ParsedAnswer& a) {
-    if (a.type == AnswerType::PureText)
-        return QObject::tr("text answer");
-    const int n = static_cast<int>(a.items.size());
-    return n == 1 ? QObject::tr("1 item") : QObject::tr("%1 items").arg(n);
 }
 
 // "OD", "REGION_TO_CATEGORY": a task token as a file name part.
@@ -113,15 +87,27 @@ MainWindow::MainWindow(QWidget* parent)
     tb->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
     tb->setMovable(false);
     m_actions->addToolBarActions(tb);
+    m_recent = new RecentFiles(m_actions->recent, this);
+    connect(m_recent, &RecentFiles::chosen, this, &MainWindow::openImageFile);
     connectActions();
-
-    m_refreshTimer = new QTimer(this);
-    m_refreshTimer->setInterval(kRefreshMs);
-    connect(m_refreshTimer, &QTimer::timeout, this, &MainWindow::refreshStreaming);
 
     m_worker = std::make_unique<EngineWorker>();
     m_thread = makeWorkerThread(QStringLiteral("engine"));
     m_worker->moveToThread(m_thread.get());
+    m_modelCtl = new ModelController(m_models.get(), m_panel, m_statusModel, m_worker.get(), this);
+    connect(m_modelCtl, &ModelController::switching, this, [this] {
+        if (isRunning()) {
+            cancelRun();
+            showMessage(tr("The run was cancelled to switch models."));
+        }
+    });
+    connect(m_modelCtl, &ModelController::message, this, &MainWindow::showMessage);
+    connect(m_modelCtl, &ModelController::stateChanged, this, &MainWindow::updateActions);
+    connect(m_modelCtl, &ModelController::ready, this, [this](const QString& name) {
+        statusBar()->showMessage(tr("Model loaded: %1").arg(name), 5000);
+    });
+    connect(m_modelCtl, &ModelController::ready, this, &MainWindow::modelReady);
+    connect(m_modelCtl, &ModelController::failed, this, &MainWindow::modelFailed);
     connectWorker();
     m_thread->start();
 
@@ -136,7 +122,6 @@ MainWindow::~MainWindow() {
     // Closing mid-run: stop the generation at its next step, then join the thread. Nothing the
     // worker still emits reaches this object: queued calls to a destroyed receiver are dropped.
     m_run->cancel();
-    m_refreshTimer->stop();
     m_thread.reset();
     m_worker.reset();
 }
@@ -180,10 +165,8 @@ void MainWindow::connectActions() {
                         QMessageBox::Close, this);
         box.exec();
     });
-    connect(a.about, &QAction::triggered, this, [this] {
-        AboutDialog::show(this,
-                          m_modelReady ? std::optional<ModelInfo>(m_modelInfo) : std::nullopt);
-    });
+    connect(a.about, &QAction::triggered, this,
+            [this] { AboutDialog::show(this, m_modelCtl->loaded()); });
 }
 
 void MainWindow::createCentral() {
@@ -198,21 +181,6 @@ void MainWindow::createCentral() {
     connect(m_panel, &ControlPanel::runRequested, this, &MainWindow::startRun);
     connect(m_panel, &ControlPanel::taskChanged, this, &MainWindow::onTaskInputChanged);
     connect(m_panel, &ControlPanel::taskTextChanged, this, &MainWindow::onTaskInputChanged);
-    connect(m_panel, &ControlPanel::modelActivated, this, [this](int row) {
-        const QString dir = m_models->dirAt(row);
-        if (ModelCatalog::cleanDir(dir) != ModelCatalog::cleanDir(m_modelInfo.dir) || !m_modelReady)
-            openModelPackage(dir);
-    });
-    connect(m_panel, &ControlPanel::precisionChanged, this, [this] {
-        // Before the first model request (settings being restored) there is nothing to reload:
-        // the first load uses the chosen precision.
-        if (m_requestedModelDir.isEmpty())
-            return;
-        if (m_modelReady && !m_modelLoading && m_modelInfo.precisionMode == chosenPrecision() &&
-            ModelCatalog::cleanDir(m_modelInfo.dir) == ModelCatalog::cleanDir(m_requestedModelDir))
-            return;
-        openModelPackage(m_requestedModelDir);
-    });
     m_panel->setMaximumWidth(540);
 
     m_results = new ResultsPanel(this);
@@ -268,22 +236,27 @@ void MainWindow::createCentral() {
     statusBar()->addPermanentWidget(m_statusModel);
     connect(m_view, &ImageView::zoomChanged, this,
             [this](double f) { m_statusZoom->setText(tr("Zoom %1%").arg(qRound(f * 100))); });
+
+    m_runView = new RunView(
+        m_run.get(), {m_results, m_view, m_latency, m_compare, m_bottomTabs, m_statusRun}, this);
+    connect(m_runView, &RunView::tokenArrived, this, &MainWindow::tokenArrived);
+    connect(m_runView, &RunView::runCompleted, this, &MainWindow::runCompleted);
+    connect(m_runView, &RunView::comparisonCompleted, this, &MainWindow::comparisonCompleted);
+    connect(m_runView, &RunView::runErrored, this, [this](const QString& message) {
+        showMessage(tr("The run failed: %1").arg(message), true);
+    });
+    connect(m_runView, &RunView::runErrored, this, &MainWindow::runErrored);
+    connect(m_runView, &RunView::runEnded, this, &MainWindow::updateActions);
 }
 
 void MainWindow::connectWorker() {
     EngineWorker* w = m_worker.get();
-    connect(w, &EngineWorker::modelLoading, this, &MainWindow::onModelLoading);
-    connect(w, &EngineWorker::modelLoaded, this, &MainWindow::onModelLoaded);
-    connect(w, &EngineWorker::modelFailed, this, &MainWindow::onModelFailed);
-    connect(w, &EngineWorker::runStarted, this, &MainWindow::onRunStarted);
-    connect(w, &EngineWorker::tokenReady, this, &MainWindow::onToken);
-    connect(w, &EngineWorker::runFinished, this, &MainWindow::onRunFinished);
-    connect(w, &EngineWorker::compareFinished, this, &MainWindow::onCompareFinished);
-    connect(w, &EngineWorker::compareProgress, this, [this](quint64 runId, int done, int total) {
-        if (m_run->isActive(runId))
-            m_compare->setProgress(done, total);
-    });
-    connect(w, &EngineWorker::runFailed, this, &MainWindow::onRunFailed);
+    connect(w, &EngineWorker::runStarted, m_runView, &RunView::onRunStarted);
+    connect(w, &EngineWorker::tokenReady, m_runView, &RunView::onToken);
+    connect(w, &EngineWorker::runFinished, m_runView, &RunView::onRunFinished);
+    connect(w, &EngineWorker::compareFinished, m_runView, &RunView::onCompareFinished);
+    connect(w, &EngineWorker::compareProgress, m_runView, &RunView::onCompareProgress);
+    connect(w, &EngineWorker::runFailed, m_runView, &RunView::onRunFailed);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -298,7 +271,7 @@ void MainWindow::restoreSettings() {
     m_topSplit->restoreState(p.topSplit);
     m_lastFolder = p.lastFolder;
     m_exportFolder = p.exportFolder;
-    m_recentFiles = p.recentFiles;
+    m_recent->setPaths(p.recentFiles);
     m_models->setExtraFolders(p.extraModels);
     m_panel->setTask(p.task);
     m_panel->setTaskText(p.taskText);
@@ -315,7 +288,6 @@ void MainWindow::restoreSettings() {
         ->setChecked(true);
     if (theme != Theme::System)
         applyTheme(theme);
-    updateRecentMenu();
     if (!p.lastImage.isEmpty() && QFileInfo::exists(p.lastImage))
         openImageFile(p.lastImage);
 }
@@ -328,7 +300,7 @@ void MainWindow::saveSettings() const {
     p.topSplit = m_topSplit->saveState();
     p.lastFolder = m_lastFolder;
     p.exportFolder = m_exportFolder;
-    p.recentFiles = m_recentFiles;
+    p.recentFiles = m_recent->paths();
     p.lastImage = m_imagePath;
     p.extraModels = m_models->extraFolders();
     p.task = currentTask();
@@ -375,54 +347,20 @@ void MainWindow::fitToScreen() {
 // ------------------------------------------------------------------------------------------
 // Models
 
-void MainWindow::selectModel(const QString& dir, const QString& manifestName) {
-    m_panel->modelCombo()->setCurrentIndex(m_models->add(dir, manifestName));
-}
-
 void MainWindow::loadDefaultModel() {
-    const QString dir = QString::fromStdString(bundledModelDir());
-    if (dir.isEmpty()) {
-        showMessage(
-            tr("The bundled model was not found next to this program (share/florence-studio/"
-               "models/default). Open a model package with File > Open Model Package."),
-            true);
-        return;
-    }
-    openModelPackage(dir);
+    m_modelCtl->openBundled();
 }
 
 void MainWindow::openModelPackage(const QString& dir) {
-    if (dir.isEmpty())
-        return;
-    // Read the manifest here first: a wrong folder is reported at once, and the current model
-    // stays loaded.
-    Manifest m;
-    try {
-        m = readManifest(dir.toStdString());
-    } catch (const std::exception& e) {
-        showMessage(tr("Cannot open the model package: %1").arg(QString::fromStdString(e.what())),
-                    true);
-        emit modelFailed(QString::fromStdString(e.what()));
-        // Point the combo back at the model that is still loaded.
-        if (m_modelReady)
-            selectModel(m_modelInfo.dir, m_modelInfo.name());
-        return;
-    }
-    if (isRunning()) {
-        cancelRun();
-        showMessage(tr("The run was cancelled to switch models."));
-    }
-    selectModel(dir, QString::fromStdString(m.name));
-    m_models->rememberFolder(dir);
-    m_modelLoading = true;
-    m_requestedModelDir = dir;
-    // Queued behind any run still finishing on the engine thread; the worker never runs two
-    // things at once.
-    QMetaObject::invokeMethod(
-        m_worker.get(),
-        [w = m_worker.get(), dir, precision = chosenPrecision()] { w->loadModel(dir, precision); },
-        Qt::QueuedConnection);
-    updateActions();
+    m_modelCtl->open(dir);
+}
+
+bool MainWindow::isModelReady() const {
+    return m_modelCtl->isReady();
+}
+
+const ModelInfo& MainWindow::modelInfo() const {
+    return m_modelCtl->info();
 }
 
 Precision MainWindow::chosenPrecision() const {
@@ -431,54 +369,6 @@ Precision MainWindow::chosenPrecision() const {
 
 void MainWindow::setPrecision(Precision precision) {
     m_panel->setPrecision(precision); // reloads the model, as when the user picks it
-}
-
-void MainWindow::onModelLoading(const QString& dir) {
-    m_statusModel->setText(tr("Loading model from %1…").arg(QDir::toNativeSeparators(dir)));
-    m_panel->setModelText(tr("Loading (%1)…").arg(m_panel->precisionText()));
-}
-
-void MainWindow::onModelLoaded(const ModelInfo& info) {
-    m_modelInfo = info;
-    m_modelReady = true;
-    m_modelLoading = false;
-    const QString desc = ModelCatalog::describeModel(info);
-    m_panel->setModelText(tr("%1\nloaded in %2").arg(desc, ms(info.loadMs)),
-                          tr("%1\n\n%2\n\nPackage: %3")
-                              .arg(ModelCatalog::explainModelWeights(info),
-                                   ModelCatalog::importCheckpointHint(),
-                                   QDir::toNativeSeparators(info.dir)));
-    m_panel->setTrainedTasks(info.name().contains(QLatin1String("demo"), Qt::CaseInsensitive)
-                                 ? kDemoTasks
-                                 : QStringList());
-    m_statusModel->setText(desc);
-    m_panel->setMaxNewTokensLimit(info.manifest.maxPositions);
-    selectModel(info.dir, info.name());
-    statusBar()->showMessage(tr("Model loaded: %1").arg(info.name()), 5000);
-    updateActions();
-    emit modelReady(info.name());
-}
-
-void MainWindow::onModelFailed(const QString& dir, const QString& message) {
-    m_modelLoading = false;
-    showMessage(
-        tr("Could not load the model in %1: %2").arg(QDir::toNativeSeparators(dir), message), true);
-    if (m_modelReady &&
-        ModelCatalog::cleanDir(dir) == ModelCatalog::cleanDir(m_requestedModelDir)) {
-        // The model in use stays, and so does the precision it runs in.
-        m_requestedModelDir = m_modelInfo.dir;
-        m_panel->setPrecision(m_modelInfo.precisionMode, true);
-    }
-    if (m_modelReady) {
-        m_panel->setModelText(ModelCatalog::describeModel(m_modelInfo));
-        m_statusModel->setText(ModelCatalog::describeModel(m_modelInfo));
-        m_panel->modelCombo()->setCurrentIndex(m_models->indexOf(m_modelInfo.dir));
-    } else {
-        m_panel->setModelText(tr("No model loaded"));
-        m_statusModel->setText(tr("No model"));
-    }
-    updateActions();
-    emit modelFailed(message);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -504,6 +394,10 @@ int MainWindow::tokensReceived() const {
     return m_run->tokensReceived();
 }
 
+QStringList MainWindow::recentFiles() const {
+    return m_recent->paths();
+}
+
 QSize MainWindow::imageSize() const {
     return m_image ? QSize(m_image->width, m_image->height) : QSize();
 }
@@ -519,7 +413,7 @@ bool MainWindow::openImageFile(const QString& path) {
     }
     const QFileInfo fi(path);
     m_lastFolder = fi.absolutePath();
-    addRecentFile(fi.absoluteFilePath());
+    m_recent->add(fi.absoluteFilePath());
     setImage(std::make_shared<const RgbImage>(std::move(img)), fi.absoluteFilePath(),
              fi.fileName());
     return true;
@@ -565,7 +459,7 @@ void MainWindow::setImage(std::shared_ptr<const RgbImage> image, const QString& 
     if (isRunning()) {
         // The answer would belong to the previous image: stop it and ignore what it still sends.
         m_run->cancel();
-        finishRun(tr("Cancelled: another image was opened"), true);
+        m_runView->end(tr("Cancelled: another image was opened"), true);
     }
     m_image = std::move(image);
     m_imagePath = path;
@@ -573,11 +467,8 @@ void MainWindow::setImage(std::shared_ptr<const RgbImage> image, const QString& 
     m_view->setImage(toQImage(*m_image));
     m_region.reset();
     // Nothing of the previous image's answer, charts or status stays.
-    m_results->clear();
     m_run->clearAnswer();
-    m_latency->clear();
-    m_compare->clear();
-    m_statusRun->setText(tr("Idle"));
+    m_runView->clear();
     statusBar()->clearMessage();
     onTaskInputChanged();
     setWindowTitle(tr("%1 — Florence Studio").arg(name));
@@ -593,33 +484,6 @@ void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
 void MainWindow::dropEvent(QDropEvent* event) {
     if (openMimeData(event->mimeData()))
         event->acceptProposedAction();
-}
-
-void MainWindow::addRecentFile(const QString& path) {
-    m_recentFiles.removeAll(path);
-    m_recentFiles.prepend(path);
-    while (m_recentFiles.size() > kMaxRecent)
-        m_recentFiles.removeLast();
-    updateRecentMenu();
-}
-
-void MainWindow::updateRecentMenu() {
-    QMenu* menu = m_actions->recent;
-    menu->clear();
-    for (const QString& path : m_recentFiles) {
-        QAction* a = menu->addAction(QFileInfo(path).fileName());
-        a->setToolTip(path);
-        a->setStatusTip(QDir::toNativeSeparators(path));
-        connect(a, &QAction::triggered, this, [this, path] { openImageFile(path); });
-    }
-    if (!m_recentFiles.isEmpty()) {
-        menu->addSeparator();
-        menu->addAction(tr("Clear Recent Files"), this, [this] {
-            m_recentFiles.clear();
-            updateRecentMenu();
-        });
-    }
-    menu->setEnabled(!m_recentFiles.isEmpty());
 }
 
 // ------------------------------------------------------------------------------------------
@@ -707,7 +571,7 @@ bool MainWindow::startRequest(RunKind kind) {
         showMessage(error, true);
         return false;
     }
-    GenerationOptions opts = m_modelReady ? m_modelInfo.defaults : GenerationOptions{};
+    GenerationOptions opts = isModelReady() ? modelInfo().defaults : GenerationOptions{};
     opts.numBeams = m_panel->beams();
     opts.maxNewTokens = m_panel->maxNewTokens();
     opts.useCache = m_panel->useCache();
@@ -718,19 +582,10 @@ bool MainWindow::startRequest(RunKind kind) {
     const RunRequest r =
         m_run->start(kind, currentTask(), *prompt, m_image, m_imageName, opts, region);
     m_panel->setPrompt(QString::fromStdString(*prompt));
-    if (kind == RunKind::Compare) {
-        m_compare->startComparison();
-        m_bottomTabs->setCurrentWidget(m_compare);
-    } else {
-        m_bottomTabs->setCurrentWidget(m_latency);
-    }
     QMetaObject::invokeMethod(
         m_worker.get(), [w = m_worker.get(), r] { w->run(r); }, Qt::QueuedConnection);
-
     showMessage(QString()); // an earlier error no longer applies
-    m_statusRun->setText(kind == RunKind::Compare ? tr("Comparing…")
-                                                  : tr("Running %1…").arg(currentTask()));
-    m_refreshTimer->start();
+    m_runView->started(kind, currentTask());
     updateActions();
     return true;
 }
@@ -739,137 +594,7 @@ void MainWindow::cancelRun() {
     if (!m_run->isRunning())
         return;
     m_run->cancel();
-    m_statusRun->setText(tr("Cancelling…"));
-}
-
-void MainWindow::onRunStarted(quint64 runId) {
-    if (!m_run->isActive(runId))
-        return;
-    m_statusRun->setText(m_run->kind() == RunKind::Compare ? tr("Comparing: warming up…")
-                                                           : tr("Encoding the image…"));
-}
-
-void MainWindow::clearResultViews() {
-    m_results->clear();
-    m_view->clearAnswer();
-    if (m_run->kind() == RunKind::Single)
-        m_latency->startRun();
-}
-
-void MainWindow::onToken(const TokenUpdate& u) {
-    const RunController::Accepted accepted = m_run->acceptToken(u);
-    if (accepted == RunController::Accepted::Stale)
-        return;
-    if (accepted == RunController::Accepted::FirstOfRun)
-        clearResultViews();
-    const TokenEvent& e = u.event;
-    if (m_run->kind() == RunKind::Single) {
-        m_latency->addStep(e.step, e.stepMs, u.elapsedMs);
-        m_latency->setStages(e.preprocessMs, e.visionMs, e.textEncoderMs);
-    } else {
-        m_compare->addStep(u.pass, e.step, e.stepMs);
-        m_statusRun->setText(u.pass == 0
-                                 ? tr("Comparing: KV cache on… %1 tokens").arg(e.step + 1)
-                                 : tr("Comparing: KV cache off… %1 tokens").arg(e.step + 1));
-    }
-    m_dirty = true;
-    emit tokenArrived(u.runId, e.step);
-}
-
-void MainWindow::refreshStreaming() {
-    if (!m_dirty)
-        return;
-    m_dirty = false;
-    const ParsedAnswer& shown = m_run->shownAnswer();
-    m_results->setRawText(m_run->answerText());
-    m_results->setAnswer(shown);
-    if (m_view->overlayItemCount() != static_cast<int>(shown.items.size()) ||
-        shown.type == AnswerType::Polygons ||
-        shown.type == AnswerType::DescriptionWithBboxesOrPolygons)
-        m_view->setAnswer(shown); // polygons grow point by point, boxes only in whole
-    m_latency->refresh();
-    m_compare->refresh();
-    if (isRunning() && m_run->kind() == RunKind::Single)
-        m_statusRun->setText(tr("Generating… %1 decoding steps").arg(m_run->tokensReceived()));
-    m_results->setSummary(
-        tr("%1 · generating… · %2").arg(m_run->answerTask(), itemCountText(shown)));
-}
-
-void MainWindow::showFinalAnswer() {
-    m_results->setRawText(m_run->answerText());
-    m_results->setAnswer(m_run->shownAnswer());
-    m_view->setAnswer(m_run->shownAnswer());
-    m_dirty = false;
-}
-
-void MainWindow::finishRun(const QString& status, bool cancelled) {
-    const RunKind kind = m_run->kind();
-    endRun(status);
-    // A comparison reports its end with comparisonCompleted (whether the outputs matched).
-    if (kind == RunKind::Single)
-        emit runCompleted(cancelled);
-}
-
-void MainWindow::endRun(const QString& status) {
-    m_refreshTimer->stop();
-    m_run->finish();
-    m_statusRun->setText(status);
-    updateActions();
-}
-
-void MainWindow::onRunFinished(const RunOutcome& o) {
-    const RunController::Accepted accepted = m_run->acceptOutcome(o);
-    if (accepted == RunController::Accepted::Stale)
-        return;
-    if (accepted == RunController::Accepted::FirstOfRun)
-        clearResultViews();
-    if (m_run->resultsStarted() && o.pass == 0)
-        showFinalAnswer();
-    if (m_run->kind() == RunKind::Compare) {
-        m_compare->setPassFinished(o);
-        return; // compareFinished ends the run
-    }
-    if (!m_run->resultsStarted()) {
-        // Cancelled before the first token (still queued, or between the engine's stages):
-        // what was shown before stays.
-        finishRun(tr("Cancelled before the first token"), true);
-        return;
-    }
-    const Timings& t = o.result.timings;
-    m_latency->finishRun(t, o.cancelled());
-    const StepStats s = summarizeSteps(t.stepMs);
-    // "answer tokens" (the returned sequence) against the chart's "decoding steps".
-    const QString summary = tr("%1 · %2 answer tokens · %3 · %4")
-                                .arg(o.task)
-                                .arg(o.generatedTokens())
-                                .arg(itemCountText(m_run->shownAnswer()), ms(t.totalMs));
-    m_results->setSummary(o.cancelled() ? summary + tr(" · cancelled") : summary);
-    finishRun(o.cancelled()
-                  ? tr("Cancelled after %1 decoding steps").arg(s.count)
-                  : tr("Done: %1 answer tokens in %2").arg(o.generatedTokens()).arg(ms(t.totalMs)),
-              o.cancelled());
-}
-
-void MainWindow::onCompareFinished(const CompareOutcome& o) {
-    if (!m_run->isActive(o.runId))
-        return;
-    m_compare->setOutcome(o);
-    if (m_run->resultsStarted())
-        m_results->setSummary(tr("%1 · compared cached vs uncached").arg(o.cached.task));
-    endRun(o.cancelled ? tr("Comparison cancelled")
-                       : tr("Compared: outputs %1; see Cached vs uncached")
-                             .arg(o.identical ? tr("identical") : tr("different")));
-    emit comparisonCompleted(o.identical);
-}
-
-void MainWindow::onRunFailed(quint64 runId, const QString& message) {
-    if (!m_run->isActive(runId))
-        return;
-    if (m_run->kind() == RunKind::Compare)
-        m_compare->setFailed(message);
-    showMessage(tr("The run failed: %1").arg(message), true);
-    endRun(tr("Failed"));
-    emit runErrored(message);
+    m_runView->cancelling();
 }
 
 // ------------------------------------------------------------------------------------------
@@ -939,7 +664,7 @@ bool MainWindow::exportJson(const QString& path) {
     }
     const ExportDocument doc{m_run->answer(),          m_run->answerText(), m_run->lastPrompt(),
                              m_run->answerImageName(), image->width,        image->height,
-                             m_modelInfo.name()};
+                             modelInfo().name()};
     try {
         doc.write(path);
     } catch (const std::exception& e) {
@@ -1040,7 +765,7 @@ QString MainWindow::firstRunImage(const QString& samplesDir) {
 }
 
 QString MainWindow::aboutText() const {
-    return AboutDialog::text(m_modelReady ? std::optional<ModelInfo>(m_modelInfo) : std::nullopt);
+    return AboutDialog::text(m_modelCtl->loaded());
 }
 
 QString MainWindow::shortcutsText() const {

@@ -31,7 +31,6 @@ class QLabel;
 class QMimeData;
 class QSplitter;
 class QTabWidget;
-class QTimer;
 
 namespace florence::ui {
 
@@ -42,8 +41,11 @@ class ImageView;
 class ImportDialog;
 class LatencyChart;
 class ModelCatalog;
+class ModelController;
 class ResultsPanel;
 class RunController;
+class RecentFiles;
+class RunView;
 struct MainActions;
 
 class MainWindow : public QMainWindow {
@@ -64,8 +66,8 @@ public:
     QString imagePath() const { return m_imagePath; }
     QSize imageSize() const;
     bool isRunning() const;
-    bool isModelReady() const { return m_modelReady; }
-    const ModelInfo& modelInfo() const { return m_modelInfo; }
+    bool isModelReady() const;
+    const ModelInfo& modelInfo() const;
     QString currentTask() const;
     // The prompt of the last request sent to the engine (region tasks: with its <loc_N> tokens).
     QString lastPrompt() const;
@@ -75,7 +77,7 @@ public:
     const ParsedAnswer& answer() const;
     QString messageText() const;
     int tokensReceived() const;
-    QStringList recentFiles() const { return m_recentFiles; }
+    QStringList recentFiles() const;
     QString aboutText() const;
     // Help › Keyboard Shortcuts, as plain text.
     QString shortcutsText() const;
@@ -143,34 +145,16 @@ private:
     void connectWorker();
     void restoreSettings();
     void saveSettings() const;
-    void selectModel(const QString& dir, const QString& manifestName);
     void onTaskInputChanged();
     void updateActions();
-    void updateRecentMenu();
-    void addRecentFile(const QString& path);
     QString chooseFile(FileChoice choice, const QString& caption, const QString& filter);
     std::optional<std::string> buildCurrentPrompt(QString* error) const;
     bool startRequest(RunKind kind);
     void setImage(std::shared_ptr<const RgbImage> image, const QString& path, const QString& name);
-    void clearResultViews();
-    void refreshStreaming();
-    void showFinalAnswer();
-    // Ends the run in flight with `status`; a single run then reports runCompleted(cancelled).
-    void finishRun(const QString& status, bool cancelled);
-    void endRun(const QString& status);
     void chooseAndOpenImage();
     void chooseAndOpenModel();
     void chooseAndExportJson();
     void chooseAndSavePng();
-
-    void onModelLoading(const QString& dir);
-    void onModelLoaded(const florence::ui::ModelInfo& info);
-    void onModelFailed(const QString& dir, const QString& message);
-    void onRunStarted(quint64 runId);
-    void onToken(const florence::ui::TokenUpdate& update);
-    void onRunFinished(const florence::ui::RunOutcome& outcome);
-    void onCompareFinished(const florence::ui::CompareOutcome& outcome);
-    void onRunFailed(quint64 runId, const QString& message);
 
     // Widgets (owned by Qt parents).
     ImageView* m_view = nullptr;
@@ -184,7 +168,9 @@ private:
     QLabel* m_statusModel = nullptr;
     QLabel* m_statusZoom = nullptr;
     QLabel* m_statusRun = nullptr;
-    QTimer* m_refreshTimer = nullptr;
+    RunView* m_runView = nullptr; // how runs show in the widgets above
+    RecentFiles* m_recent = nullptr;
+    ModelController* m_modelCtl = nullptr; // the model in use
     std::unique_ptr<MainActions> m_actions;
 
     // Image and region.
@@ -192,22 +178,14 @@ private:
     QString m_imagePath; // "" for pasted images
     QString m_imageName; // for titles and COCO export
     std::optional<QRectF> m_region;
-    bool m_dirty = false; // the answer changed since the widgets last showed it
 
     // The run in flight and the answer on screen; the model list.
     std::unique_ptr<RunController> m_run;
     std::unique_ptr<ModelCatalog> m_models;
 
-    // Model.
-    QString m_requestedModelDir; // the package last sent to the worker; "" before the first
-    ModelInfo m_modelInfo;
-    bool m_modelReady = false;
-    bool m_modelLoading = false;
-
     QString m_lastFolder;   // images
     QString m_exportFolder; // exports
     QString m_theme;
-    QStringList m_recentFiles;
     FileChooser m_fileChooser;
 
     // Declared last so they are destroyed first: the thread is stopped (after the run in flight

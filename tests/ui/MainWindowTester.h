@@ -7,6 +7,7 @@
 #pragma once
 
 #include "MainWindow.h"
+#include "RunView.h"
 #include "run/EngineWorker.h"
 #include "run/RunController.h"
 
@@ -52,8 +53,8 @@ public:
             u.event.text = text.substr(0, end);
             u.event.stepMs = 1.0;
             u.elapsedMs = step;
-            m_w->onToken(u);
-            m_w->refreshStreaming();
+            m_w->m_runView->onToken(u);
+            m_w->m_runView->refresh();
             pos = end;
         }
         RunOutcome o;
@@ -63,7 +64,7 @@ public:
         o.result.generatedIds.assign(static_cast<size_t>(step) + 1, 0);
         o.result.timings.stepMs.assign(static_cast<size_t>(step), 1.0);
         o.result.timings.totalMs = step;
-        m_w->onRunFinished(o);
+        m_w->m_runView->onRunFinished(o);
     }
 
 private:

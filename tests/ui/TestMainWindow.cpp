@@ -2,27 +2,25 @@
 // events, waits on signals. Runs the bundled (demo) model end to end; where an
 // assertion needs a known answer, the answer goes through the same token/finish path a run
 // takes (MainWindowTester::showAnswerText, a test-only friend of the window).
-#include "widgets/CompareView.h"
-#include "run/EngineWorker.h"
-#include "widgets/ImageView.h"
-#include "dialogs/ImportDialog.h"
-#include "widgets/LatencyChart.h"
 #include "MainWindow.h"
 #include "MainWindowTester.h"
+#include "dialogs/ImportDialog.h"
 #include "run/AnswerDisplay.h"
 #include "run/CompareVerdict.h"
+#include "run/EngineWorker.h"
 #include "widgets/ChartStyle.h"
-#include <florence/paths.h>
+#include "widgets/CompareView.h"
+#include "widgets/ImageView.h"
+#include "widgets/LatencyChart.h"
 #include "widgets/ResultsPanel.h"
+#include <florence/paths.h>
 #include <florence/tasks.h>
 
 #include <QAbstractButton>
 #include <QAction>
-#include <QChartView>
-#include <QStatusBar>
-#include <QValueAxis>
 #include <QApplication>
 #include <QChart>
+#include <QChartView>
 #include <QClipboard>
 #include <QComboBox>
 #include <QDir>
@@ -45,10 +43,12 @@
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardPaths>
+#include <QStatusBar>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QUrl>
+#include <QValueAxis>
 
 #include <atomic>
 #include <cmath>
@@ -285,8 +285,9 @@ void TestMainWindow::knownAnswerFillsTableHighlightsAndExports() {
     QVERIFY(m_w->openImageFile(samplePath("pier.png")));
     const QSize size = m_w->imageSize();
     QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
-    MainWindowTester(m_w.get()).showAnswerText("<OD>", "</s><s>car<loc_52><loc_333><loc_932><loc_774>person<loc_10>"
-                                "<loc_10><loc_100><loc_200></s>");
+    MainWindowTester(m_w.get()).showAnswerText(
+        "<OD>", "</s><s>car<loc_52><loc_333><loc_932><loc_774>person<loc_10>"
+                "<loc_10><loc_100><loc_200></s>");
     QCOMPARE(done.count(), 1);
     auto* table = child<QTableWidget>(m_w.get(), "itemsTable");
     QCOMPARE(table->rowCount(), 2);
@@ -359,7 +360,8 @@ void TestMainWindow::cancelMidRunWithEscape() {
 
 void TestMainWindow::cancelBeforeFirstTokenKeepsResults() {
     QVERIFY(m_w->openImageFile(samplePath("pier.png")));
-    MainWindowTester(m_w.get()).showAnswerText("<OD>", "</s><s>car<loc_52><loc_333><loc_932><loc_774></s>");
+    MainWindowTester(m_w.get()).showAnswerText("<OD>",
+                                               "</s><s>car<loc_52><loc_333><loc_932><loc_774></s>");
     auto* table = child<QTableWidget>(m_w.get(), "itemsTable");
     auto* raw = child<QPlainTextEdit>(m_w.get(), "rawText");
     auto* status = child<QLabel>(m_w.get(), "statusRun");
@@ -913,14 +915,20 @@ bool TestMainWindow::hasModelToken(const QString& text) {
 void TestMainWindow::cleanAnswerTextDropsModelTokens_data() {
     QTest::addColumn<QString>("raw");
     QTest::addColumn<QString>("clean");
-    QTest::newRow("caption") << "</s><s>A yellow star.</s>" << "A yellow star.";
-    QTest::newRow("ocr box label") << "</s>PARK" << "PARK";
+    QTest::newRow("caption") << "</s><s>A yellow star.</s>"
+                             << "A yellow star.";
+    QTest::newRow("ocr box label") << "</s>PARK"
+                                   << "PARK";
     QTest::newRow("region category") << "green star<loc_146><loc_10><loc_300><loc_400>"
                                      << "green star";
-    QTest::newRow("pad") << "<pad><pad>red circle</s><pad>" << "red circle";
-    QTest::newRow("tokens between words") << "red circle<loc_1>blue square" << "red circle blue square";
-    QTest::newRow("text with brackets") << "a < b and c > d" << "a < b and c > d";
-    QTest::newRow("empty") << "</s><s></s>" << "";
+    QTest::newRow("pad") << "<pad><pad>red circle</s><pad>"
+                         << "red circle";
+    QTest::newRow("tokens between words") << "red circle<loc_1>blue square"
+                                          << "red circle blue square";
+    QTest::newRow("text with brackets") << "a < b and c > d"
+                                        << "a < b and c > d";
+    QTest::newRow("empty") << "</s><s></s>"
+                           << "";
 }
 
 void TestMainWindow::cleanAnswerTextDropsModelTokens() {
@@ -980,7 +988,7 @@ void TestMainWindow::allTasksShowCleanLabels() {
         m_w->setTaskText("A red circle.");
     if (input == florence::TaskInput::Region)
         m_w->setRegion(QRectF(QPointF(10, 10), QPointF(m_w->imageSize().width() / 2.0,
-                                                        m_w->imageSize().height() / 2.0)));
+                                                       m_w->imageSize().height() / 2.0)));
     setSpin("beamsSpin", 1);
     setSpin("maxTokensSpin", 64);
     QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
@@ -1072,6 +1080,7 @@ void TestMainWindow::chartsUseNiceTicks() {
 void TestMainWindow::windowFitsSmallScreens() {
     // 1080p at 150% is 1280x720 logical; a title bar and a panel take some of it.
     const QSize least = m_w->minimumSizeHint().expandedTo(m_w->minimumSize());
+    qInfo("minimum window size %dx%d", least.width(), least.height());
     QVERIFY2(least.width() <= 1280 && least.height() <= 720 - 60,
              qPrintable(QString("%1x%2").arg(least.width()).arg(least.height())));
     // At 1024x700 the chart and its numbers stay readable.
@@ -1092,8 +1101,7 @@ void TestMainWindow::windowFitsSmallScreens() {
     m_w->resize(avail.width() * 2, avail.height() * 2);
     m_w->move(avail.topLeft() + QPoint(300, 300));
     m_w->fitToScreen();
-    QTRY_VERIFY2(avail.contains(m_w->geometry()) ||
-                     m_w->size() == least.expandedTo(QSize(1, 1)) ||
+    QTRY_VERIFY2(avail.contains(m_w->geometry()) || m_w->size() == least.expandedTo(QSize(1, 1)) ||
                      m_w->size().width() <= std::max(avail.width(), least.width()),
                  qPrintable(QString("%1x%2+%3+%4 in %5x%6")
                                 .arg(m_w->width())
@@ -1144,6 +1152,15 @@ void TestMainWindow::regionHintClearAndMessages() {
     m_w->setTask("<REGION_TO_CATEGORY>");
     auto* hint = child<QLabel>(m_w.get(), "regionLabel");
     QVERIFY(hint->wordWrap());
+    // The task says what it needs and whether the loaded (demo) model was trained for it.
+    auto* taskHint = child<QLabel>(m_w.get(), "taskHintLabel");
+    QVERIFY2(taskHint->text().contains("region dragged on the image"),
+             qPrintable(taskHint->text()));
+    QVERIFY(taskHint->text().contains("was trained for it"));
+    m_w->setTask("<OPEN_VOCABULARY_DETECTION>");
+    QVERIFY2(taskHint->text().contains("typed in the text field"), qPrintable(taskHint->text()));
+    QVERIFY(taskHint->text().contains("not trained for it"));
+    m_w->setTask("<REGION_TO_CATEGORY>");
     // Run without a region: the user is told to drag one, not given the CLI's wording.
     QVERIFY(!m_w->startRun());
     QVERIFY2(m_w->messageText().contains("Drag a rectangle"), qPrintable(m_w->messageText()));
@@ -1213,14 +1230,14 @@ void TestMainWindow::staleStateIsCleared() {
 
 void TestMainWindow::exportsRememberFolderAndNameTheTask() {
     QVERIFY(m_w->openImageFile(samplePath("pier.png")));
-    MainWindowTester(m_w.get()).showAnswerText(
-        "<OD>", "</s><s>car<loc_52><loc_333><loc_932><loc_774></s>");
+    MainWindowTester(m_w.get()).showAnswerText("<OD>",
+                                               "</s><s>car<loc_52><loc_333><loc_932><loc_774></s>");
     QStringList offered;
-    m_w->setFileChooser([&](MainWindow::FileChoice, const QString&, const QString& dir,
-                            const QString&) {
-        offered << dir;
-        return m_nextChosenFile;
-    });
+    m_w->setFileChooser(
+        [&](MainWindow::FileChoice, const QString&, const QString& dir, const QString&) {
+            offered << dir;
+            return m_nextChosenFile;
+        });
     const QString folder = m_tmp.filePath("exports");
     QVERIFY(QDir().mkpath(folder));
     m_nextChosenFile = folder + "/mine.json";
@@ -1242,7 +1259,8 @@ void TestMainWindow::exportsRememberFolderAndNameTheTask() {
     QCOMPARE(ann.size(), 1);
     for (const QJsonValue& v : ann.at(0).toObject()["bbox"].toArray()) {
         const double x = v.toDouble();
-        QVERIFY2(std::abs(x * 100 - std::round(x * 100)) < 1e-6, qPrintable(QString::number(x, 'g', 17)));
+        QVERIFY2(std::abs(x * 100 - std::round(x * 100)) < 1e-6,
+                 qPrintable(QString::number(x, 'g', 17)));
     }
 }
 
@@ -1253,18 +1271,18 @@ void TestMainWindow::compareVerdictWording_data() {
     QTest::addColumn<QString>("says");
     QTest::newRow("steady") << std::vector<double>{400, 410, 405}
                             << std::vector<double>{1200, 1190, 1230} << true << "faster";
-    QTest::newRow("steady, explains length") << std::vector<double>{400, 410, 405}
-                                             << std::vector<double>{1200, 1190, 1230} << true
-                                             << "the longer the answer";
+    QTest::newRow("steady, explains length")
+        << std::vector<double>{400, 410, 405} << std::vector<double>{1200, 1190, 1230} << true
+        << "the longer the answer";
     QTest::newRow("one cached pass hit by a busy spell")
         << std::vector<double>{43, 3665, 45} << std::vector<double>{120, 118, 125} << false
         << "the machine was busy; run again";
-    QTest::newRow("uncached noisy") << std::vector<double>{40, 41, 42}
-                                    << std::vector<double>{120, 300, 125} << false
-                                    << "the machine was busy; run again";
-    QTest::newRow("short answer, no gain") << std::vector<double>{100, 101, 102}
-                                           << std::vector<double>{95, 96, 97} << true
-                                           << "too short for the cache to pay off";
+    QTest::newRow("uncached noisy")
+        << std::vector<double>{40, 41, 42} << std::vector<double>{120, 300, 125} << false
+        << "the machine was busy; run again";
+    QTest::newRow("short answer, no gain")
+        << std::vector<double>{100, 101, 102} << std::vector<double>{95, 96, 97} << true
+        << "too short for the cache to pay off";
 }
 
 void TestMainWindow::compareVerdictWording() {
@@ -1306,11 +1324,13 @@ void TestMainWindow::compareRepeatsOnABusyMachine() {
     setSpin("beamsSpin", 1);
     std::vector<florence::ui::CompareOutcome> outcomes;
     int progress = 0;
-    connect(t.engineWorker(), &EngineWorker::compareFinished, this,
-            [&](const florence::ui::CompareOutcome& o) { outcomes.push_back(o); },
-            Qt::QueuedConnection);
-    connect(t.engineWorker(), &EngineWorker::compareProgress, this,
-            [&](quint64, int, int) { ++progress; }, Qt::QueuedConnection);
+    connect(
+        t.engineWorker(), &EngineWorker::compareFinished, this,
+        [&](const florence::ui::CompareOutcome& o) { outcomes.push_back(o); },
+        Qt::QueuedConnection);
+    connect(
+        t.engineWorker(), &EngineWorker::compareProgress, this,
+        [&](quint64, int, int) { ++progress; }, Qt::QueuedConnection);
     QSignalSpy compared(m_w.get(), &MainWindow::comparisonCompleted);
     QVERIFY(m_w->startComparison());
     QTRY_COMPARE_WITH_TIMEOUT(compared.count(), 1, kRunTimeoutMs);
@@ -1319,7 +1339,7 @@ void TestMainWindow::compareRepeatsOnABusyMachine() {
     QVERIFY(!o.cancelled);
     QCOMPARE(o.cachedTotalsMs.size(), size_t(3));
     QCOMPARE(o.uncachedTotalsMs.size(), size_t(3));
-    QCOMPARE(progress, 7); // a warm-up and six measured passes
+    QCOMPARE(progress, 7);                  // a warm-up and six measured passes
     QVERIFY(compared.at(0).at(0).toBool()); // identical in every repeat
     // The window says exactly what the collected numbers allow.
     const florence::ui::CompareVerdict v = florence::ui::judgeComparison(o);

@@ -87,8 +87,9 @@ QChartView* layOutChartWithStats(QWidget* owner, QChart* chart, QWidget* stats,
     auto* view = new QChartView(chart, owner);
     view->setObjectName(viewName);
     view->setRenderHint(QPainter::Antialiasing);
-    view->setMinimumSize(260, 140);
-    stats->setMinimumWidth(230);
+    // Small minimums so the window fits narrow and scaled screens; the chart stays readable.
+    view->setMinimumSize(200, 140);
+    stats->setMinimumWidth(190);
     stats->setMaximumWidth(320);
     auto* layout = new QHBoxLayout(owner);
     layout->setContentsMargins(0, 0, 0, 0);
