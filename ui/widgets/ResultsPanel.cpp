@@ -88,7 +88,11 @@ ResultsPanel::ResultsPanel(QWidget* parent) : QWidget(parent) {
     m_text->setTabChangesFocus(true);
     m_text->setObjectName(QStringLiteral("rawText"));
     m_text->setReadOnly(true);
-    m_text->setPlaceholderText(tr("Generated text appears here as tokens arrive."));
+    m_text->setPlaceholderText(
+        tr("The raw tokens the model generates appear here as they arrive; the table, the "
+           "image and Copy Answer Text show the answer without them."));
+    m_text->setToolTip(tr("Raw tokens: the text exactly as generated, with the model's special "
+                          "and location tokens"));
     m_text->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
     m_text->setLineWrapMode(QPlainTextEdit::WidgetWidth);
 
