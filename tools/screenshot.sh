@@ -4,6 +4,7 @@
 #   tools/screenshot.sh [BUILD_DIR] [OUT.png] [IMAGE] [TASK] [extra florence-studio options…]
 # Defaults: build, docs/screenshot.png, the pier sample, "<OD>". Example:
 #   tools/screenshot.sh build docs/screenshot.png "" "<CAPTION>" --compare
+#   QT_SCALE_FACTOR=2 tools/screenshot.sh build docs/screenshot-2x.png "" "<OD>" --dark
 # The app runs the task, waits until the run ends, grabs its window with QWidget::grab() and
 # exits; settings go to a throwaway folder so the shot never depends on (or changes) yours.
 set -eu
@@ -19,8 +20,12 @@ case $out in /*) ;; *) out=$(pwd)/$out ;; esac
 settings=$(mktemp -d)
 trap 'rm -rf "$settings"' EXIT
 mkdir -p "$(dirname "$out")"
-XDG_CONFIG_HOME=$settings QT_QPA_PLATFORM=xcb QT_SCALE_FACTOR=${QT_SCALE_FACTOR:-1} \
-    xvfb-run -a -s "-screen 0 1600x1000x24 -dpi 96" \
+# QT_SCALE_FACTOR=2 makes a 2x (high-DPI) shot: the virtual screen grows with it, so the window
+# has the same logical size and every pixel is doubled.
+scale=${QT_SCALE_FACTOR:-1}
+screen=$(awk -v s="$scale" 'BEGIN { printf "%dx%d", 1600 * s, 1000 * s }')
+XDG_CONFIG_HOME=$settings QT_QPA_PLATFORM=xcb QT_SCALE_FACTOR=$scale \
+    xvfb-run -a -s "-screen 0 ${screen}x24 -dpi 96" \
     "$build/bin/florence-studio" --size 1440x900 --image "$image" --task "$task" \
     --screenshot "$out" "$@"
 echo "screenshot: $out"

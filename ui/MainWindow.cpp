@@ -1,55 +1,51 @@
 #include "MainWindow.h"
 
-#include "widgets/CompareView.h"
-#include "run/EngineWorker.h"
-#include "widgets/ImageView.h"
+#include "ExportDocument.h"
+#include "MainActions.h"
+#include "ModelCatalog.h"
+#include "ModelController.h"
+#include "RecentFiles.h"
+#include "RunView.h"
+#include "Settings.h"
+#include "Theme.h"
+#include "dialogs/AboutDialog.h"
 #include "dialogs/ImportDialog.h"
+#include "run/EngineWorker.h"
+#include "run/RunController.h"
+#include "widgets/CompareView.h"
+#include "widgets/ControlPanel.h"
+#include "widgets/ImageView.h"
 #include "widgets/LatencyChart.h"
 #include "widgets/ResultsPanel.h"
-#include "run/StepStats.h"
 
-#include <florence/annotate.h>
 #include <florence/image.h>
-#include <florence/machine.h>
 #include <florence/package.h>
 #include <florence/paths.h>
 #include <florence/tasks.h>
-#include <florence/version.h>
 
 #include <QAction>
+#include <QActionGroup>
 #include <QApplication>
 #include <QBuffer>
-#include <QCheckBox>
 #include <QClipboard>
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDir>
 #include <QDragEnterEvent>
 #include <QDropEvent>
-#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QFormLayout>
-#include <QGroupBox>
-#include <QHBoxLayout>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
-#include <QPushButton>
-#include <QSettings>
-#include <QSpinBox>
+#include <QScreen>
 #include <QSplitter>
 #include <QStatusBar>
-#include <QStyle>
 #include <QTabWidget>
-#include <QTimer>
 #include <QToolBar>
-#include <QVBoxLayout>
 
 // The icons live in a static library, whose resource initializer the linker would drop.
 static void initUiResources() {
@@ -60,85 +56,64 @@ namespace florence::ui {
 
 namespace {
 
-constexpr int kMaxRecent = 10;
-// Streamed tokens are parsed as they arrive, but the widgets are redrawn at most this often:
-// a tiny model produces hundreds of tokens a second and repainting for each would make the
-// window sluggish while it generates.
-constexpr int kRefreshMs = 40;
-
 QImage toQImage(const RgbImage& img) {
     const QImage view(img.pixels.data(), img.width, img.height, img.width * 3,
                       QImage::Format_RGB888);
     return view.copy();
 }
 
-QString cleanDir(const QString& dir) {
-    return dir.isEmpty() ? QString() : QDir::cleanPath(QFileInfo(dir).absoluteFilePath());
-}
-
-QString ms(double v) {
-    return v >= 1000 ? QStringLiteral("%1 s").arg(v / 1000.0, 0, 'f', 2)
-                     : QStringLiteral("%1 ms").arg(v, 0, 'f', 0);
-}
-
-QString itemCountText(const ParsedAnswer& a) {
-    if (a.type == AnswerType::PureText)
-        return QObject::tr("text answer");
-    const int n = static_cast<int>(a.items.size());
-    return n == 1 ? QObject::tr("1 item") : QObject::tr("%1 items").arg(n);
-}
-
-// What the About box says about a model when none is loaded yet: the bundled package's manifest.
-std::optional<ModelInfo> bundledModelInfo() {
-    const std::string dir = bundledModelDir();
-    if (dir.empty())
-        return std::nullopt;
-    try {
-        const Manifest m = readManifest(dir);
-        ModelInfo info;
-        info.dir = QString::fromStdString(dir);
-        info.name = QString::fromStdString(m.name);
-        info.source = QString::fromStdString(m.source);
-        return info;
-    } catch (const std::exception&) {
-        return std::nullopt;
-    }
-}
-
-QString capitalized(const std::string& s) {
-    QString q = QString::fromStdString(s);
-    if (!q.isEmpty())
-        q[0] = q[0].toUpper();
-    return q;
+// "OD", "REGION_TO_CATEGORY": a task token as a file name part.
+QString taskFilePart(const QString& task) {
+    QString t = task;
+    return t.remove(QLatin1Char('<')).remove(QLatin1Char('>'));
 }
 
 } // namespace
 
-MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+MainWindow::MainWindow(QWidget* parent)
+    : QMainWindow(parent), m_run(std::make_unique<RunController>()),
+      m_models(std::make_unique<ModelCatalog>()) {
     setObjectName(QStringLiteral("mainWindow"));
     registerWorkerTypes();
     initUiResources();
     setWindowIcon(QIcon(QStringLiteral(":/icons/florence-studio.svg")));
     setAcceptDrops(true);
 
-    createActions();
+    m_actions = std::make_unique<MainActions>(this);
     createCentral();
-    createMenus();
-    createToolBar();
-
-    m_refreshTimer = new QTimer(this);
-    m_refreshTimer->setInterval(kRefreshMs);
-    connect(m_refreshTimer, &QTimer::timeout, this, &MainWindow::refreshStreaming);
+    m_actions->addMenus(menuBar());
+    QToolBar* tb = addToolBar(tr("Main"));
+    tb->setObjectName(QStringLiteral("mainToolBar"));
+    tb->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    tb->setMovable(false);
+    m_actions->addToolBarActions(tb);
+    m_recent = new RecentFiles(m_actions->recent, this);
+    connect(m_recent, &RecentFiles::chosen, this, &MainWindow::openImageFile);
+    connectActions();
 
     m_worker = std::make_unique<EngineWorker>();
     m_thread = makeWorkerThread(QStringLiteral("engine"));
     m_worker->moveToThread(m_thread.get());
+    m_modelCtl = new ModelController(m_models.get(), m_panel, m_statusModel, m_worker.get(), this);
+    connect(m_modelCtl, &ModelController::switching, this, [this] {
+        if (isRunning()) {
+            cancelRun();
+            showMessage(tr("The run was cancelled to switch models."));
+        }
+    });
+    connect(m_modelCtl, &ModelController::message, this, &MainWindow::showMessage);
+    connect(m_modelCtl, &ModelController::stateChanged, this, &MainWindow::updateActions);
+    connect(m_modelCtl, &ModelController::ready, this, [this](const QString& name) {
+        statusBar()->showMessage(tr("Model loaded: %1").arg(name), 5000);
+    });
+    connect(m_modelCtl, &ModelController::ready, this, &MainWindow::modelReady);
+    connect(m_modelCtl, &ModelController::failed, this, &MainWindow::modelFailed);
     connectWorker();
     m_thread->start();
 
     restoreSettings();
-    populateModels();
-    updateTaskInput();
+    m_models->refresh();
+    onTaskInputChanged();
     updateActions();
     setWindowTitle(tr("Florence Studio"));
 }
@@ -146,9 +121,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 MainWindow::~MainWindow() {
     // Closing mid-run: stop the generation at its next step, then join the thread. Nothing the
     // worker still emits reaches this object: queued calls to a destroyed receiver are dropped.
-    if (m_activeCancel)
-        m_activeCancel->store(true);
-    m_refreshTimer->stop();
+    m_run->cancel();
     m_thread.reset();
     m_worker.reset();
 }
@@ -156,272 +129,62 @@ MainWindow::~MainWindow() {
 // ------------------------------------------------------------------------------------------
 // Construction
 
-void MainWindow::createActions() {
-    QStyle* s = style();
-    m_openAction =
-        new QAction(s->standardIcon(QStyle::SP_DialogOpenButton), tr("&Open Image…"), this);
-    m_openAction->setObjectName(QStringLiteral("openAction"));
-    m_openAction->setShortcut(QKeySequence::Open);
-    m_openAction->setToolTip(tr("Open an image (Ctrl+O); you can also drop or paste one"));
-    connect(m_openAction, &QAction::triggered, this, &MainWindow::chooseAndOpenImage);
-
-    m_pasteAction = new QAction(tr("&Paste Image"), this);
-    m_pasteAction->setShortcut(QKeySequence::Paste);
-    connect(m_pasteAction, &QAction::triggered, this, &MainWindow::paste);
-
-    m_openModelAction = new QAction(tr("Open &Model Package…"), this);
-    connect(m_openModelAction, &QAction::triggered, this, &MainWindow::chooseAndOpenModel);
-
-    m_importAction = new QAction(tr("&Import Hugging Face Model…"), this);
-    connect(m_importAction, &QAction::triggered, this, &MainWindow::showImportDialog);
-
-    m_exportJsonAction =
-        new QAction(s->standardIcon(QStyle::SP_DialogSaveButton), tr("Export &JSON…"), this);
-    m_exportJsonAction->setObjectName(QStringLiteral("exportJsonAction"));
-    m_exportJsonAction->setShortcut(QKeySequence(tr("Ctrl+E")));
-    connect(m_exportJsonAction, &QAction::triggered, this, &MainWindow::chooseAndExportJson);
-
-    m_savePngAction = new QAction(tr("Save &Annotated Image…"), this);
-    m_savePngAction->setObjectName(QStringLiteral("savePngAction"));
-    m_savePngAction->setShortcut(QKeySequence(tr("Ctrl+Shift+S")));
-    connect(m_savePngAction, &QAction::triggered, this, &MainWindow::chooseAndSavePng);
-
-    m_copyTextAction = new QAction(tr("&Copy Answer Text"), this);
-    m_copyTextAction->setObjectName(QStringLiteral("copyTextAction"));
-    m_copyTextAction->setShortcut(QKeySequence(tr("Ctrl+Shift+C")));
-    connect(m_copyTextAction, &QAction::triggered, this, &MainWindow::copyResultText);
-
-    m_quitAction = new QAction(tr("&Quit"), this);
-    m_quitAction->setShortcut(QKeySequence::Quit);
-    connect(m_quitAction, &QAction::triggered, this, &QWidget::close);
-
-    m_runAction = new QAction(s->standardIcon(QStyle::SP_MediaPlay), tr("&Run"), this);
-    m_runAction->setObjectName(QStringLiteral("runAction"));
-    m_runAction->setShortcuts({QKeySequence(tr("Ctrl+R")), QKeySequence(Qt::CTRL | Qt::Key_Return),
-                               QKeySequence(Qt::CTRL | Qt::Key_Enter)});
-    m_runAction->setToolTip(tr("Run the task (Ctrl+R, Ctrl+Return)"));
-    connect(m_runAction, &QAction::triggered, this, &MainWindow::startRun);
-
-    m_cancelAction = new QAction(s->standardIcon(QStyle::SP_MediaStop), tr("&Cancel"), this);
-    m_cancelAction->setObjectName(QStringLiteral("cancelAction"));
-    m_cancelAction->setShortcut(QKeySequence(Qt::Key_Escape));
-    m_cancelAction->setToolTip(tr("Stop generating (Esc)"));
-    connect(m_cancelAction, &QAction::triggered, this, &MainWindow::cancelRun);
-
-    m_compareAction = new QAction(s->standardIcon(QStyle::SP_BrowserReload),
-                                  tr("C&ompare Cached vs Uncached"), this);
-    m_compareAction->setObjectName(QStringLiteral("compareAction"));
-    m_compareAction->setShortcut(QKeySequence(tr("Ctrl+Shift+R")));
-    m_compareAction->setToolTip(
-        tr("Run the same request with and without the KV cache (Ctrl+Shift+R)"));
-    connect(m_compareAction, &QAction::triggered, this, &MainWindow::startComparison);
-
-    m_zoomInAction = new QAction(tr("Zoom &In"), this);
-    m_zoomInAction->setShortcuts({QKeySequence::ZoomIn, QKeySequence(tr("Ctrl+="))});
-    m_zoomOutAction = new QAction(tr("Zoom &Out"), this);
-    m_zoomOutAction->setShortcut(QKeySequence::ZoomOut);
-    m_fitAction = new QAction(tr("&Fit to Window"), this);
-    m_fitAction->setShortcut(QKeySequence(tr("Ctrl+0")));
-
-    m_aboutAction = new QAction(tr("&About Florence Studio"), this);
-    connect(m_aboutAction, &QAction::triggered, this, &MainWindow::showAbout);
-
-    // Window-wide shortcuts must work whichever child has focus.
-    for (QAction* a : {m_openAction, m_pasteAction, m_runAction, m_cancelAction, m_compareAction,
-                       m_zoomInAction, m_zoomOutAction, m_fitAction, m_exportJsonAction,
-                       m_savePngAction, m_copyTextAction, m_quitAction})
-        addAction(a);
-}
-
-void MainWindow::createMenus() {
-    QMenu* file = menuBar()->addMenu(tr("&File"));
-    file->addAction(m_openAction);
-    m_recentMenu = file->addMenu(tr("Open &Recent"));
-    m_recentMenu->setObjectName(QStringLiteral("recentMenu"));
-    file->addAction(m_pasteAction);
-    file->addSeparator();
-    file->addAction(m_openModelAction);
-    file->addAction(m_importAction);
-    file->addSeparator();
-    file->addAction(m_exportJsonAction);
-    file->addAction(m_savePngAction);
-    file->addSeparator();
-    file->addAction(m_quitAction);
-
-    QMenu* edit = menuBar()->addMenu(tr("&Edit"));
-    edit->addAction(m_copyTextAction);
-    edit->addAction(m_pasteAction);
-
-    QMenu* view = menuBar()->addMenu(tr("&View"));
-    view->addAction(m_zoomInAction);
-    view->addAction(m_zoomOutAction);
-    view->addAction(m_fitAction);
-
-    QMenu* run = menuBar()->addMenu(tr("&Run"));
-    run->addAction(m_runAction);
-    run->addAction(m_cancelAction);
-    run->addAction(m_compareAction);
-
-    QMenu* help = menuBar()->addMenu(tr("&Help"));
-    help->addAction(m_aboutAction);
-}
-
-void MainWindow::createToolBar() {
-    QToolBar* tb = addToolBar(tr("Main"));
-    tb->setObjectName(QStringLiteral("mainToolBar"));
-    tb->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-    tb->setMovable(false);
-    tb->addAction(m_openAction);
-    tb->addSeparator();
-    tb->addAction(m_runAction);
-    tb->addAction(m_cancelAction);
-    tb->addAction(m_compareAction);
-    tb->addSeparator();
-    tb->addAction(m_exportJsonAction);
+void MainWindow::connectActions() {
+    const MainActions& a = *m_actions;
+    connect(a.open, &QAction::triggered, this, &MainWindow::chooseAndOpenImage);
+    connect(a.paste, &QAction::triggered, this,
+            [this] { openMimeData(QApplication::clipboard()->mimeData()); });
+    connect(a.openModel, &QAction::triggered, this, &MainWindow::chooseAndOpenModel);
+    connect(a.import, &QAction::triggered, this, &MainWindow::showImportDialog);
+    connect(a.exportJson, &QAction::triggered, this, &MainWindow::chooseAndExportJson);
+    connect(a.savePng, &QAction::triggered, this, &MainWindow::chooseAndSavePng);
+    connect(a.copyText, &QAction::triggered, this, &MainWindow::copyResultText);
+    connect(a.quit, &QAction::triggered, this, &QWidget::close);
+    connect(a.run, &QAction::triggered, this, &MainWindow::startRun);
+    // Esc stops a run; with nothing running it clears the dragged region.
+    connect(a.cancel, &QAction::triggered, this, [this] {
+        if (isRunning())
+            cancelRun();
+        else
+            clearRegion();
+    });
+    connect(a.compare, &QAction::triggered, this, &MainWindow::startComparison);
+    connect(a.clearRegion, &QAction::triggered, this, &MainWindow::clearRegion);
+    connect(a.zoomIn, &QAction::triggered, m_view, &ImageView::zoomIn);
+    connect(a.zoomOut, &QAction::triggered, m_view, &ImageView::zoomOut);
+    connect(a.fit, &QAction::triggered, m_view, &ImageView::fitToWindow);
+    connect(a.theme, &QActionGroup::triggered, this, [this](QAction* chosen) {
+        const Theme t = chosen == m_actions->themeDark    ? Theme::Dark
+                        : chosen == m_actions->themeLight ? Theme::Light
+                                                          : Theme::System;
+        m_theme = themeName(t);
+        applyTheme(t);
+    });
+    connect(a.shortcuts, &QAction::triggered, this, [this] {
+        QMessageBox box(QMessageBox::NoIcon, tr("Keyboard Shortcuts"), shortcutsText(),
+                        QMessageBox::Close, this);
+        box.exec();
+    });
+    connect(a.about, &QAction::triggered, this,
+            [this] { AboutDialog::show(this, m_modelCtl->loaded()); });
 }
 
 void MainWindow::createCentral() {
     m_view = new ImageView(this);
     m_view->setAcceptDrops(false); // drops go to the window
-    connect(m_zoomInAction, &QAction::triggered, m_view, &ImageView::zoomIn);
-    connect(m_zoomOutAction, &QAction::triggered, m_view, &ImageView::zoomOut);
-    connect(m_fitAction, &QAction::triggered, m_view, &ImageView::fitToWindow);
+    m_view->setFocusPolicy(Qt::StrongFocus);
+    m_view->setMinimumSize(200, 150);
     connect(m_view, &ImageView::regionSelected, this, &MainWindow::setRegion);
 
-    // Controls: model, task, generation settings, run buttons, messages.
-    auto* controls = new QWidget(this);
-    controls->setObjectName(QStringLiteral("controlPanel"));
-
-    auto* modelBox = new QGroupBox(tr("Model"), controls);
-    m_modelCombo = new QComboBox(modelBox);
-    m_modelCombo->setObjectName(QStringLiteral("modelCombo"));
-    m_modelCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-    m_modelCombo->setMinimumContentsLength(20);
-    m_modelLabel = new QLabel(tr("No model loaded"), modelBox);
-    m_modelLabel->setTextFormat(Qt::PlainText); // task tokens look like HTML tags
-    m_modelLabel->setObjectName(QStringLiteral("modelLabel"));
-    m_modelLabel->setWordWrap(true);
-    auto* modelLayout = new QVBoxLayout(modelBox);
-    modelLayout->addWidget(m_modelCombo);
-    modelLayout->addWidget(m_modelLabel);
-    connect(m_modelCombo, qOverload<int>(&QComboBox::activated), this, [this](int index) {
-        const QString dir = m_modelCombo->itemData(index).toString();
-        if (cleanDir(dir) != cleanDir(m_modelInfo.dir) || !m_modelReady)
-            openModelPackage(dir);
-    });
-
-    auto* taskBox = new QGroupBox(tr("Task"), controls);
-    m_taskCombo = new QComboBox(taskBox);
-    m_taskCombo->setObjectName(QStringLiteral("taskCombo"));
-    for (const TaskInfo& t : allTasks()) {
-        m_taskCombo->addItem(QString::fromStdString(t.name), QString::fromStdString(t.token));
-        m_taskCombo->setItemData(m_taskCombo->count() - 1, QString::fromStdString(t.token),
-                                 Qt::ToolTipRole);
-    }
-    m_inputLabel = new QLabel(tr("Text input:"), taskBox);
-    m_inputLabel->setObjectName(QStringLiteral("inputLabel"));
-    m_inputEdit = new QLineEdit(taskBox);
-    m_inputEdit->setObjectName(QStringLiteral("inputEdit"));
-    m_inputEdit->setClearButtonEnabled(true);
-    m_inputLabel->setBuddy(m_inputEdit);
-    connect(m_inputEdit, &QLineEdit::returnPressed, this, &MainWindow::startRun);
-    m_regionLabel = new QLabel(taskBox);
-    m_regionLabel->setTextFormat(Qt::PlainText); // task tokens look like HTML tags
-    m_regionLabel->setObjectName(QStringLiteral("regionLabel"));
-    m_regionLabel->setWordWrap(true);
-    m_promptLabel = new QLabel(taskBox);
-    m_promptLabel->setTextFormat(Qt::PlainText); // task tokens look like HTML tags
-    m_promptLabel->setObjectName(QStringLiteral("promptLabel"));
-    m_promptLabel->setWordWrap(true);
-    m_promptLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_promptLabel->setToolTip(tr("The text the model received in the last run"));
-    m_promptLabel->setForegroundRole(QPalette::PlaceholderText);
-    auto* taskLayout = new QFormLayout(taskBox);
-    taskLayout->addRow(tr("Task:"), m_taskCombo);
-    taskLayout->addRow(m_inputLabel, m_inputEdit);
-    taskLayout->addRow(m_regionLabel);
-    taskLayout->addRow(tr("Prompt:"), m_promptLabel);
-    connect(m_taskCombo, qOverload<int>(&QComboBox::currentIndexChanged), this,
-            [this] { updateTaskInput(); });
-
-    auto* genBox = new QGroupBox(tr("Generation"), controls);
-    m_beamsSpin = new QSpinBox(genBox);
-    m_beamsSpin->setObjectName(QStringLiteral("beamsSpin"));
-    m_beamsSpin->setRange(1, 16);
-    m_beamsSpin->setValue(3);
-    m_beamsSpin->setToolTip(tr("1 = greedy search"));
-    m_maxTokensSpin = new QSpinBox(genBox);
-    m_maxTokensSpin->setObjectName(QStringLiteral("maxTokensSpin"));
-    m_maxTokensSpin->setRange(1, 1024);
-    m_maxTokensSpin->setValue(1024);
-    m_cacheCheck = new QCheckBox(tr("Use the key/value cache"), genBox);
-    m_cacheCheck->setObjectName(QStringLiteral("cacheCheck"));
-    m_cacheCheck->setChecked(true);
-    m_cacheCheck->setToolTip(tr("Off: the whole prefix runs through the decoder at every step"));
-    m_precisionCombo = new QComboBox(genBox);
-    m_precisionCombo->setObjectName(QStringLiteral("precisionCombo"));
-    for (const Precision p : {Precision::Float32, Precision::BFloat16})
-        m_precisionCombo->addItem(QString::fromLatin1(precisionName(p)), static_cast<int>(p));
-    m_precisionCombo->setToolTip(
-        tr("bfloat16 runs the linear layers with oneDNN's AVX512-BF16 kernels: faster on CPUs "
-           "that have them, and the answers can differ slightly from float32. Changing it "
-           "reloads the model."));
-    auto* genLayout = new QFormLayout(genBox);
-    genLayout->addRow(tr("Beams:"), m_beamsSpin);
-    genLayout->addRow(tr("Max new tokens:"), m_maxTokensSpin);
-    genLayout->addRow(tr("Precision:"), m_precisionCombo);
-    genLayout->addRow(m_cacheCheck);
-    connect(m_precisionCombo, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] {
-        // Before the first model request (settings being restored) there is nothing to reload:
-        // the first load uses the chosen precision.
-        if (m_requestedModelDir.isEmpty())
-            return;
-        if (m_modelReady && !m_modelLoading && m_modelInfo.precisionMode == chosenPrecision() &&
-            cleanDir(m_modelInfo.dir) == cleanDir(m_requestedModelDir))
-            return;
-        openModelPackage(m_requestedModelDir);
-    });
-
-    m_runButton = new QPushButton(m_runAction->icon(), tr("Run"), controls);
-    m_runButton->setObjectName(QStringLiteral("runButton"));
-    m_runButton->setToolTip(m_runAction->toolTip());
-    m_runButton->setDefault(true);
-    connect(m_runButton, &QPushButton::clicked, this, &MainWindow::startRun);
-    m_cancelButton = new QPushButton(m_cancelAction->icon(), tr("Cancel"), controls);
-    m_cancelButton->setObjectName(QStringLiteral("cancelButton"));
-    m_cancelButton->setToolTip(m_cancelAction->toolTip());
-    connect(m_cancelButton, &QPushButton::clicked, this, &MainWindow::cancelRun);
-    m_compareButton = new QPushButton(m_compareAction->icon(), tr("Compare"), controls);
-    m_compareButton->setObjectName(QStringLiteral("compareButton"));
-    m_compareButton->setToolTip(m_compareAction->toolTip());
-    connect(m_compareButton, &QPushButton::clicked, this, &MainWindow::startComparison);
-    auto* buttons = new QHBoxLayout();
-    buttons->addWidget(m_runButton, 2);
-    buttons->addWidget(m_cancelButton, 1);
-    buttons->addWidget(m_compareButton, 1);
-
-    m_messageLabel = new QLabel(controls);
-
-    m_messageLabel->setTextFormat(Qt::PlainText); // task tokens look like HTML tags
-    m_messageLabel->setObjectName(QStringLiteral("messageLabel"));
-    m_messageLabel->setWordWrap(true);
-    m_messageLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_messageLabel->setMinimumHeight(m_messageLabel->fontMetrics().height() * 3);
-    m_messageLabel->setAlignment(Qt::AlignLeft | Qt::AlignTop);
-
-    auto* controlsLayout = new QVBoxLayout(controls);
-    controlsLayout->setContentsMargins(6, 0, 0, 0);
-    controlsLayout->addWidget(modelBox);
-    controlsLayout->addWidget(taskBox);
-    controlsLayout->addWidget(genBox);
-    controlsLayout->addLayout(buttons);
-    controlsLayout->addWidget(m_messageLabel);
-    controlsLayout->addStretch(1);
-    controls->setMinimumWidth(300);
-    controls->setMaximumWidth(520);
+    m_panel = new ControlPanel(m_models->model(), m_actions->run, m_actions->cancel,
+                               m_actions->compare, this);
+    connect(m_panel, &ControlPanel::runRequested, this, &MainWindow::startRun);
+    connect(m_panel, &ControlPanel::taskChanged, this, &MainWindow::onTaskInputChanged);
+    connect(m_panel, &ControlPanel::taskTextChanged, this, &MainWindow::onTaskInputChanged);
+    m_panel->setMaximumWidth(540);
 
     m_results = new ResultsPanel(this);
-    m_results->addHeaderActions({m_copyTextAction, m_exportJsonAction, m_savePngAction});
+    m_results->addHeaderActions({m_actions->copyText, m_actions->exportJson, m_actions->savePng});
     connect(m_results, &ResultsPanel::itemSelected, m_view, &ImageView::highlightItem);
     connect(m_view, &ImageView::itemClicked, m_results, &ResultsPanel::selectItem);
 
@@ -435,7 +198,7 @@ void MainWindow::createCentral() {
     m_topSplit = new QSplitter(Qt::Horizontal, this);
     m_topSplit->setObjectName(QStringLiteral("topSplitter"));
     m_topSplit->addWidget(m_view);
-    m_topSplit->addWidget(controls);
+    m_topSplit->addWidget(m_panel);
     m_topSplit->setStretchFactor(0, 1);
     m_topSplit->setStretchFactor(1, 0);
     m_topSplit->setChildrenCollapsible(false);
@@ -457,246 +220,183 @@ void MainWindow::createCentral() {
     m_mainSplit->setChildrenCollapsible(false);
     setCentralWidget(m_mainSplit);
 
-    m_statusModel = new QLabel(this);
+    // Tab: image, then the panel (model, task, text, generation, Run…), then the answer.
+    setTabOrder(m_view, m_panel->firstInFocusChain());
+    setTabOrder(m_panel->lastInFocusChain(), m_results);
 
+    m_statusModel = new QLabel(this);
     m_statusModel->setTextFormat(Qt::PlainText); // task tokens look like HTML tags
     m_statusModel->setObjectName(QStringLiteral("statusModel"));
     m_statusZoom = new QLabel(this);
     m_statusRun = new QLabel(tr("Idle"), this);
-    m_statusRun->setTextFormat(Qt::PlainText); // task tokens look like HTML tags
+    m_statusRun->setTextFormat(Qt::PlainText);
     m_statusRun->setObjectName(QStringLiteral("statusRun"));
     statusBar()->addPermanentWidget(m_statusRun);
     statusBar()->addPermanentWidget(m_statusZoom);
     statusBar()->addPermanentWidget(m_statusModel);
     connect(m_view, &ImageView::zoomChanged, this,
             [this](double f) { m_statusZoom->setText(tr("Zoom %1%").arg(qRound(f * 100))); });
+
+    m_runView = new RunView(
+        m_run.get(), {m_results, m_view, m_latency, m_compare, m_bottomTabs, m_statusRun}, this);
+    connect(m_runView, &RunView::tokenArrived, this, &MainWindow::tokenArrived);
+    connect(m_runView, &RunView::runCompleted, this, &MainWindow::runCompleted);
+    connect(m_runView, &RunView::comparisonCompleted, this, &MainWindow::comparisonCompleted);
+    connect(m_runView, &RunView::runErrored, this, [this](const QString& message) {
+        showMessage(tr("The run failed: %1").arg(message), true);
+    });
+    connect(m_runView, &RunView::runErrored, this, &MainWindow::runErrored);
+    connect(m_runView, &RunView::runEnded, this, &MainWindow::updateActions);
 }
 
 void MainWindow::connectWorker() {
     EngineWorker* w = m_worker.get();
-    connect(w, &EngineWorker::modelLoading, this, &MainWindow::onModelLoading);
-    connect(w, &EngineWorker::modelLoaded, this, &MainWindow::onModelLoaded);
-    connect(w, &EngineWorker::modelFailed, this, &MainWindow::onModelFailed);
-    connect(w, &EngineWorker::runStarted, this, &MainWindow::onRunStarted);
-    connect(w, &EngineWorker::tokenReady, this, &MainWindow::onToken);
-    connect(w, &EngineWorker::runFinished, this, &MainWindow::onRunFinished);
-    connect(w, &EngineWorker::compareFinished, this, &MainWindow::onCompareFinished);
-    connect(w, &EngineWorker::runFailed, this, &MainWindow::onRunFailed);
+    connect(w, &EngineWorker::runStarted, m_runView, &RunView::onRunStarted);
+    connect(w, &EngineWorker::tokenReady, m_runView, &RunView::onToken);
+    connect(w, &EngineWorker::runFinished, m_runView, &RunView::onRunFinished);
+    connect(w, &EngineWorker::compareFinished, m_runView, &RunView::onCompareFinished);
+    connect(w, &EngineWorker::compareProgress, m_runView, &RunView::onCompareProgress);
+    connect(w, &EngineWorker::runFailed, m_runView, &RunView::onRunFailed);
 }
 
 // ------------------------------------------------------------------------------------------
-// Settings
+// Settings and window size
 
 void MainWindow::restoreSettings() {
-    QSettings s;
-    if (!restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray()))
+    const Preferences p = Settings::load();
+    if (!restoreGeometry(p.geometry))
         resize(1360, 900);
-    restoreState(s.value(QStringLiteral("window/state")).toByteArray());
-    m_mainSplit->restoreState(s.value(QStringLiteral("window/mainSplit")).toByteArray());
-    m_topSplit->restoreState(s.value(QStringLiteral("window/topSplit")).toByteArray());
-    m_lastFolder = s.value(QStringLiteral("files/lastFolder")).toString();
-    m_recentFiles = s.value(QStringLiteral("files/recent")).toStringList();
-    m_extraModels = s.value(QStringLiteral("models/extra")).toStringList();
-    const int index =
-        m_taskCombo->findData(s.value(QStringLiteral("task/last"), QStringLiteral("<CAPTION>")));
-    if (index >= 0)
-        m_taskCombo->setCurrentIndex(index);
-    m_inputEdit->setText(s.value(QStringLiteral("task/text")).toString());
-    m_beamsSpin->setValue(s.value(QStringLiteral("generation/beams"), 3).toInt());
-    m_maxTokensSpin->setValue(s.value(QStringLiteral("generation/maxNewTokens"), 1024).toInt());
-    m_cacheCheck->setChecked(s.value(QStringLiteral("generation/useCache"), true).toBool());
-    const int precision =
-        m_precisionCombo->findText(s.value(QStringLiteral("generation/precision"),
-                                           QLatin1String(precisionName(Precision::Float32)))
-                                       .toString());
-    if (precision >= 0)
-        m_precisionCombo->setCurrentIndex(precision);
-    updateRecentMenu();
-    const QString lastImage = s.value(QStringLiteral("files/lastImage")).toString();
-    if (!lastImage.isEmpty() && QFileInfo::exists(lastImage))
-        openImageFile(lastImage);
+    restoreState(p.windowState);
+    m_mainSplit->restoreState(p.mainSplit);
+    m_topSplit->restoreState(p.topSplit);
+    m_lastFolder = p.lastFolder;
+    m_exportFolder = p.exportFolder;
+    m_recent->setPaths(p.recentFiles);
+    m_models->setExtraFolders(p.extraModels);
+    m_panel->setTask(p.task);
+    m_panel->setTaskText(p.taskText);
+    m_panel->setBeams(p.beams);
+    m_panel->setMaxNewTokens(p.maxNewTokens);
+    m_panel->setUseCache(p.useCache);
+    m_panel->setPrecisionText(p.precision);
+    // "system" leaves the application's look alone (the command line may have chosen one).
+    m_theme = p.theme;
+    const Theme theme = themeFromName(p.theme);
+    (theme == Theme::Dark    ? m_actions->themeDark
+     : theme == Theme::Light ? m_actions->themeLight
+                             : m_actions->themeSystem)
+        ->setChecked(true);
+    if (theme != Theme::System)
+        applyTheme(theme);
+    if (!p.lastImage.isEmpty() && QFileInfo::exists(p.lastImage))
+        openImageFile(p.lastImage);
 }
 
 void MainWindow::saveSettings() const {
-    QSettings s;
-    s.setValue(QStringLiteral("window/geometry"), saveGeometry());
-    s.setValue(QStringLiteral("window/state"), saveState());
-    s.setValue(QStringLiteral("window/mainSplit"), m_mainSplit->saveState());
-    s.setValue(QStringLiteral("window/topSplit"), m_topSplit->saveState());
-    s.setValue(QStringLiteral("files/lastFolder"), m_lastFolder);
-    s.setValue(QStringLiteral("files/recent"), m_recentFiles);
-    s.setValue(QStringLiteral("files/lastImage"), m_imagePath);
-    s.setValue(QStringLiteral("models/extra"), m_extraModels);
-    s.setValue(QStringLiteral("task/last"), currentTask());
-    s.setValue(QStringLiteral("task/text"), m_inputEdit->text());
-    s.setValue(QStringLiteral("generation/beams"), m_beamsSpin->value());
-    s.setValue(QStringLiteral("generation/maxNewTokens"), m_maxTokensSpin->value());
-    s.setValue(QStringLiteral("generation/useCache"), m_cacheCheck->isChecked());
-    s.setValue(QStringLiteral("generation/precision"), m_precisionCombo->currentText());
+    Preferences p;
+    p.geometry = saveGeometry();
+    p.windowState = saveState();
+    p.mainSplit = m_mainSplit->saveState();
+    p.topSplit = m_topSplit->saveState();
+    p.lastFolder = m_lastFolder;
+    p.exportFolder = m_exportFolder;
+    p.recentFiles = m_recent->paths();
+    p.lastImage = m_imagePath;
+    p.extraModels = m_models->extraFolders();
+    p.task = currentTask();
+    p.taskText = m_panel->taskText();
+    p.beams = m_panel->beams();
+    p.maxNewTokens = m_panel->maxNewTokens();
+    p.useCache = m_panel->useCache();
+    p.precision = m_panel->precisionText();
+    p.theme = m_theme;
+    Settings::save(p);
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
     saveSettings();
-    if (m_activeCancel)
-        m_activeCancel->store(true);
+    m_run->cancel();
     event->accept();
+}
+
+void MainWindow::showEvent(QShowEvent* event) {
+    QMainWindow::showEvent(event);
+    fitToScreen();
+}
+
+void MainWindow::fitToScreen() {
+    // A saved or default size can exceed a smaller or more scaled screen (1360x900 logical is
+    // 2720x1800 pixels at a scale factor of 2): shrink into the available area, then move in.
+    const QScreen* screen = this->screen() ? this->screen() : QGuiApplication::primaryScreen();
+    if (!screen || isMaximized() || isFullScreen())
+        return;
+    const QRect avail = screen->availableGeometry();
+    const QSize frame = frameGeometry().size() - geometry().size();
+    const QSize most = avail.size() - frame;
+    if (width() > most.width() || height() > most.height())
+        resize(std::min(width(), most.width()), std::min(height(), most.height()));
+    QRect g = frameGeometry();
+    g.moveLeft(
+        std::clamp(g.left(), avail.left(), std::max(avail.left(), avail.right() - g.width() + 1)));
+    g.moveTop(
+        std::clamp(g.top(), avail.top(), std::max(avail.top(), avail.bottom() - g.height() + 1)));
+    if (g.topLeft() != frameGeometry().topLeft())
+        move(g.topLeft());
 }
 
 // ------------------------------------------------------------------------------------------
 // Models
 
-void MainWindow::populateModels() {
-    m_modelCombo->clear();
-    const QString bundled = QString::fromStdString(bundledModelDir());
-    QStringList dirs;
-    if (!bundled.isEmpty())
-        dirs << bundled;
-    const QDir user(QString::fromStdString(userModelsDir()));
-    for (const QString& sub : user.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name))
-        dirs << user.filePath(sub);
-    dirs << m_extraModels;
-    for (const QString& dir : dirs) {
-        if (!QFileInfo::exists(QDir(dir).filePath(QStringLiteral("manifest.json"))))
-            continue;
-        try {
-            const Manifest m = readManifest(dir.toStdString());
-            QString name = QString::fromStdString(m.name);
-            if (cleanDir(dir) == cleanDir(bundled))
-                name = tr("Bundled: %1").arg(name);
-            addModelEntry(dir, name, false);
-        } catch (const std::exception&) {
-            // A damaged package is reported when the user picks it, not at every start.
-        }
-    }
-}
-
-void MainWindow::addModelEntry(const QString& dir, const QString& name, bool select) {
-    int index = -1;
-    for (int i = 0; i < m_modelCombo->count(); ++i)
-        if (cleanDir(m_modelCombo->itemData(i).toString()) == cleanDir(dir))
-            index = i;
-    if (index < 0) {
-        m_modelCombo->addItem(name, dir);
-        index = m_modelCombo->count() - 1;
-        m_modelCombo->setItemData(index, dir, Qt::ToolTipRole);
-    }
-    if (select)
-        m_modelCombo->setCurrentIndex(index);
-}
-
 void MainWindow::loadDefaultModel() {
-    const QString dir = QString::fromStdString(bundledModelDir());
-    if (dir.isEmpty()) {
-        showMessage(
-            tr("The bundled model was not found next to this program (share/florence-studio/"
-               "models/default). Open a model package with File > Open Model Package."),
-            true);
-        return;
-    }
-    openModelPackage(dir);
+    m_modelCtl->openBundled();
 }
 
 void MainWindow::openModelPackage(const QString& dir) {
-    if (dir.isEmpty())
-        return;
-    // Read the manifest here first: a wrong folder is reported at once, and the current model
-    // stays loaded.
-    Manifest m;
-    try {
-        m = readManifest(dir.toStdString());
-    } catch (const std::exception& e) {
-        showMessage(tr("Cannot open the model package: %1").arg(QString::fromStdString(e.what())),
-                    true);
-        emit modelFailed(QString::fromStdString(e.what()));
-        // Point the combo back at the model that is still loaded.
-        if (m_modelReady)
-            addModelEntry(m_modelInfo.dir, m_modelCombo->currentText(), true);
-        return;
-    }
-    if (isRunning()) {
-        cancelRun();
-        showMessage(tr("The run was cancelled to switch models."));
-    }
-    const QString bundled = QString::fromStdString(bundledModelDir());
-    const bool isBundled = cleanDir(dir) == cleanDir(bundled);
-    const QString name = isBundled ? tr("Bundled: %1").arg(QString::fromStdString(m.name))
-                                   : QString::fromStdString(m.name);
-    addModelEntry(dir, name, true);
-    const QString userRoot = cleanDir(QString::fromStdString(userModelsDir()));
-    if (!isBundled && !cleanDir(dir).startsWith(userRoot + QLatin1Char('/')) &&
-        !m_extraModels.contains(cleanDir(dir)))
-        m_extraModels << cleanDir(dir);
-    m_modelLoading = true;
-    m_requestedModelDir = dir;
-    // Queued behind any run still finishing on the engine thread; the worker never runs two
-    // things at once.
-    QMetaObject::invokeMethod(
-        m_worker.get(),
-        [w = m_worker.get(), dir, precision = chosenPrecision()] { w->loadModel(dir, precision); },
-        Qt::QueuedConnection);
-    updateActions();
+    m_modelCtl->open(dir);
+}
+
+bool MainWindow::isModelReady() const {
+    return m_modelCtl->isReady();
+}
+
+const ModelInfo& MainWindow::modelInfo() const {
+    return m_modelCtl->info();
 }
 
 Precision MainWindow::chosenPrecision() const {
-    return static_cast<Precision>(m_precisionCombo->currentData().toInt());
+    return m_panel->precision();
 }
 
 void MainWindow::setPrecision(Precision precision) {
-    // The combo's change handler reloads the model, as when the user picks it.
-    const int index = m_precisionCombo->findData(static_cast<int>(precision));
-    if (index >= 0)
-        m_precisionCombo->setCurrentIndex(index);
-}
-
-void MainWindow::onModelLoading(const QString& dir) {
-    m_statusModel->setText(tr("Loading model from %1…").arg(QDir::toNativeSeparators(dir)));
-    m_modelLabel->setText(tr("Loading (%1)…").arg(m_precisionCombo->currentText()));
-}
-
-void MainWindow::onModelLoaded(const ModelInfo& info) {
-    m_modelInfo = info;
-    m_modelReady = true;
-    m_modelLoading = false;
-    const QString desc = describeModel(info);
-    m_modelLabel->setText(tr("%1\nloaded in %2").arg(desc, ms(info.loadMs)));
-    m_modelLabel->setToolTip(tr("%1\n\n%2\n\nPackage: %3")
-                                 .arg(explainModelWeights(info), importCheckpointHint(),
-                                      QDir::toNativeSeparators(info.dir)));
-    m_statusModel->setText(desc);
-    m_maxTokensSpin->setMaximum(std::max(1, info.maxPositions));
-    addModelEntry(info.dir, m_modelCombo->currentText(), true);
-    statusBar()->showMessage(tr("Model loaded: %1").arg(info.name), 5000);
-    updateActions();
-    emit modelReady(info.name);
-}
-
-void MainWindow::onModelFailed(const QString& dir, const QString& message) {
-    m_modelLoading = false;
-    showMessage(
-        tr("Could not load the model in %1: %2").arg(QDir::toNativeSeparators(dir), message), true);
-    if (m_modelReady && cleanDir(dir) == cleanDir(m_requestedModelDir)) {
-        // The model in use stays, and so does the precision it runs in.
-        m_requestedModelDir = m_modelInfo.dir;
-        const QSignalBlocker block(m_precisionCombo);
-        m_precisionCombo->setCurrentIndex(
-            m_precisionCombo->findData(static_cast<int>(m_modelInfo.precisionMode)));
-    }
-    if (m_modelReady) {
-        m_modelLabel->setText(describeModel(m_modelInfo));
-        m_statusModel->setText(describeModel(m_modelInfo));
-        for (int i = 0; i < m_modelCombo->count(); ++i)
-            if (cleanDir(m_modelCombo->itemData(i).toString()) == cleanDir(m_modelInfo.dir))
-                m_modelCombo->setCurrentIndex(i);
-    } else {
-        m_modelLabel->setText(tr("No model loaded"));
-        m_statusModel->setText(tr("No model"));
-    }
-    updateActions();
-    emit modelFailed(message);
+    m_panel->setPrecision(precision); // reloads the model, as when the user picks it
 }
 
 // ------------------------------------------------------------------------------------------
 // Images
+
+bool MainWindow::isRunning() const {
+    return m_run->isRunning();
+}
+
+QString MainWindow::lastPrompt() const {
+    return QString::fromStdString(m_run->lastPrompt());
+}
+
+const GenerationOptions& MainWindow::lastOptions() const {
+    return m_run->lastOptions();
+}
+
+const ParsedAnswer& MainWindow::answer() const {
+    return m_run->answer();
+}
+
+int MainWindow::tokensReceived() const {
+    return m_run->tokensReceived();
+}
+
+QStringList MainWindow::recentFiles() const {
+    return m_recent->paths();
+}
 
 QSize MainWindow::imageSize() const {
     return m_image ? QSize(m_image->width, m_image->height) : QSize();
@@ -713,7 +413,7 @@ bool MainWindow::openImageFile(const QString& path) {
     }
     const QFileInfo fi(path);
     m_lastFolder = fi.absolutePath();
-    addRecentFile(fi.absoluteFilePath());
+    m_recent->add(fi.absoluteFilePath());
     setImage(std::make_shared<const RgbImage>(std::move(img)), fi.absoluteFilePath(),
              fi.fileName());
     return true;
@@ -758,27 +458,22 @@ void MainWindow::setImage(std::shared_ptr<const RgbImage> image, const QString& 
                           const QString& name) {
     if (isRunning()) {
         // The answer would belong to the previous image: stop it and ignore what it still sends.
-        m_activeCancel->store(true);
-        finishRun(tr("Cancelled: another image was opened"), true);
+        m_run->cancel();
+        m_runView->end(tr("Cancelled: another image was opened"), true);
     }
     m_image = std::move(image);
     m_imagePath = path;
     m_imageName = name;
     m_view->setImage(toQImage(*m_image));
     m_region.reset();
-    m_results->clear();
-    m_answer = ParsedAnswer();
-    m_answerText.clear();
-    m_answerImage.reset();
-    m_latency->startRun();
-    updateTaskInput();
+    // Nothing of the previous image's answer, charts or status stays.
+    m_run->clearAnswer();
+    m_runView->clear();
+    statusBar()->clearMessage();
+    onTaskInputChanged();
     setWindowTitle(tr("%1 — Florence Studio").arg(name));
     showMessage(tr("%1: %2 × %3 pixels").arg(name).arg(m_image->width).arg(m_image->height));
     updateActions();
-}
-
-void MainWindow::paste() {
-    openMimeData(QApplication::clipboard()->mimeData());
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
@@ -791,82 +486,67 @@ void MainWindow::dropEvent(QDropEvent* event) {
         event->acceptProposedAction();
 }
 
-void MainWindow::addRecentFile(const QString& path) {
-    m_recentFiles.removeAll(path);
-    m_recentFiles.prepend(path);
-    while (m_recentFiles.size() > kMaxRecent)
-        m_recentFiles.removeLast();
-    updateRecentMenu();
-}
-
-void MainWindow::updateRecentMenu() {
-    m_recentMenu->clear();
-    for (const QString& path : m_recentFiles) {
-        QAction* a = m_recentMenu->addAction(QFileInfo(path).fileName());
-        a->setToolTip(path);
-        a->setStatusTip(QDir::toNativeSeparators(path));
-        connect(a, &QAction::triggered, this, [this, path] { openImageFile(path); });
-    }
-    if (!m_recentFiles.isEmpty()) {
-        m_recentMenu->addSeparator();
-        m_recentMenu->addAction(tr("Clear Recent Files"), this, [this] {
-            m_recentFiles.clear();
-            updateRecentMenu();
-        });
-    }
-    m_recentMenu->setEnabled(!m_recentFiles.isEmpty());
-}
-
 // ------------------------------------------------------------------------------------------
 // Task and region
 
 QString MainWindow::currentTask() const {
-    return m_taskCombo->currentData().toString();
+    return m_panel->task();
 }
 
 void MainWindow::setTask(const QString& token) {
-    const int index = m_taskCombo->findData(token);
-    if (index < 0) {
+    if (!m_panel->setTask(token))
         showMessage(tr("Unknown task %1").arg(token), true);
-        return;
-    }
-    m_taskCombo->setCurrentIndex(index);
 }
 
 void MainWindow::setTaskText(const QString& text) {
-    m_inputEdit->setText(text);
+    m_panel->setTaskText(text);
 }
 
 void MainWindow::setRegion(const QRectF& imageRect) {
     m_region = imageRect;
-    m_view->setRegion(imageRect);
-    updateTaskInput();
+    onTaskInputChanged();
 }
 
-void MainWindow::updateTaskInput() {
-    const TaskInfo& info = taskInfo(currentTask().toStdString());
-    const bool text = info.input == TaskInput::Text;
-    const bool region = info.input == TaskInput::Region;
-    m_inputEdit->setEnabled(text);
-    m_inputLabel->setEnabled(text);
-    m_inputLabel->setText(text ? capitalized(info.inputLabel) + QLatin1Char(':')
-                               : tr("Text input:"));
-    m_inputEdit->setPlaceholderText(
-        text ? tr("the %1 to look for").arg(QString::fromStdString(info.inputLabel))
-             : tr("not used by this task"));
-    m_view->setRegionSelectionEnabled(region);
-    m_regionLabel->setVisible(region);
-    if (region) {
-        if (m_region)
-            m_regionLabel->setText(
-                tr("Region: (%1, %2) – (%3, %4) px. Drag on the image to change it.")
-                    .arg(qRound(m_region->left()))
-                    .arg(qRound(m_region->top()))
-                    .arg(qRound(m_region->right()))
-                    .arg(qRound(m_region->bottom())));
-        else
-            m_regionLabel->setText(tr("Drag a rectangle on the image to choose the region."));
+void MainWindow::clearRegion() {
+    m_region.reset();
+    onTaskInputChanged();
+}
+
+std::optional<std::string> MainWindow::buildCurrentPrompt(QString* error) const {
+    TaskRequest request;
+    request.task = currentTask().toStdString();
+    const TaskInfo& info = taskInfo(request.task);
+    if (info.input == TaskInput::Text)
+        request.text = m_panel->taskText().trimmed().toStdString();
+    if (info.input == TaskInput::Region) {
+        if (!m_region) {
+            *error = tr("Drag a rectangle on the image to choose the region for %1 first.")
+                         .arg(QString::fromStdString(info.name));
+            return std::nullopt;
+        }
+        request.region =
+            Box{m_region->left(), m_region->top(), m_region->right(), m_region->bottom()};
     }
+    try {
+        return buildPrompt(request, m_image ? m_image->width : 1000,
+                           m_image ? m_image->height : 1000);
+    } catch (const std::exception& e) {
+        *error = QString::fromStdString(e.what());
+        return std::nullopt;
+    }
+}
+
+void MainWindow::onTaskInputChanged() {
+    const bool regionTask = taskInfo(currentTask().toStdString()).input == TaskInput::Region;
+    m_view->setRegionSelectionEnabled(regionTask);
+    // The rectangle belongs to region tasks: other answers are not drawn under it.
+    m_view->setRegion(regionTask ? m_region : std::nullopt);
+    m_panel->setRegion(m_region);
+    // The Prompt line always shows what Run would send for the task as it is set now.
+    QString error;
+    const std::optional<std::string> prompt = buildCurrentPrompt(&error);
+    m_panel->setPrompt(prompt ? QString::fromStdString(*prompt) : tr("(%1)").arg(error));
+    updateActions();
 }
 
 // ------------------------------------------------------------------------------------------
@@ -885,284 +565,67 @@ bool MainWindow::startRequest(RunKind kind) {
         showMessage(tr("Open an image first (File > Open, drag and drop, or paste)."), true);
         return false;
     }
-    const QString task = currentTask();
-    TaskRequest taskRequest;
-    taskRequest.task = task.toStdString();
-    const TaskInfo& info = taskInfo(taskRequest.task);
-    if (info.input == TaskInput::Text)
-        taskRequest.text = m_inputEdit->text().trimmed().toStdString();
-    if (info.input == TaskInput::Region && m_region)
-        taskRequest.region =
-            Box{m_region->left(), m_region->top(), m_region->right(), m_region->bottom()};
-    std::string prompt;
-    try {
-        prompt = buildPrompt(taskRequest, m_image->width, m_image->height);
-    } catch (const std::exception& e) {
-        showMessage(QString::fromStdString(e.what()), true);
+    QString error;
+    const std::optional<std::string> prompt = buildCurrentPrompt(&error);
+    if (!prompt) {
+        showMessage(error, true);
         return false;
     }
-    GenerationOptions opts = m_modelReady ? m_modelInfo.defaults : GenerationOptions{};
-    opts.numBeams = m_beamsSpin->value();
-    opts.maxNewTokens = m_maxTokensSpin->value();
-    opts.useCache = m_cacheCheck->isChecked();
-    opts.ignoreEos = m_ignoreEos;
+    GenerationOptions opts = isModelReady() ? modelInfo().defaults : GenerationOptions{};
+    opts.numBeams = m_panel->beams();
+    opts.maxNewTokens = m_panel->maxNewTokens();
+    opts.useCache = m_panel->useCache();
+    std::optional<Box> region;
+    if (taskInfo(currentTask().toStdString()).input == TaskInput::Region && m_region)
+        region = Box{m_region->left(), m_region->top(), m_region->right(), m_region->bottom()};
 
-    // One run at a time: the old one stops at its next step and its late tokens are ignored.
-    if (m_activeCancel)
-        m_activeCancel->store(true);
-
-    RunRequest r;
-    r.runId = ++m_lastRunId;
-    r.kind = kind;
-    r.task = task;
-    r.prompt = prompt;
-    r.image = m_image;
-    r.options = opts;
-    r.cancel = std::make_shared<std::atomic<bool>>(false);
-
-    m_lastPrompt = prompt;
-    m_lastOptions = opts;
-    // Zero-width spaces let the label wrap between location tokens.
-    m_promptLabel->setText(
-        QString::fromStdString(prompt).replace(QStringLiteral("><"), QStringLiteral(">\u200B<")));
-    m_activeRunId = r.runId;
-    m_activeKind = kind;
-    m_activeTask = task;
-    m_activeCancel = r.cancel;
-    m_resultsCleared = false;
-    m_tokensReceived = 0;
-    if (kind == RunKind::Compare) {
-        m_compare->startComparison();
-        m_bottomTabs->setCurrentWidget(m_compare);
-    } else {
-        m_bottomTabs->setCurrentWidget(m_latency);
-    }
+    const RunRequest r =
+        m_run->start(kind, currentTask(), *prompt, m_image, m_imageName, opts, region);
+    m_panel->setPrompt(QString::fromStdString(*prompt));
     QMetaObject::invokeMethod(
         m_worker.get(), [w = m_worker.get(), r] { w->run(r); }, Qt::QueuedConnection);
-
-    showMessage(QString());
-    m_statusRun->setText(kind == RunKind::Compare ? tr("Comparing…") : tr("Running %1…").arg(task));
-    m_refreshTimer->start();
+    showMessage(QString()); // an earlier error no longer applies
+    m_runView->started(kind, currentTask());
     updateActions();
     return true;
 }
 
 void MainWindow::cancelRun() {
-    if (!m_activeCancel)
+    if (!m_run->isRunning())
         return;
-    m_activeCancel->store(true);
-    m_statusRun->setText(tr("Cancelling…"));
-}
-
-void MainWindow::onRunStarted(quint64 runId) {
-    if (runId != m_activeRunId)
-        return;
-    m_statusRun->setText(m_activeKind == RunKind::Compare ? tr("Comparing: KV cache on…")
-                                                          : tr("Encoding the image…"));
-}
-
-void MainWindow::beginResults() {
-    // Earlier results stay on screen until the new run has produced something, so a run that
-    // fails before its first token loses nothing.
-    m_resultsCleared = true;
-    m_answerImage = m_image;
-    m_answerImageName = m_imageName;
-    m_answerTask = m_activeTask;
-    m_answerText.clear();
-    m_answer = ParsedAnswer();
-    m_results->clear();
-    m_view->clearAnswer();
-    if (m_activeKind == RunKind::Single)
-        m_latency->startRun();
-}
-
-void MainWindow::onToken(const TokenUpdate& u) {
-    if (u.runId != m_activeRunId)
-        return;
-    if (!m_resultsCleared)
-        beginResults();
-    ++m_tokensReceived;
-    if (m_activeKind == RunKind::Single) {
-        m_latency->addStep(u.step, u.stepMs, u.elapsedMs);
-        m_latency->setStages(u.preprocessMs, u.visionMs, u.textEncoderMs);
-    } else
-        m_compare->addStep(u.pass, u.step, u.stepMs);
-    if (u.pass == 0) {
-        // Parsing the partial text each token: a box appears as soon as its fourth location
-        // token has arrived.
-        m_answerText = u.text;
-        m_answer = parseAnswer(m_answerTask.toStdString(), u.text, m_answerImage->width,
-                               m_answerImage->height);
-    } else {
-        m_statusRun->setText(tr("Comparing: KV cache off… %1 tokens").arg(u.step + 1));
-    }
-    m_dirty = true;
-    emit tokenArrived(u.runId, u.step);
-}
-
-void MainWindow::refreshStreaming() {
-    if (!m_dirty)
-        return;
-    m_dirty = false;
-    m_results->setRawText(m_answerText);
-    m_results->setAnswer(m_answer);
-    if (m_view->overlayItemCount() != static_cast<int>(m_answer.items.size()) ||
-        m_answer.type == AnswerType::Polygons ||
-        m_answer.type == AnswerType::DescriptionWithBboxesOrPolygons)
-        m_view->setAnswer(m_answer); // polygons grow point by point, boxes only in whole
-    m_latency->refresh();
-    m_compare->refresh();
-    if (isRunning() && m_activeKind == RunKind::Single)
-        m_statusRun->setText(tr("Generating… %1 tokens").arg(m_tokensReceived));
-    m_results->setSummary(tr("%1 · generating… · %2").arg(m_answerTask, itemCountText(m_answer)));
-}
-
-void MainWindow::applyAnswer(const std::string& text) {
-    m_answerText = text;
-    m_answer =
-        parseAnswer(m_answerTask.toStdString(), text, m_answerImage->width, m_answerImage->height);
-    m_results->setRawText(text);
-    m_results->setAnswer(m_answer);
-    m_view->setAnswer(m_answer);
-    m_dirty = false;
-}
-
-void MainWindow::finishRun(const QString& status, bool cancelled) {
-    Q_UNUSED(cancelled);
-    m_refreshTimer->stop();
-    m_activeRunId = 0;
-    m_activeCancel.reset();
-    m_statusRun->setText(status);
-    updateActions();
-}
-
-void MainWindow::onRunFinished(const RunOutcome& o) {
-    if (o.runId != m_activeRunId)
-        return;
-    if (!m_resultsCleared && !o.cancelled)
-        beginResults();
-    if (m_resultsCleared && o.pass == 0)
-        applyAnswer(o.text);
-    if (m_activeKind == RunKind::Compare) {
-        m_compare->setPassFinished(o);
-        if (o.pass == 0 && !o.cancelled)
-            m_statusRun->setText(tr("Comparing: KV cache off…"));
-        return; // compareFinished ends the run
-    }
-    if (!m_resultsCleared) {
-        // Cancelled before the first token (still queued, or between the engine's stages):
-        // what was shown before stays.
-        finishRun(tr("Cancelled before the first token"), true);
-        emit runCompleted(true);
-        return;
-    }
-    m_latency->finishRun(o.timings, o.cancelled);
-    const StepStats s = summarizeSteps(o.timings.stepMs);
-    const QString summary = tr("%1 · %2 tokens · %3 · %4")
-                                .arg(o.task)
-                                .arg(o.generatedTokens)
-                                .arg(itemCountText(m_answer), ms(o.timings.totalMs));
-    m_results->setSummary(o.cancelled ? summary + tr(" · cancelled") : summary);
-    finishRun(o.cancelled
-                  ? tr("Cancelled after %1 tokens").arg(s.count)
-                  : tr("Done: %1 tokens in %2").arg(o.generatedTokens).arg(ms(o.timings.totalMs)),
-              o.cancelled);
-    emit runCompleted(o.cancelled);
-}
-
-void MainWindow::onCompareFinished(const CompareOutcome& o) {
-    if (o.runId != m_activeRunId)
-        return;
-    m_compare->setOutcome(o);
-    if (m_resultsCleared)
-        m_results->setSummary(tr("%1 · compared cached vs uncached").arg(o.cached.task));
-    QString status = tr("Comparison cancelled");
-    if (!o.cancelled) {
-        const double a = o.cached.timings.totalMs, b = o.uncached.timings.totalMs;
-        status = tr("Compared: %1 vs %2 (%3×), outputs %4")
-                     .arg(ms(a), ms(b))
-                     .arg(a > 0 ? b / a : 0.0, 0, 'f', 2)
-                     .arg(o.identical ? tr("identical") : tr("different"));
-    }
-    finishRun(status, o.cancelled);
-    emit comparisonCompleted(o.identical);
-}
-
-void MainWindow::onRunFailed(quint64 runId, const QString& message) {
-    if (runId != m_activeRunId)
-        return;
-    if (m_activeKind == RunKind::Compare)
-        m_compare->setFailed(message);
-    showMessage(tr("The run failed: %1").arg(message), true);
-    finishRun(tr("Failed"), false);
-    emit runErrored(message);
-}
-
-void MainWindow::showAnswerText(const QString& task, const std::string& text) {
-    if (!m_image)
-        return;
-    // A synthetic run: the same token, refresh and finish handlers a real run goes through.
-    if (m_activeCancel)
-        m_activeCancel->store(true);
-    m_activeRunId = ++m_lastRunId;
-    m_activeKind = RunKind::Single;
-    m_activeTask = task;
-    m_activeCancel = std::make_shared<std::atomic<bool>>(false);
-    m_resultsCleared = false;
-    m_tokensReceived = 0;
-    TokenUpdate u;
-    u.runId = m_activeRunId;
-    int step = 0;
-    size_t pos = 0;
-    while (pos < text.size()) {
-        // One "token" per special token or per word, like the real stream.
-        size_t end = text[pos] == '<' ? text.find('>', pos) : text.find_first_of("< ", pos + 1);
-        end = end == std::string::npos ? text.size() : (text[pos] == '<' ? end + 1 : end);
-        u.step = step++;
-        u.textDelta = text.substr(pos, end - pos);
-        u.text = text.substr(0, end);
-        u.stepMs = 1.0;
-        u.elapsedMs = step;
-        onToken(u);
-        refreshStreaming();
-        pos = end;
-    }
-    RunOutcome o;
-    o.runId = m_activeRunId;
-    o.task = task;
-    o.text = text;
-    o.generatedTokens = step;
-    o.timings.stepMs.assign(static_cast<size_t>(step), 1.0);
-    o.timings.totalMs = step;
-    onRunFinished(o);
+    m_run->cancel();
+    m_runView->cancelling();
 }
 
 // ------------------------------------------------------------------------------------------
-// Export
+// Files and export
 
 QString MainWindow::chooseFile(FileChoice choice, const QString& caption, const QString& filter) {
     QString dir = m_lastFolder;
     if (choice == FileChoice::SaveJson || choice == FileChoice::SavePng) {
+        // Exports go where the last one went (not into the install's samples), named after
+        // the image and the task so two tasks' exports do not overwrite each other.
+        const QString name = m_run->answerImageName();
         const QString base =
-            QFileInfo(m_answerImageName.isEmpty() ? QStringLiteral("result") : m_answerImageName)
-                .completeBaseName();
-        dir = QDir(m_lastFolder.isEmpty() ? QDir::homePath() : m_lastFolder)
-                  .filePath(base + (choice == FileChoice::SaveJson
-                                        ? QStringLiteral(".json")
-                                        : QStringLiteral("-annotated.png")));
+            QFileInfo(name.isEmpty() ? QStringLiteral("result") : name).completeBaseName() +
+            QLatin1Char('-') + taskFilePart(m_run->answerTask());
+        const QString folder = !m_exportFolder.isEmpty() ? m_exportFolder : QDir::homePath();
+        dir = QDir(folder).filePath(base + (choice == FileChoice::SaveJson
+                                                ? QStringLiteral(".json")
+                                                : QStringLiteral("-annotated.png")));
     }
+    QString chosen;
     if (m_fileChooser)
-        return m_fileChooser(choice, caption, dir, filter);
-    switch (choice) {
-    case FileChoice::OpenImage:
-        return QFileDialog::getOpenFileName(this, caption, dir, filter);
-    case FileChoice::OpenModel:
-        return QFileDialog::getExistingDirectory(this, caption, dir);
-    case FileChoice::SaveJson:
-    case FileChoice::SavePng:
-        return QFileDialog::getSaveFileName(this, caption, dir, filter);
-    }
-    return {};
+        chosen = m_fileChooser(choice, caption, dir, filter);
+    else if (choice == FileChoice::OpenImage)
+        chosen = QFileDialog::getOpenFileName(this, caption, dir, filter);
+    else if (choice == FileChoice::OpenModel)
+        chosen = QFileDialog::getExistingDirectory(this, caption, dir);
+    else
+        chosen = QFileDialog::getSaveFileName(this, caption, dir, filter);
+    if (!chosen.isEmpty() && (choice == FileChoice::SaveJson || choice == FileChoice::SavePng))
+        m_exportFolder = QFileInfo(chosen).absolutePath();
+    return chosen;
 }
 
 void MainWindow::chooseAndOpenImage() {
@@ -1194,26 +657,18 @@ void MainWindow::chooseAndSavePng() {
 }
 
 bool MainWindow::exportJson(const QString& path) {
-    if (!m_answerImage || m_answerText.empty()) {
+    const std::shared_ptr<const RgbImage>& image = m_run->answerImage();
+    if (!image || !m_run->hasAnswer()) {
         showMessage(tr("Nothing to export yet: run a task first."), true);
         return false;
     }
-    QJsonObject root;
-    root[QStringLiteral("huggingface")] = toHuggingFaceJson(m_answer);
-    root[QStringLiteral("native")] = toNativeJson(m_answer);
-    // COCO only where the answer has geometry; a caption has no annotations to carry.
-    if (m_answer.type != AnswerType::PureText)
-        root[QStringLiteral("coco")] = toCocoJson(m_answer, m_answerImageName.toStdString(),
-                                                  m_answerImage->width, m_answerImage->height);
-    root[QStringLiteral("rawText")] = QString::fromStdString(m_answerText);
-    root[QStringLiteral("prompt")] = QString::fromStdString(m_lastPrompt);
-    root[QStringLiteral("image")] = m_answerImageName;
-    root[QStringLiteral("model")] = m_modelInfo.name;
-    QFile f(path);
-    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) ||
-        f.write(QJsonDocument(root).toJson(QJsonDocument::Indented)) < 0) {
-        showMessage(tr("Cannot write %1: %2").arg(QDir::toNativeSeparators(path), f.errorString()),
-                    true);
+    const ExportDocument doc{m_run->answer(),          m_run->answerText(), m_run->lastPrompt(),
+                             m_run->answerImageName(), image->width,        image->height,
+                             modelInfo().name()};
+    try {
+        doc.write(path);
+    } catch (const std::exception& e) {
+        showMessage(QString::fromStdString(e.what()), true);
         return false;
     }
     showMessage(tr("Exported %1").arg(QDir::toNativeSeparators(path)));
@@ -1221,14 +676,14 @@ bool MainWindow::exportJson(const QString& path) {
 }
 
 bool MainWindow::saveAnnotatedImage(const QString& path) {
-    if (!m_answerImage || m_answerText.empty()) {
+    if (!m_run->answerImage() || !m_run->hasAnswer()) {
         showMessage(tr("Nothing to save yet: run a task first."), true);
         return false;
     }
-    try {
-        florence::saveAnnotatedImage(*m_answerImage, m_answer, path.toStdString());
-    } catch (const std::exception& e) {
-        showMessage(tr("Cannot save the annotated image: %1").arg(QString::fromStdString(e.what())),
+    // Drawn by the image view itself, so the file shows what the screen shows.
+    if (!m_view->renderAnnotated().save(path, "PNG")) {
+        showMessage(tr("Cannot save the annotated image: cannot write %1")
+                        .arg(QDir::toNativeSeparators(path)),
                     true);
         return false;
     }
@@ -1237,7 +692,8 @@ bool MainWindow::saveAnnotatedImage(const QString& path) {
 }
 
 void MainWindow::copyResultText() {
-    QApplication::clipboard()->setText(QString::fromStdString(m_answerText));
+    // What a person reads, without the model's special tokens.
+    QApplication::clipboard()->setText(QString::fromStdString(m_run->shownAnswer().text));
     statusBar()->showMessage(tr("Answer text copied"), 3000);
 }
 
@@ -1245,48 +701,35 @@ void MainWindow::copyResultText() {
 // Messages, state, dialogs
 
 void MainWindow::showMessage(const QString& text, bool isError) {
-    m_messageLabel->setText(text);
-    m_messageLabel->setProperty("isError", isError);
-    // A red that reads on both light and dark window backgrounds.
-    const QColor error = palette().color(QPalette::Window).lightness() < 128
-                             ? QColor(0xff, 0x8a, 0x80)
-                             : QColor(0xb0, 0x00, 0x20);
-    QPalette p = m_messageLabel->palette();
-    p.setColor(QPalette::WindowText, isError ? error : palette().color(QPalette::WindowText));
-    m_messageLabel->setPalette(p);
-    if (!text.isEmpty())
+    m_panel->showMessage(text, isError);
+    if (text.isEmpty())
+        statusBar()->clearMessage();
+    else
         statusBar()->showMessage(text, isError ? 15000 : 5000);
 }
 
 QString MainWindow::messageText() const {
-    return m_messageLabel->text();
-}
-
-void MainWindow::changeEvent(QEvent* event) {
-    if (event->type() == QEvent::PaletteChange && m_messageLabel)
-        showMessage(m_messageLabel->text(), m_messageLabel->property("isError").toBool());
-    QMainWindow::changeEvent(event);
+    return m_panel->message();
 }
 
 void MainWindow::updateActions() {
     const bool running = isRunning();
-    const bool hasAnswer = !m_answerText.empty();
-    m_runAction->setEnabled(hasImage());
-    m_runButton->setEnabled(hasImage());
-    m_compareAction->setEnabled(hasImage());
-    m_compareButton->setEnabled(hasImage());
-    m_cancelAction->setEnabled(running);
-    m_cancelButton->setEnabled(running);
-    m_exportJsonAction->setEnabled(hasAnswer && !running);
-    m_savePngAction->setEnabled(hasAnswer && !running);
-    m_copyTextAction->setEnabled(hasAnswer);
+    const bool hasAnswer = m_run->hasAnswer();
+    m_actions->run->setEnabled(hasImage());
+    m_actions->compare->setEnabled(hasImage());
+    m_panel->setRunState(hasImage(), running);
+    m_actions->cancel->setEnabled(running || m_region.has_value());
+    m_actions->clearRegion->setEnabled(m_region.has_value());
+    m_actions->exportJson->setEnabled(hasAnswer && !running);
+    m_actions->savePng->setEnabled(hasAnswer && !running);
+    m_actions->copyText->setEnabled(hasAnswer);
 }
 
 ImportDialog* MainWindow::showImportDialog() {
     auto* dlg = new ImportDialog(this);
     dlg->setAttribute(Qt::WA_DeleteOnClose);
     connect(dlg, &ImportDialog::imported, this, [this](const QString& dir) {
-        populateModels();
+        m_models->refresh();
         openModelPackage(dir);
     });
     dlg->open();
@@ -1322,43 +765,19 @@ QString MainWindow::firstRunImage(const QString& samplesDir) {
 }
 
 QString MainWindow::aboutText() const {
-    // The model paragraph comes from the manifest of the model in use (before the first load:
-    // of the bundled one), so a demo model, random weights and a real checkpoint each get the
-    // right expectations.
-    const QString bundledDir = cleanDir(QString::fromStdString(bundledModelDir()));
-    std::optional<ModelInfo> model;
-    if (m_modelReady)
-        model = m_modelInfo;
-    else
-        model = bundledModelInfo();
-    QString modelParagraph = tr("<p>No model is loaded.</p>");
-    if (model)
-        modelParagraph = tr("<p><b>%1</b> %2</p>")
-                             .arg(!bundledDir.isEmpty() && cleanDir(model->dir) == bundledDir
-                                      ? tr("The bundled model:")
-                                      : tr("The loaded model:"),
-                                  explainModelWeights(*model).toHtmlEscaped());
-    return tr("<h3>Florence Studio %1</h3>"
-              "<p>A desktop studio for Microsoft's Florence-2 vision-language model: captions, "
-              "detection, grounding, segmentation and OCR, with live token streaming and "
-              "latency measurements.</p>"
-              "<p><b>Runtime:</b> %2</p>"
-              "%3"
-              "<p><b>For real answers on photographs</b>, import a real checkpoint: download "
-              "<code>microsoft/Florence-2-base</code> or <code>Florence-2-large</code> from "
-              "Hugging Face (for example <code>git clone "
-              "https://huggingface.co/microsoft/Florence-2-base</code>), then choose "
-              "<i>File › Import Hugging Face Model…</i> and pick that folder. The converted "
-              "package is stored in <code>%4</code> and appears in the model list. From a "
-              "terminal: <code>florence-studio-cli import --hf DIR --out PKG</code>. Importing "
-              "needs PyTorch for the system Python (the <code>python3-torch</code> package).</p>")
-        .arg(QStringLiteral(FLORENCE_VERSION),
-             QString::fromStdString(runtimeSummary()).toHtmlEscaped(), modelParagraph,
-             QDir::toNativeSeparators(QString::fromStdString(userModelsDir())).toHtmlEscaped());
+    return AboutDialog::text(m_modelCtl->loaded());
 }
 
-void MainWindow::showAbout() {
-    QMessageBox::about(this, tr("About Florence Studio"), aboutText());
+QString MainWindow::shortcutsText() const {
+    return m_actions->shortcutsText();
+}
+
+void MainWindow::setMaxNewTokens(int n) {
+    m_panel->setMaxNewTokens(n);
+}
+
+int MainWindow::maxNewTokens() const {
+    return m_panel->maxNewTokens();
 }
 
 } // namespace florence::ui

@@ -6,16 +6,18 @@
 //   w.openModelPackage(QString::fromStdString(florence::bundledModelDir()));
 //   w.openImageFile("pier.png");
 //   w.setTask("<OD>");
-//   w.startRun();                                     // tokens stream in; runCompleted() at the
-//   end
+//   w.startRun();                  // tokens stream in; runCompleted() at the end
 //
 // Tests drive the same public slots the menus use, and replace the file dialogs with
-// setFileChooser().
+// setFileChooser(). Run bookkeeping is RunController's, preferences Settings', the model list
+// ModelCatalog's, the actions MainActions', the right-hand panel ControlPanel's; this class
+// lays them out and wires them together.
 #pragma once
 
-#include <florence/answer.h>
 #include "run/WorkerThread.h"
 #include "run/WorkerTypes.h"
+
+#include <florence/answer.h>
 
 #include <QMainWindow>
 #include <QStringList>
@@ -25,32 +27,29 @@
 #include <optional>
 #include <string>
 
-class QAction;
-class QCheckBox;
-class QComboBox;
 class QLabel;
-class QLineEdit;
-class QMenu;
 class QMimeData;
-class QPushButton;
-class QSpinBox;
 class QSplitter;
 class QTabWidget;
-class QTimer;
 
 namespace florence::ui {
 
+class CompareView;
+class ControlPanel;
 class EngineWorker;
 class ImageView;
-class ResultsPanel;
-class LatencyChart;
-class CompareView;
 class ImportDialog;
+class LatencyChart;
+class ModelCatalog;
+class ModelController;
+class ResultsPanel;
+class RunController;
+class RecentFiles;
+class RunView;
+struct MainActions;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
-    // Keeps generating to the token limit (benchmarks and tests that need a long run).
-    Q_PROPERTY(bool ignoreEos READ ignoreEos WRITE setIgnoreEos)
 
 public:
     enum class FileChoice { OpenImage, OpenModel, SaveJson, SavePng };
@@ -62,26 +61,29 @@ public:
     ~MainWindow() override;
 
     void setFileChooser(FileChooser chooser) { m_fileChooser = std::move(chooser); }
-    bool ignoreEos() const { return m_ignoreEos; }
-    void setIgnoreEos(bool on) { m_ignoreEos = on; }
 
     bool hasImage() const { return static_cast<bool>(m_image); }
     QString imagePath() const { return m_imagePath; }
     QSize imageSize() const;
-    bool isRunning() const { return m_activeRunId != 0; }
-    bool isModelReady() const { return m_modelReady; }
-    const ModelInfo& modelInfo() const { return m_modelInfo; }
+    bool isRunning() const;
+    bool isModelReady() const;
+    const ModelInfo& modelInfo() const;
     QString currentTask() const;
     // The prompt of the last request sent to the engine (region tasks: with its <loc_N> tokens).
-    QString lastPrompt() const { return QString::fromStdString(m_lastPrompt); }
-    const GenerationOptions& lastOptions() const { return m_lastOptions; }
-    const ParsedAnswer& answer() const { return m_answer; }
+    QString lastPrompt() const;
+    const GenerationOptions& lastOptions() const;
+    // The parser's answer (what exports carry); the table, overlay and copied text show it
+    // without the model's special tokens.
+    const ParsedAnswer& answer() const;
     QString messageText() const;
-    int tokensReceived() const { return m_tokensReceived; }
-    QStringList recentFiles() const { return m_recentFiles; }
+    int tokensReceived() const;
+    QStringList recentFiles() const;
     QString aboutText() const;
+    // Help › Keyboard Shortcuts, as plain text.
+    QString shortcutsText() const;
     // The precision chosen in the Generation group (the model in use may still be loading it).
     Precision chosenPrecision() const;
+    std::optional<QRectF> region() const { return m_region; }
     // The image a first start shows: the first PNG of `samplesDir`/scenes (sample scenes the
     // bundled demo model understands) when that folder has one, else `samplesDir`/pier.png;
     // "" when neither exists.
@@ -90,18 +92,13 @@ public:
     // so the first thing a user sees is the bundled model's answer streaming in. False when
     // there is no sample or it could not be opened (the window then stays empty, with a message).
     bool openFirstRunSample(const QString& samplesDir);
+    // Shrinks and moves the window so it lies within the available area of its screen.
+    void fitToScreen();
 
     ImageView* imageView() const { return m_view; }
     ResultsPanel* resultsPanel() const { return m_results; }
     LatencyChart* latencyChart() const { return m_latency; }
     CompareView* compareView() const { return m_compare; }
-    // For tests that must act on the engine thread at a precise moment (e.g. between runStarted
-    // and the first stage); everything else goes through the window's slots.
-    EngineWorker* engineWorker() const { return m_worker.get(); }
-
-    // Shows `text` as if a run of `task` had generated it: the same path streamed tokens and
-    // finished runs take (parse, table, overlay), without the model. Used by tests and demos.
-    void showAnswerText(const QString& task, const std::string& text);
 
 public slots:
     bool openImageFile(const QString& path);
@@ -112,8 +109,12 @@ public slots:
     void setTask(const QString& token);
     void setTaskText(const QString& text);
     void setRegion(const QRectF& imageRect);
+    void clearRegion();
     // Reloads the current model with `precision` (cancelling a run in flight).
     void setPrecision(florence::Precision precision);
+    // The Generation group's "Max new tokens" (clamped to what the model allows).
+    void setMaxNewTokens(int n);
+    int maxNewTokens() const;
     bool startRun();
     bool startComparison();
     void cancelRun();
@@ -136,129 +137,64 @@ protected:
     void closeEvent(QCloseEvent* event) override;
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dropEvent(QDropEvent* event) override;
-    void changeEvent(QEvent* event) override;
+    void showEvent(QShowEvent* event) override;
 
 private:
-    void createActions();
-    void createMenus();
-    void createToolBar();
+    void connectActions();
     void createCentral();
     void connectWorker();
     void restoreSettings();
     void saveSettings() const;
-    void populateModels();
-    void addModelEntry(const QString& dir, const QString& name, bool select);
-    void updateTaskInput();
+    void onTaskInputChanged();
     void updateActions();
-    void updateRecentMenu();
-    void addRecentFile(const QString& path);
     QString chooseFile(FileChoice choice, const QString& caption, const QString& filter);
+    std::optional<std::string> buildCurrentPrompt(QString* error) const;
     bool startRequest(RunKind kind);
     void setImage(std::shared_ptr<const RgbImage> image, const QString& path, const QString& name);
-    void beginResults();
-    void refreshStreaming();
-    void applyAnswer(const std::string& text);
-    void finishRun(const QString& status, bool cancelled);
-    void showAbout();
     void chooseAndOpenImage();
     void chooseAndOpenModel();
     void chooseAndExportJson();
     void chooseAndSavePng();
-    void paste();
-
-    void onModelLoading(const QString& dir);
-    void onModelLoaded(const florence::ui::ModelInfo& info);
-    void onModelFailed(const QString& dir, const QString& message);
-    void onRunStarted(quint64 runId);
-    void onToken(const florence::ui::TokenUpdate& update);
-    void onRunFinished(const florence::ui::RunOutcome& outcome);
-    void onCompareFinished(const florence::ui::CompareOutcome& outcome);
-    void onRunFailed(quint64 runId, const QString& message);
 
     // Widgets (owned by Qt parents).
     ImageView* m_view = nullptr;
+    ControlPanel* m_panel = nullptr;
     ResultsPanel* m_results = nullptr;
     LatencyChart* m_latency = nullptr;
     CompareView* m_compare = nullptr;
     QTabWidget* m_bottomTabs = nullptr;
     QSplitter* m_mainSplit = nullptr;
     QSplitter* m_topSplit = nullptr;
-    QComboBox* m_modelCombo = nullptr;
-    QLabel* m_modelLabel = nullptr;
-    QComboBox* m_taskCombo = nullptr;
-    QLabel* m_inputLabel = nullptr;
-    QLineEdit* m_inputEdit = nullptr;
-    QLabel* m_regionLabel = nullptr;
-    QLabel* m_promptLabel = nullptr;
-    QSpinBox* m_beamsSpin = nullptr;
-    QSpinBox* m_maxTokensSpin = nullptr;
-    QCheckBox* m_cacheCheck = nullptr;
-    QComboBox* m_precisionCombo = nullptr;
-    QPushButton* m_runButton = nullptr;
-    QPushButton* m_cancelButton = nullptr;
-    QPushButton* m_compareButton = nullptr;
-    QLabel* m_messageLabel = nullptr;
     QLabel* m_statusModel = nullptr;
     QLabel* m_statusZoom = nullptr;
     QLabel* m_statusRun = nullptr;
-    QMenu* m_recentMenu = nullptr;
-    QTimer* m_refreshTimer = nullptr;
+    RunView* m_runView = nullptr; // how runs show in the widgets above
+    RecentFiles* m_recent = nullptr;
+    ModelController* m_modelCtl = nullptr; // the model in use
+    std::unique_ptr<MainActions> m_actions;
 
-    QAction* m_openAction = nullptr;
-    QAction* m_pasteAction = nullptr;
-    QAction* m_openModelAction = nullptr;
-    QAction* m_importAction = nullptr;
-    QAction* m_exportJsonAction = nullptr;
-    QAction* m_savePngAction = nullptr;
-    QAction* m_copyTextAction = nullptr;
-    QAction* m_quitAction = nullptr;
-    QAction* m_runAction = nullptr;
-    QAction* m_cancelAction = nullptr;
-    QAction* m_compareAction = nullptr;
-    QAction* m_zoomInAction = nullptr;
-    QAction* m_zoomOutAction = nullptr;
-    QAction* m_fitAction = nullptr;
-    QAction* m_aboutAction = nullptr;
-
-    // Image and answer.
+    // Image and region.
     std::shared_ptr<const RgbImage> m_image;
-    QString m_imagePath;                           // "" for pasted images
-    QString m_imageName;                           // for titles and COCO export
-    std::shared_ptr<const RgbImage> m_answerImage; // the image the shown answer belongs to
-    QString m_answerImageName;
-    ParsedAnswer m_answer;
-    QString m_answerTask;
-    std::string m_answerText;
+    QString m_imagePath; // "" for pasted images
+    QString m_imageName; // for titles and COCO export
     std::optional<QRectF> m_region;
 
-    // The run in flight: at most one; tokens of older runs are ignored by id.
-    quint64 m_lastRunId = 0;
-    quint64 m_activeRunId = 0;
-    RunKind m_activeKind = RunKind::Single;
-    QString m_activeTask;
-    std::shared_ptr<std::atomic<bool>> m_activeCancel;
-    bool m_resultsCleared = false;
-    bool m_dirty = false;
-    int m_tokensReceived = 0;
-    std::string m_lastPrompt;
-    GenerationOptions m_lastOptions;
-    bool m_ignoreEos = false;
+    // The run in flight and the answer on screen; the model list.
+    std::unique_ptr<RunController> m_run;
+    std::unique_ptr<ModelCatalog> m_models;
 
-    // Model.
-    QString m_requestedModelDir; // the package last sent to the worker; "" before the first
-    ModelInfo m_modelInfo;
-    bool m_modelReady = false;
-    bool m_modelLoading = false;
-
-    QString m_lastFolder;
-    QStringList m_recentFiles;
-    QStringList m_extraModels;
+    QString m_lastFolder;   // images
+    QString m_exportFolder; // exports
+    QString m_theme;
     FileChooser m_fileChooser;
 
     // Declared last so they are destroyed first: the thread is stopped (after the run in flight
     // was cancelled) before the worker it runs, and both before the members above.
     std::unique_ptr<EngineWorker> m_worker;
     ThreadPtr m_thread;
+
+    // Tests reach the engine thread and synthetic answers through this (tests/ui only).
+    friend class MainWindowTester;
 };
 
 } // namespace florence::ui

@@ -1,6 +1,6 @@
 // florence-studio: the desktop app. Only wiring: command line, settings identity, the window.
 #include "MainWindow.h"
-#include "run/EngineWorker.h"
+#include "Theme.h"
 #include <florence/paths.h>
 #include <florence/process.h>
 #include <florence/version.h>
@@ -43,31 +43,6 @@ void scheduleScreenshot(florence::ui::MainWindow* window, const QString& out, in
         std::fprintf(stderr, "florence-studio: screenshot timed out\n");
         grabAndQuit(1);
     });
-}
-
-void applyDarkPalette(QApplication& app) {
-    app.setStyle(QStringLiteral("Fusion"));
-    QPalette p;
-    const QColor window(0x2b, 0x2d, 0x31), base(0x1e, 0x1f, 0x22), text(0xe6, 0xe6, 0xe6);
-    p.setColor(QPalette::Window, window);
-    p.setColor(QPalette::WindowText, text);
-    p.setColor(QPalette::Base, base);
-    p.setColor(QPalette::AlternateBase, window);
-    p.setColor(QPalette::ToolTipBase, base);
-    p.setColor(QPalette::ToolTipText, text);
-    p.setColor(QPalette::Text, text);
-    p.setColor(QPalette::PlaceholderText, QColor(0x9a, 0x9a, 0x9a));
-    p.setColor(QPalette::Button, window);
-    p.setColor(QPalette::ButtonText, text);
-    p.setColor(QPalette::Highlight, QColor(0x3d, 0x8e, 0xe8));
-    p.setColor(QPalette::HighlightedText, Qt::white);
-    p.setColor(QPalette::Link, QColor(0x6c, 0xb4, 0xff));
-    p.setColor(QPalette::Mid, QColor(0x55, 0x57, 0x5c));
-    p.setColor(QPalette::Dark, QColor(0x18, 0x19, 0x1b));
-    p.setColor(QPalette::Disabled, QPalette::Text, QColor(0x80, 0x80, 0x80));
-    p.setColor(QPalette::Disabled, QPalette::WindowText, QColor(0x80, 0x80, 0x80));
-    p.setColor(QPalette::Disabled, QPalette::ButtonText, QColor(0x80, 0x80, 0x80));
-    app.setPalette(p);
 }
 
 } // namespace
@@ -130,7 +105,7 @@ int main(int argc, char** argv) {
     QCommandLineOption darkOpt(
         QStringLiteral("dark"),
         QStringLiteral("Use a dark palette (Fusion style) whatever the desktop "
-                       "theme is."));
+                       "theme is (also View > Theme in the app)."));
     parser.addOption(darkOpt);
     parser.addOptions(
         {modelOpt, imageOpt, taskOpt, textOpt, shotOpt, compareOpt, maxTokensOpt, sizeOpt});
@@ -143,7 +118,7 @@ int main(int argc, char** argv) {
     QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/florence-studio.svg")));
 
     if (parser.isSet(darkOpt))
-        applyDarkPalette(app);
+        florence::ui::applyTheme(florence::ui::Theme::Dark);
 
     florence::ui::MainWindow window;
     if (parser.isSet(sizeOpt)) {
@@ -186,10 +161,8 @@ int main(int argc, char** argv) {
         else
             window.showMessage(QStringLiteral("--region takes X1,Y1,X2,Y2"), true);
     }
-    if (parser.isSet(maxTokensOpt)) {
-        if (auto* spin = window.findChild<QWidget*>(QStringLiteral("maxTokensSpin")))
-            spin->setProperty("value", parser.value(maxTokensOpt).toInt());
-    }
+    if (parser.isSet(maxTokensOpt))
+        window.setMaxNewTokens(parser.value(maxTokensOpt).toInt());
     window.show();
 
     if (parser.isSet(shotOpt)) {

@@ -1,20 +1,26 @@
 // The real main window, driven as a user would: widgets found by objectName, QTest key and mouse
 // events, waits on signals. Runs the bundled (demo) model end to end; where an
 // assertion needs a known answer, the answer goes through the same token/finish path a run
-// takes (MainWindow::showAnswerText).
-#include "widgets/CompareView.h"
-#include "run/EngineWorker.h"
-#include "widgets/ImageView.h"
-#include "dialogs/ImportDialog.h"
-#include "widgets/LatencyChart.h"
+// takes (MainWindowTester::showAnswerText, a test-only friend of the window).
 #include "MainWindow.h"
-#include <florence/paths.h>
+#include "MainWindowTester.h"
+#include "dialogs/ImportDialog.h"
+#include "run/AnswerDisplay.h"
+#include "run/CompareVerdict.h"
+#include "run/EngineWorker.h"
+#include "widgets/ChartStyle.h"
+#include "widgets/CompareView.h"
+#include "widgets/ImageView.h"
+#include "widgets/LatencyChart.h"
 #include "widgets/ResultsPanel.h"
+#include <florence/paths.h>
 #include <florence/tasks.h>
 
 #include <QAbstractButton>
+#include <QAction>
 #include <QApplication>
 #include <QChart>
+#include <QChartView>
 #include <QClipboard>
 #include <QComboBox>
 #include <QDir>
@@ -37,15 +43,22 @@
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardPaths>
+#include <QStatusBar>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QUrl>
+#include <QValueAxis>
 
+#include <atomic>
+#include <cmath>
 #include <memory>
+#include <thread>
+#include <vector>
 
 using florence::ui::EngineWorker;
 using florence::ui::MainWindow;
+using florence::ui::MainWindowTester;
 
 namespace {
 
@@ -106,6 +119,24 @@ private slots:
     void firstRunCaptionsASampleScene();
     void importDialogCancelsAndImports();
 
+    // Issue 20: the app as a new user meets it.
+    void cleanAnswerTextDropsModelTokens_data();
+    void cleanAnswerTextDropsModelTokens();
+    void knownAnswersShowNoSpecialTokens();
+    void allTasksShowCleanLabels_data();
+    void allTasksShowCleanLabels();
+    void niceTicks_data();
+    void niceTicks();
+    void chartsUseNiceTicks();
+    void windowFitsSmallScreens();
+    void tabOrderLeavesTheTable();
+    void regionHintClearAndMessages();
+    void staleStateIsCleared();
+    void exportsRememberFolderAndNameTheTask();
+    void compareVerdictWording_data();
+    void compareVerdictWording();
+    void compareRepeatsOnABusyMachine();
+
 private:
     std::unique_ptr<MainWindow> makeWindow();
     void setSpin(const char* name, int value);
@@ -115,6 +146,8 @@ private:
     void pressKey(Qt::Key key, Qt::KeyboardModifiers mods = Qt::NoModifier);
 
     bool isDuration(const char* labelName);
+    // Fails the test when `text` holds a model token a person should not see.
+    static bool hasModelToken(const QString& text);
 
     QTemporaryDir m_tmp;
     std::unique_ptr<MainWindow> m_w;
@@ -233,7 +266,7 @@ void TestMainWindow::detectionRunFillsTableAndOverlayEndToEnd() {
     m_w->setTask("<OD>");
     setSpin("maxTokensSpin", 40);
     setSpin("beamsSpin", 1);
-    m_w->setIgnoreEos(true);
+    MainWindowTester(m_w.get()).setIgnoreEos(true);
     QSignalSpy tokens(m_w.get(), &MainWindow::tokenArrived);
     QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
     QTest::mouseClick(child<QAbstractButton>(m_w.get(), "runButton"), Qt::LeftButton);
@@ -252,8 +285,9 @@ void TestMainWindow::knownAnswerFillsTableHighlightsAndExports() {
     QVERIFY(m_w->openImageFile(samplePath("pier.png")));
     const QSize size = m_w->imageSize();
     QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
-    m_w->showAnswerText("<OD>", "</s><s>car<loc_52><loc_333><loc_932><loc_774>person<loc_10>"
-                                "<loc_10><loc_100><loc_200></s>");
+    MainWindowTester(m_w.get()).showAnswerText(
+        "<OD>", "</s><s>car<loc_52><loc_333><loc_932><loc_774>person<loc_10>"
+                "<loc_10><loc_100><loc_200></s>");
     QCOMPARE(done.count(), 1);
     auto* table = child<QTableWidget>(m_w.get(), "itemsTable");
     QCOMPARE(table->rowCount(), 2);
@@ -296,7 +330,7 @@ bool TestMainWindow::prepareLongRun(const char* task) {
     if (!m_w->openImageFile(samplePath("pier.png")))
         return false;
     m_w->setTask(QString::fromLatin1(task));
-    m_w->setIgnoreEos(true);
+    MainWindowTester(m_w.get()).setIgnoreEos(true);
     setSpin("maxTokensSpin", 1024);
     return true;
 }
@@ -317,7 +351,7 @@ void TestMainWindow::cancelMidRunWithEscape() {
     QVERIFY(child<QLabel>(m_w.get(), "statusRun")->text().contains("Cancelled"));
     QVERIFY(child<QLabel>(m_w.get(), "resultSummary")->text().startsWith("<CAPTION>"));
     // The window still works after a cancel.
-    m_w->setIgnoreEos(false);
+    MainWindowTester(m_w.get()).setIgnoreEos(false);
     setSpin("maxTokensSpin", 5);
     QVERIFY(m_w->startRun());
     QTRY_COMPARE_WITH_TIMEOUT(done.count(), 2, kRunTimeoutMs);
@@ -326,7 +360,8 @@ void TestMainWindow::cancelMidRunWithEscape() {
 
 void TestMainWindow::cancelBeforeFirstTokenKeepsResults() {
     QVERIFY(m_w->openImageFile(samplePath("pier.png")));
-    m_w->showAnswerText("<OD>", "</s><s>car<loc_52><loc_333><loc_932><loc_774></s>");
+    MainWindowTester(m_w.get()).showAnswerText("<OD>",
+                                               "</s><s>car<loc_52><loc_333><loc_932><loc_774></s>");
     auto* table = child<QTableWidget>(m_w.get(), "itemsTable");
     auto* raw = child<QPlainTextEdit>(m_w.get(), "rawText");
     auto* status = child<QLabel>(m_w.get(), "statusRun");
@@ -341,7 +376,7 @@ void TestMainWindow::cancelBeforeFirstTokenKeepsResults() {
     QSignalSpy tokens(m_w.get(), &MainWindow::tokenArrived);
     QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
 
-    EngineWorker* worker = m_w->engineWorker();
+    EngineWorker* worker = MainWindowTester(m_w.get()).engineWorker();
     QVERIFY(worker);
     // Keeps the engine thread busy until released, so a request sent meanwhile stays queued.
     auto holdEngine = [worker] {
@@ -434,7 +469,7 @@ void TestMainWindow::precisionSwitchReloadsModel() {
     auto* label = child<QLabel>(m_w.get(), "modelLabel");
     QVERIFY(combo);
     QCOMPARE(combo->currentText(), QString("float32"));
-    QCOMPARE(m_w->modelInfo().precision, QString("float32"));
+    QCOMPARE(m_w->modelInfo().precision(), QString("float32"));
     QVERIFY(prepareLongRun("<CAPTION>"));
     QSignalSpy tokens(m_w.get(), &MainWindow::tokenArrived);
     QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
@@ -449,12 +484,12 @@ void TestMainWindow::precisionSwitchReloadsModel() {
     QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, 30'000);
     QCOMPARE(done.at(0).at(0).toBool(), true);
     QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 1, 60'000);
-    QCOMPARE(m_w->modelInfo().precision, QString("bfloat16"));
+    QCOMPARE(m_w->modelInfo().precision(), QString("bfloat16"));
     QVERIFY2(label->text().contains("bfloat16"), qPrintable(label->text()));
     QVERIFY(child<QLabel>(m_w.get(), "statusModel")->text().contains("bfloat16"));
 
     // The bfloat16 model runs to the end.
-    m_w->setIgnoreEos(false);
+    MainWindowTester(m_w.get()).setIgnoreEos(false);
     setSpin("maxTokensSpin", 8);
     const int before = tokens.count();
     QVERIFY(m_w->startRun());
@@ -466,7 +501,7 @@ void TestMainWindow::precisionSwitchReloadsModel() {
     // And back: float32 again, without a run in flight.
     m_w->setPrecision(florence::Precision::Float32);
     QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 2, 60'000);
-    QCOMPARE(m_w->modelInfo().precision, QString("float32"));
+    QCOMPARE(m_w->modelInfo().precision(), QString("float32"));
     QVERIFY2(label->text().contains("float32"), qPrintable(label->text()));
 }
 
@@ -569,7 +604,7 @@ void TestMainWindow::textInputFollowsTask() {
 
 void TestMainWindow::missingTaskInputShowsMessage() {
     QVERIFY(m_w->openImageFile(samplePath("pier.png")));
-    m_w->showAnswerText("<CAPTION>", "</s><s>an earlier answer</s>");
+    MainWindowTester(m_w.get()).showAnswerText("<CAPTION>", "</s><s>an earlier answer</s>");
     m_w->setTask("<CAPTION_TO_PHRASE_GROUNDING>");
     m_w->setTaskText("");
     QVERIFY(!m_w->startRun());
@@ -585,7 +620,7 @@ void TestMainWindow::missingTaskInputShowsMessage() {
 void TestMainWindow::comparisonShowsTwoCurvesAndVerdict() {
     QVERIFY(m_w->openImageFile(samplePath("pier.png")));
     m_w->setTask("<CAPTION>");
-    m_w->setIgnoreEos(true);
+    MainWindowTester(m_w.get()).setIgnoreEos(true);
     setSpin("maxTokensSpin", 16);
     QSignalSpy compared(m_w.get(), &MainWindow::comparisonCompleted);
     QTest::mouseClick(child<QAbstractButton>(m_w.get(), "compareButton"), Qt::LeftButton);
@@ -608,7 +643,7 @@ void TestMainWindow::comparisonShowsTwoCurvesAndVerdict() {
 
 void TestMainWindow::brokenImageKeepsPreviousImage() {
     QVERIFY(m_w->openImageFile(samplePath("pier.png")));
-    m_w->showAnswerText("<CAPTION>", "</s><s>kept</s>");
+    MainWindowTester(m_w.get()).showAnswerText("<CAPTION>", "</s><s>kept</s>");
     const QString broken = m_tmp.filePath("broken.png");
     {
         QFile f(broken);
@@ -649,13 +684,13 @@ void TestMainWindow::pasteAndDropOpenImages() {
 }
 
 void TestMainWindow::badModelFolderKeepsCurrentModel() {
-    const QString name = m_w->modelInfo().name;
+    const QString name = m_w->modelInfo().name();
     QSignalSpy failed(m_w.get(), &MainWindow::modelFailed);
     m_w->openModelPackage(m_tmp.path()); // no manifest.json
     QCOMPARE(failed.count(), 1);
     QVERIFY(m_w->messageText().contains("manifest"));
     QVERIFY(m_w->isModelReady());
-    QCOMPARE(m_w->modelInfo().name, name);
+    QCOMPARE(m_w->modelInfo().name(), name);
     // The model still runs.
     QVERIFY(m_w->openImageFile(samplePath("pier.png")));
     setSpin("maxTokensSpin", 3);
@@ -703,7 +738,7 @@ void TestMainWindow::settingsPersist() {
     QVERIFY(!child<QAbstractButton>(m_w.get(), "cacheCheck")->isChecked());
     // The model is loaded in the saved precision from the start.
     QCOMPARE(child<QComboBox>(m_w.get(), "precisionCombo")->currentText(), QString("bfloat16"));
-    QCOMPARE(m_w->modelInfo().precision, QString("bfloat16"));
+    QCOMPARE(m_w->modelInfo().precision(), QString("bfloat16"));
     QVERIFY(m_w->imagePath().endsWith("coffee.png"));
     QVERIFY(m_w->recentFiles().value(0).endsWith("coffee.png"));
 }
@@ -752,7 +787,7 @@ void TestMainWindow::randomModelIsDescribedFromItsManifest() {
     QSignalSpy ready(m_w.get(), &MainWindow::modelReady);
     m_w->openModelPackage(dir);
     QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 1, 60'000);
-    QCOMPARE(m_w->modelInfo().name, QString("florence2-tiny (random weights, seed 1234)"));
+    QCOMPARE(m_w->modelInfo().name(), QString("florence2-tiny (random weights, seed 1234)"));
     const QString tip = child<QLabel>(m_w.get(), "modelLabel")->toolTip();
     QVERIFY2(tip.contains("random weights"), qPrintable(tip));
     QVERIFY(tip.contains("nonsense"));
@@ -870,6 +905,449 @@ void TestMainWindow::importDialogCancelsAndImports() {
     auto* combo = child<QComboBox>(m_w.get(), "modelCombo");
     QVERIFY(combo->count() >= 2);
     QCOMPARE(QDir::cleanPath(combo->currentData().toString()), QDir::cleanPath(dir));
+}
+
+bool TestMainWindow::hasModelToken(const QString& text) {
+    static const QRegularExpression token("<(/?s|pad|unk|loc_\\d+|poly|sep|[A-Z_]+)>");
+    return token.match(text).hasMatch();
+}
+
+void TestMainWindow::cleanAnswerTextDropsModelTokens_data() {
+    QTest::addColumn<QString>("raw");
+    QTest::addColumn<QString>("clean");
+    QTest::newRow("caption") << "</s><s>A yellow star.</s>"
+                             << "A yellow star.";
+    QTest::newRow("ocr box label") << "</s>PARK"
+                                   << "PARK";
+    QTest::newRow("region category") << "green star<loc_146><loc_10><loc_300><loc_400>"
+                                     << "green star";
+    QTest::newRow("pad") << "<pad><pad>red circle</s><pad>"
+                         << "red circle";
+    QTest::newRow("tokens between words") << "red circle<loc_1>blue square"
+                                          << "red circle blue square";
+    QTest::newRow("text with brackets") << "a < b and c > d"
+                                        << "a < b and c > d";
+    QTest::newRow("empty") << "</s><s></s>"
+                           << "";
+}
+
+void TestMainWindow::cleanAnswerTextDropsModelTokens() {
+    QFETCH(QString, raw);
+    QFETCH(QString, clean);
+    QCOMPARE(QString::fromStdString(florence::ui::cleanAnswerText(raw.toStdString())), clean);
+}
+
+void TestMainWindow::knownAnswersShowNoSpecialTokens() {
+    // The three answers a user met: a caption with </s><s>, an OCR box labelled "</s>PARK",
+    // and a region category with location tokens and an empty table.
+    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    MainWindowTester t(m_w.get());
+    auto* table = child<QTableWidget>(m_w.get(), "itemsTable");
+    auto copied = [&] {
+        QApplication::clipboard()->clear();
+        pressKey(Qt::Key_C, Qt::ControlModifier | Qt::ShiftModifier);
+        return QApplication::clipboard()->text();
+    };
+    t.showAnswerText("<CAPTION>", "</s><s>A yellow star and a red circle.</s>");
+    QTRY_COMPARE(copied(), QString("A yellow star and a red circle."));
+
+    t.showAnswerText("<OCR_WITH_REGION>", "</s><s></s>PARK<loc_100><loc_100><loc_300><loc_100>"
+                                          "<loc_300><loc_200><loc_100><loc_200></s>");
+    QCOMPARE(table->rowCount(), 1);
+    QCOMPARE(table->item(0, 1)->text(), QString("PARK"));
+    QCOMPARE(m_w->imageView()->overlayLabels(), QStringList{"PARK"});
+    QVERIFY(!hasModelToken(copied()));
+    // The Hugging Face form (exports) stays as the original post-processor returns it.
+    QVERIFY(QString::fromStdString(m_w->answer().items.at(0).label).contains("</s>"));
+
+    m_w->setTask("<REGION_TO_CATEGORY>");
+    m_w->setRegion(QRectF(100, 80, 200, 150));
+    t.showAnswerText("<REGION_TO_CATEGORY>",
+                     "</s><s>green star<loc_146><loc_120><loc_420><loc_350></s>");
+    QCOMPARE(table->rowCount(), 1);
+    QCOMPARE(table->item(0, 1)->text(), QString("green star"));
+    QCOMPARE(m_w->imageView()->overlayLabels(), QStringList{"green star"});
+    QTRY_COMPARE(copied(), QString("green star"));
+}
+
+void TestMainWindow::allTasksShowCleanLabels_data() {
+    QTest::addColumn<QString>("task");
+    for (const auto& t : florence::allTasks())
+        QTest::newRow(t.token.c_str()) << QString::fromStdString(t.token);
+}
+
+void TestMainWindow::allTasksShowCleanLabels() {
+    // Every task, run by the bundled model on a sample scene: whatever it says, no special token
+    // reaches the table, the overlay or the copied text.
+    QFETCH(QString, task);
+    const QString scene = QString::fromStdString(florence::samplesDir()) + "/scenes/scene_00.png";
+    QVERIFY(m_w->openImageFile(scene));
+    m_w->setTask(task);
+    const auto input = florence::taskInfo(task.toStdString()).input;
+    if (input == florence::TaskInput::Text)
+        m_w->setTaskText("A red circle.");
+    if (input == florence::TaskInput::Region)
+        m_w->setRegion(QRectF(QPointF(10, 10), QPointF(m_w->imageSize().width() / 2.0,
+                                                       m_w->imageSize().height() / 2.0)));
+    setSpin("beamsSpin", 1);
+    setSpin("maxTokensSpin", 64);
+    QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
+    QVERIFY2(m_w->startRun(), qPrintable(m_w->messageText()));
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, kRunTimeoutMs);
+    auto* table = child<QTableWidget>(m_w.get(), "itemsTable");
+    for (int r = 0; r < table->rowCount(); ++r)
+        for (int c = 0; c < table->columnCount(); ++c)
+            if (table->item(r, c))
+                QVERIFY2(!hasModelToken(table->item(r, c)->text()),
+                         qPrintable(table->item(r, c)->text()));
+    for (const QString& label : m_w->imageView()->overlayLabels())
+        QVERIFY2(!hasModelToken(label), qPrintable(label));
+    QApplication::clipboard()->clear();
+    pressKey(Qt::Key_C, Qt::ControlModifier | Qt::ShiftModifier);
+    QTRY_VERIFY(!QApplication::clipboard()->text().isNull());
+    QVERIFY2(!hasModelToken(QApplication::clipboard()->text()),
+             qPrintable(QApplication::clipboard()->text()));
+    // A region task's answer is a labelled row for the region asked about.
+    if (input == florence::TaskInput::Region && !m_w->answer().text.empty() &&
+        m_w->answer().type == florence::AnswerType::PureText)
+        QCOMPARE(table->rowCount(), 1);
+}
+
+void TestMainWindow::niceTicks_data() {
+    QTest::addColumn<double>("max");
+    QTest::addColumn<bool>("integer");
+    QTest::addColumn<double>("step");
+    QTest::addColumn<double>("top");
+    QTest::addColumn<int>("decimals");
+    QTest::newRow("10 tokens") << 10.0 << true << 2.0 << 10.0 << 0;
+    QTest::newRow("7 tokens") << 7.0 << true << 2.0 << 8.0 << 0;
+    QTest::newRow("3 tokens: no half steps") << 3.0 << true << 1.0 << 3.0 << 0;
+    QTest::newRow("137 tokens") << 137.0 << true << 50.0 << 150.0 << 0;
+    QTest::newRow("24.5 ms") << 24.5 << false << 5.0 << 25.0 << 0;
+    QTest::newRow("18.4 ms") << 18.4 << false << 5.0 << 20.0 << 0;
+    QTest::newRow("3665 ms") << 3665.0 << false << 1000.0 << 4000.0 << 0;
+    QTest::newRow("0.84 ms") << 0.84 << false << 0.2 << 1.0 << 1;
+}
+
+void TestMainWindow::niceTicks() {
+    QFETCH(double, max);
+    QFETCH(bool, integer);
+    QFETCH(double, step);
+    QFETCH(double, top);
+    QFETCH(int, decimals);
+    const florence::ui::NiceScale n = florence::ui::niceScale(max, integer);
+    QCOMPARE(n.step, step);
+    QCOMPARE(n.max, top);
+    QCOMPARE(n.decimals, decimals);
+}
+
+void TestMainWindow::chartsUseNiceTicks() {
+    // After a real run, both axes of both charts tick at 1, 2 or 5 times a power of ten from 0,
+    // and the token axis prints whole numbers.
+    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    m_w->setTask("<CAPTION>");
+    MainWindowTester(m_w.get()).setIgnoreEos(true);
+    setSpin("maxTokensSpin", 13);
+    setSpin("beamsSpin", 1);
+    QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
+    QVERIFY(m_w->startRun());
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, kRunTimeoutMs);
+    auto isNice = [](double step) {
+        const double mant = step / std::pow(10.0, std::floor(std::log10(step)));
+        return std::abs(mant - 1) < 1e-9 || std::abs(mant - 2) < 1e-9 || std::abs(mant - 5) < 1e-9;
+    };
+    for (QChart* chart : {m_w->latencyChart()->chart(), m_w->compareView()->chart()}) {
+        const auto xs = chart->axes(Qt::Horizontal);
+        const auto ys = chart->axes(Qt::Vertical);
+        QCOMPARE(xs.size(), 1);
+        QCOMPARE(ys.size(), 1);
+        auto* x = static_cast<QValueAxis*>(xs.at(0));
+        auto* y = static_cast<QValueAxis*>(ys.at(0));
+        for (QValueAxis* a : {x, y}) {
+            QCOMPARE(a->tickType(), QValueAxis::TicksDynamic);
+            QCOMPARE(a->tickAnchor(), 0.0);
+            QVERIFY2(isNice(a->tickInterval()), qPrintable(QString::number(a->tickInterval())));
+            const double ticks = a->max() / a->tickInterval();
+            QVERIFY(std::abs(ticks - std::round(ticks)) < 1e-9);
+        }
+        QVERIFY(x->tickInterval() >= 1);
+        QCOMPARE(x->labelFormat(), QString("%d"));
+    }
+    auto* x = static_cast<QValueAxis*>(m_w->latencyChart()->chart()->axes(Qt::Horizontal).at(0));
+    QVERIFY(x->max() >= 13);
+}
+
+void TestMainWindow::windowFitsSmallScreens() {
+    // 1080p at 150% is 1280x720 logical; a title bar and a panel take some of it.
+    const QSize least = m_w->minimumSizeHint().expandedTo(m_w->minimumSize());
+    qInfo("minimum window size %dx%d", least.width(), least.height());
+    QVERIFY2(least.width() <= 1280 && least.height() <= 720 - 60,
+             qPrintable(QString("%1x%2").arg(least.width()).arg(least.height())));
+    // At 1024x700 the chart and its numbers stay readable.
+    m_w->resize(1024, 700);
+    QTRY_COMPARE(m_w->size(), QSize(1024, 700));
+    auto* chartView = child<QWidget>(m_w.get(), "latencyChartView");
+    QTRY_VERIFY(chartView->isVisible());
+    QVERIFY2(chartView->height() >= 120 && chartView->width() >= 200,
+             qPrintable(QString("%1x%2").arg(chartView->width()).arg(chartView->height())));
+    for (const char* name : {"ttftLabel", "medianLabel", "totalLabel"}) {
+        auto* label = child<QLabel>(m_w.get(), name);
+        QVERIFY(label->isVisible());
+        QVERIFY(label->height() >= label->fontMetrics().height());
+    }
+    // A window larger than its screen (a saved size, or a scale factor of 2) shrinks and moves
+    // into the available area.
+    const QRect avail = m_w->screen()->availableGeometry();
+    m_w->resize(avail.width() * 2, avail.height() * 2);
+    m_w->move(avail.topLeft() + QPoint(300, 300));
+    m_w->fitToScreen();
+    QTRY_VERIFY2(avail.contains(m_w->geometry()) || m_w->size() == least.expandedTo(QSize(1, 1)) ||
+                     m_w->size().width() <= std::max(avail.width(), least.width()),
+                 qPrintable(QString("%1x%2+%3+%4 in %5x%6")
+                                .arg(m_w->width())
+                                .arg(m_w->height())
+                                .arg(m_w->x())
+                                .arg(m_w->y())
+                                .arg(avail.width())
+                                .arg(avail.height())));
+    QVERIFY(m_w->width() <= std::max(avail.width(), least.width()));
+    QVERIFY(m_w->height() <= std::max(avail.height(), least.height()));
+}
+
+void TestMainWindow::tabOrderLeavesTheTable() {
+    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    MainWindowTester(m_w.get()).showAnswerText(
+        "<OD>", "</s><s>car<loc_52><loc_333><loc_932><loc_774>person<loc_10><loc_10><loc_100>"
+                "<loc_200></s>");
+    m_w->setTask("<CAPTION_TO_PHRASE_GROUNDING>");
+    m_w->activateWindow();
+    m_w->imageView()->setFocus();
+    QTRY_VERIFY(m_w->imageView()->hasFocus());
+    QStringList order;
+    for (int i = 0; i < 16; ++i) {
+        QTest::keyClick(QApplication::focusWidget(), Qt::Key_Tab);
+        QWidget* f = QApplication::focusWidget();
+        order << (f ? f->objectName() : QString("(none)"));
+    }
+    auto at = [&](const char* name) { return order.indexOf(QString::fromLatin1(name)); };
+    const QString seen = order.join(' ');
+    for (const char* name : {"modelCombo", "taskCombo", "inputEdit", "beamsSpin", "maxTokensSpin",
+                             "runButton", "itemsTable"})
+        QVERIFY2(at(name) >= 0, qPrintable(QString(name) + " not reached: " + seen));
+    QVERIFY2(at("modelCombo") < at("taskCombo") && at("taskCombo") < at("inputEdit") &&
+                 at("inputEdit") < at("beamsSpin") && at("beamsSpin") < at("maxTokensSpin") &&
+                 at("maxTokensSpin") < at("runButton") && at("runButton") < at("itemsTable"),
+             qPrintable(seen));
+    // One Tab leaves the table (it used to cycle its cells).
+    const int table = at("itemsTable");
+    QVERIFY2(table + 1 < order.size() && order.at(table + 1) != "itemsTable", qPrintable(seen));
+    // Help > Keyboard Shortcuts lists the keys.
+    const QString help = m_w->shortcutsText();
+    for (const char* key : {"Ctrl+R", "Ctrl+O", "Esc", "Ctrl+Shift+R", "Tab"})
+        QVERIFY2(help.contains(key), qPrintable(help));
+}
+
+void TestMainWindow::regionHintClearAndMessages() {
+    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    m_w->setTask("<REGION_TO_CATEGORY>");
+    auto* hint = child<QLabel>(m_w.get(), "regionLabel");
+    QVERIFY(hint->wordWrap());
+    // The task says what it needs and whether the loaded (demo) model was trained for it.
+    auto* taskHint = child<QLabel>(m_w.get(), "taskHintLabel");
+    QVERIFY2(taskHint->text().contains("region dragged on the image"),
+             qPrintable(taskHint->text()));
+    QVERIFY(taskHint->text().contains("was trained for it"));
+    m_w->setTask("<OPEN_VOCABULARY_DETECTION>");
+    QVERIFY2(taskHint->text().contains("typed in the text field"), qPrintable(taskHint->text()));
+    QVERIFY(taskHint->text().contains("not trained for it"));
+    m_w->setTask("<REGION_TO_CATEGORY>");
+    // Run without a region: the user is told to drag one, not given the CLI's wording.
+    QVERIFY(!m_w->startRun());
+    QVERIFY2(m_w->messageText().contains("Drag a rectangle"), qPrintable(m_w->messageText()));
+    QVERIFY(!m_w->messageText().contains("<loc_N>"));
+    // The prompt line shows the task that is selected, not the last run's.
+    auto* prompt = child<QLabel>(m_w.get(), "promptLabel");
+    m_w->setTask("<OD>");
+    QCOMPARE(prompt->text(), QString("Locate the objects with category name in the image."));
+    m_w->setTask("<REGION_TO_CATEGORY>");
+    m_w->setRegion(QRectF(100, 80, 200, 150));
+    QVERIFY(prompt->text().contains("<loc_"));
+    setSpin("maxTokensSpin", 5);
+    QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
+    QVERIFY(m_w->startRun());
+    // The error line and the status bar no longer show the earlier error.
+    QVERIFY(m_w->messageText().isEmpty());
+    QVERIFY(!m_w->statusBar()->currentMessage().contains("Drag a rectangle"));
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, kRunTimeoutMs);
+    // A non-region task does not draw the rectangle over its answer.
+    m_w->setTask("<CAPTION>");
+    QVERIFY(!m_w->imageView()->region().has_value());
+    m_w->setTask("<REGION_TO_CATEGORY>");
+    QVERIFY(m_w->imageView()->region().has_value());
+    // Esc (nothing running) clears it; so does View > Clear Region.
+    pressKey(Qt::Key_Escape);
+    QTRY_VERIFY(!m_w->region().has_value());
+    QVERIFY(!m_w->imageView()->region().has_value());
+    m_w->setRegion(QRectF(10, 10, 50, 50));
+    auto* clear = m_w->findChild<QAction*>("clearRegionAction");
+    QVERIFY(clear && clear->isEnabled());
+    clear->trigger();
+    QVERIFY(!m_w->region().has_value());
+    QVERIFY(hint->text().contains("Drag a rectangle"));
+}
+
+void TestMainWindow::staleStateIsCleared() {
+    QVERIFY(prepareLongRun("<CAPTION>"));
+    QSignalSpy tokens(m_w.get(), &MainWindow::tokenArrived);
+    QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
+    QVERIFY(m_w->startRun());
+    QTRY_VERIFY_WITH_TIMEOUT(tokens.count() >= 2, kRunTimeoutMs);
+    // Switching the task mid-run: the prompt line follows the new task at once.
+    m_w->setTask("<OD>");
+    QCOMPARE(child<QLabel>(m_w.get(), "promptLabel")->text(),
+             QString("Locate the objects with category name in the image."));
+    // A new image mid-run: the run ends, nothing of the old image's result stays.
+    QVERIFY(m_w->openImageFile(samplePath("coffee.png")));
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, 30'000);
+    QVERIFY(!m_w->isRunning());
+    QVERIFY(!m_w->latencyChart()->chart()->title().contains("running"));
+    QCOMPARE(m_w->latencyChart()->pointCount(), 0);
+    QCOMPARE(child<QLabel>(m_w.get(), "statusRun")->text(), QString("Idle"));
+    QVERIFY(child<QPlainTextEdit>(m_w.get(), "rawText")->toPlainText().isEmpty());
+    QTest::qWait(200); // the old run's late tokens are dropped
+    QCOMPARE(m_w->latencyChart()->pointCount(), 0);
+    // The header counts the answer's tokens, the chart the decoding steps, and says so.
+    MainWindowTester(m_w.get()).setIgnoreEos(false);
+    m_w->setTask("<CAPTION>");
+    setSpin("maxTokensSpin", 12);
+    QVERIFY(m_w->startRun());
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 2, kRunTimeoutMs);
+    QVERIFY2(child<QLabel>(m_w.get(), "resultSummary")->text().contains("answer tokens"),
+             qPrintable(child<QLabel>(m_w.get(), "resultSummary")->text()));
+    auto* steps = child<QLabel>(m_w.get(), "tokensLabel");
+    QVERIFY(steps);
+}
+
+void TestMainWindow::exportsRememberFolderAndNameTheTask() {
+    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    MainWindowTester(m_w.get()).showAnswerText("<OD>",
+                                               "</s><s>car<loc_52><loc_333><loc_932><loc_774></s>");
+    QStringList offered;
+    m_w->setFileChooser(
+        [&](MainWindow::FileChoice, const QString&, const QString& dir, const QString&) {
+            offered << dir;
+            return m_nextChosenFile;
+        });
+    const QString folder = m_tmp.filePath("exports");
+    QVERIFY(QDir().mkpath(folder));
+    m_nextChosenFile = folder + "/mine.json";
+    pressKey(Qt::Key_E, Qt::ControlModifier);
+    QTRY_VERIFY(QFile::exists(m_nextChosenFile));
+    QVERIFY2(offered.value(0).endsWith("pier-OD.json"), qPrintable(offered.value(0)));
+    QVERIFY(!offered.value(0).contains("/samples/"));
+    // The next export starts where this one went, named after its own task.
+    MainWindowTester(m_w.get()).showAnswerText("<CAPTION>", "</s><s>A pier.</s>");
+    m_nextChosenFile = folder + "/caption.png";
+    pressKey(Qt::Key_S, Qt::ControlModifier | Qt::ShiftModifier);
+    QTRY_VERIFY(QFile::exists(m_nextChosenFile));
+    QCOMPARE(offered.value(1), QDir(folder).filePath("pier-CAPTION-annotated.png"));
+    // COCO numbers are rounded (no float noise like 101.37600000000002).
+    QFile f(folder + "/mine.json");
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QJsonArray ann =
+        QJsonDocument::fromJson(f.readAll()).object()["coco"].toObject()["annotations"].toArray();
+    QCOMPARE(ann.size(), 1);
+    for (const QJsonValue& v : ann.at(0).toObject()["bbox"].toArray()) {
+        const double x = v.toDouble();
+        QVERIFY2(std::abs(x * 100 - std::round(x * 100)) < 1e-6,
+                 qPrintable(QString::number(x, 'g', 17)));
+    }
+}
+
+void TestMainWindow::compareVerdictWording_data() {
+    QTest::addColumn<std::vector<double>>("cached");
+    QTest::addColumn<std::vector<double>>("uncached");
+    QTest::addColumn<bool>("conclusive");
+    QTest::addColumn<QString>("says");
+    QTest::newRow("steady") << std::vector<double>{400, 410, 405}
+                            << std::vector<double>{1200, 1190, 1230} << true << "faster";
+    QTest::newRow("steady, explains length")
+        << std::vector<double>{400, 410, 405} << std::vector<double>{1200, 1190, 1230} << true
+        << "the longer the answer";
+    QTest::newRow("one cached pass hit by a busy spell")
+        << std::vector<double>{43, 3665, 45} << std::vector<double>{120, 118, 125} << false
+        << "the machine was busy; run again";
+    QTest::newRow("uncached noisy")
+        << std::vector<double>{40, 41, 42} << std::vector<double>{120, 300, 125} << false
+        << "the machine was busy; run again";
+    QTest::newRow("short answer, no gain")
+        << std::vector<double>{100, 101, 102} << std::vector<double>{95, 96, 97} << true
+        << "too short for the cache to pay off";
+}
+
+void TestMainWindow::compareVerdictWording() {
+    QFETCH(std::vector<double>, cached);
+    QFETCH(std::vector<double>, uncached);
+    QFETCH(bool, conclusive);
+    QFETCH(QString, says);
+    florence::ui::CompareOutcome o;
+    o.cachedTotalsMs = o.cachedDecodeMs = cached;
+    o.uncachedTotalsMs = o.uncachedDecodeMs = uncached;
+    o.cached.result.generatedIds.assign(9, 0);
+    const florence::ui::CompareVerdict v = florence::ui::judgeComparison(o);
+    QCOMPARE(v.conclusive, conclusive);
+    QVERIFY2(v.conclusion.contains(says), qPrintable(v.conclusion));
+    QVERIFY(v.speedupText.contains("×"));
+    // Medians, not means or single passes.
+    QCOMPARE(v.cached.medianMs, florence::ui::spreadOf(cached).medianMs);
+    QCOMPARE(v.cached.count, 3);
+}
+
+void TestMainWindow::compareRepeatsOnABusyMachine() {
+    // A thread keeps a core busy the whole time, as a colleague's build would. Compare must
+    // still warm up, alternate three passes of each kind, and say what its numbers allow.
+    std::atomic<bool> stop{false};
+    std::thread busy([&stop] {
+        volatile double x = 0;
+        while (!stop.load(std::memory_order_relaxed))
+            x = x * 1.0000001 + 1.0;
+    });
+    auto joinBusy = qScopeGuard([&] {
+        stop = true;
+        busy.join();
+    });
+    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    m_w->setTask("<CAPTION>");
+    MainWindowTester t(m_w.get());
+    t.setIgnoreEos(true);
+    setSpin("maxTokensSpin", 12);
+    setSpin("beamsSpin", 1);
+    std::vector<florence::ui::CompareOutcome> outcomes;
+    int progress = 0;
+    connect(
+        t.engineWorker(), &EngineWorker::compareFinished, this,
+        [&](const florence::ui::CompareOutcome& o) { outcomes.push_back(o); },
+        Qt::QueuedConnection);
+    connect(
+        t.engineWorker(), &EngineWorker::compareProgress, this,
+        [&](quint64, int, int) { ++progress; }, Qt::QueuedConnection);
+    QSignalSpy compared(m_w.get(), &MainWindow::comparisonCompleted);
+    QVERIFY(m_w->startComparison());
+    QTRY_COMPARE_WITH_TIMEOUT(compared.count(), 1, kRunTimeoutMs);
+    QTRY_COMPARE(outcomes.size(), size_t(1));
+    const florence::ui::CompareOutcome& o = outcomes.front();
+    QVERIFY(!o.cancelled);
+    QCOMPARE(o.cachedTotalsMs.size(), size_t(3));
+    QCOMPARE(o.uncachedTotalsMs.size(), size_t(3));
+    QCOMPARE(progress, 7);                  // a warm-up and six measured passes
+    QVERIFY(compared.at(0).at(0).toBool()); // identical in every repeat
+    // The window says exactly what the collected numbers allow.
+    const florence::ui::CompareVerdict v = florence::ui::judgeComparison(o);
+    const QString note = child<QLabel>(m_w.get(), "compareNoteLabel")->text();
+    QCOMPARE(note, v.conclusion);
+    QCOMPARE(child<QLabel>(m_w.get(), "speedupLabel")->text(), v.speedupText);
+    QCOMPARE(note.contains("the machine was busy; run again"), !v.conclusive);
+    QVERIFY(child<QLabel>(m_w.get(), "cachedTotalLabel")->text().contains("over 3 runs"));
 }
 
 QTEST_MAIN(TestMainWindow)

@@ -4,6 +4,8 @@
 
 #include <QElapsedTimer>
 
+#include <algorithm>
+
 namespace florence::ui {
 
 EngineWorker::EngineWorker(QObject* parent) : QObject(parent) {}
@@ -23,13 +25,9 @@ void EngineWorker::loadModel(const QString& packageDir, Precision precision) {
         const Manifest& m = m_model->manifest();
         ModelInfo info;
         info.dir = QString::fromStdString(m.dir.empty() ? packageDir.toStdString() : m.dir);
-        info.name = QString::fromStdString(m.name);
-        info.source = QString::fromStdString(m.source);
+        info.manifest = m;
         // The precision the weights run in, not the manifest's (which is how they are stored).
         info.precisionMode = m_model->loadOptions().precision;
-        info.precision = QString::fromLatin1(precisionName(info.precisionMode));
-        info.parameterCount = m.parameterCount;
-        info.maxPositions = m.maxPositions;
         info.loadMs = m_model->loadMs();
         info.defaults = m_model->defaultOptions();
         emit modelLoaded(info);
@@ -41,46 +39,89 @@ void EngineWorker::loadModel(const QString& packageDir, Precision precision) {
 }
 
 RunOutcome EngineWorker::runPass(const RunRequest& request, const GenerationOptions& options,
-                                 int pass) {
+                                 int pass, bool stream) {
     Request req;
     req.image = *request.image;
     req.prompt = request.prompt;
     QElapsedTimer clock;
     clock.start();
     const quint64 runId = request.runId;
-    Result r = m_session->generate(
+    RunOutcome out;
+    out.runId = runId;
+    out.pass = pass;
+    out.task = request.task;
+    out.useCache = options.useCache;
+    out.numBeams = options.numBeams;
+    out.imageWidth = request.image->width;
+    out.imageHeight = request.image->height;
+    out.result = m_session->generate(
         req, options,
         [&](const TokenEvent& e) {
             TokenUpdate u;
             u.runId = runId;
             u.pass = pass;
-            u.step = e.step;
-            u.textDelta = e.textDelta;
-            u.rewound = e.rewound;
-            u.text = e.text;
-            u.stepMs = e.stepMs;
+            u.event = e;
             u.elapsedMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
-            u.preprocessMs = e.preprocessMs;
-            u.visionMs = e.visionMs;
-            u.textEncoderMs = e.textEncoderMs;
-            emit tokenReady(u);
+            if (stream)
+                emit tokenReady(u);
             return true;
         },
         request.cancel.get());
-    RunOutcome out;
-    out.runId = runId;
-    out.pass = pass;
-    out.task = request.task;
-    out.text = r.text;
-    out.generatedIds = r.generatedIds;
-    out.cancelled = r.cancelled;
-    out.useCache = options.useCache;
-    out.numBeams = options.numBeams;
-    out.generatedTokens = r.generatedIds.empty() ? 0 : static_cast<int>(r.generatedIds.size()) - 1;
-    out.imageWidth = request.image->width;
-    out.imageHeight = request.image->height;
-    out.timings = r.timings;
     return out;
+}
+
+CompareOutcome EngineWorker::compare(const RunRequest& request) {
+    // The features are recomputed in every pass so the totals measure the same work and differ
+    // only by the cache. One pass each is not a measurement on a machine where anything else
+    // runs: a warm-up first (allocator, page faults, caches), then the two alternate, so a
+    // busy spell slows both rather than one; the window reports medians and their spread.
+    GenerationOptions cached = request.options;
+    cached.useCache = true;
+    cached.reuseFeatures = false;
+    GenerationOptions uncached = cached;
+    uncached.useCache = false;
+    const int repeats = std::max(1, request.compareRepeats);
+    const int total = repeats * 2 + (request.compareWarmup ? 1 : 0);
+    int done = 0;
+    CompareOutcome cmp;
+    cmp.runId = request.runId;
+    cmp.cached.runId = cmp.uncached.runId = request.runId;
+    cmp.uncached.pass = 1;
+    auto cancelled = [&] { return request.cancel && request.cancel->load(); };
+    if (request.compareWarmup) {
+        GenerationOptions warm = cached;
+        // Short: it only has to touch what the measured passes will use.
+        warm.maxNewTokens = std::min(warm.maxNewTokens, 8);
+        runPass(request, warm, 0, false);
+        emit compareProgress(request.runId, ++done, total);
+    }
+    bool identical = true;
+    for (int rep = 0; rep < repeats && !cancelled(); ++rep) {
+        for (int pass = 0; pass < 2 && !cancelled(); ++pass) {
+            // The first measured pass of each kind streams to the chart and shows the answer.
+            const RunOutcome o = runPass(request, pass == 0 ? cached : uncached, pass, rep == 0);
+            if (o.cancelled())
+                break;
+            RunOutcome& kept = pass == 0 ? cmp.cached : cmp.uncached;
+            if (rep == 0) {
+                kept = o;
+                emit runFinished(o);
+            } else {
+                identical = identical && o.result.generatedIds == kept.result.generatedIds;
+            }
+            (pass == 0 ? cmp.cachedTotalsMs : cmp.uncachedTotalsMs)
+                .push_back(o.result.timings.totalMs);
+            (pass == 0 ? cmp.cachedDecodeMs : cmp.uncachedDecodeMs)
+                .push_back(o.result.timings.decodeMs);
+            emit compareProgress(request.runId, ++done, total);
+        }
+    }
+    cmp.cancelled = cancelled() || static_cast<int>(cmp.uncachedTotalsMs.size()) < repeats;
+    if (cmp.cancelled)
+        cmp.uncached.result.cancelled = cmp.cached.result.cancelled = true;
+    cmp.identical = !cmp.cancelled && identical &&
+                    cmp.cached.result.generatedIds == cmp.uncached.result.generatedIds;
+    return cmp;
 }
 
 void EngineWorker::run(const RunRequest& request) {
@@ -90,7 +131,7 @@ void EngineWorker::run(const RunRequest& request) {
         RunOutcome out;
         out.runId = request.runId;
         out.task = request.task;
-        out.cancelled = true;
+        out.result.cancelled = true;
         emit runFinished(out);
         if (request.kind == RunKind::Compare) {
             // The window ends a comparison on compareFinished only.
@@ -120,28 +161,7 @@ void EngineWorker::run(const RunRequest& request) {
             emit runFinished(runPass(request, request.options, 0));
             return;
         }
-        // Comparison: the features are recomputed in both passes so the two totals measure the
-        // same work and differ only by the cache.
-        GenerationOptions cached = request.options;
-        cached.useCache = true;
-        cached.reuseFeatures = false;
-        GenerationOptions uncached = cached;
-        uncached.useCache = false;
-        CompareOutcome cmp;
-        cmp.runId = request.runId;
-        cmp.cached = runPass(request, cached, 0);
-        emit runFinished(cmp.cached);
-        if (!cmp.cached.cancelled) {
-            cmp.uncached = runPass(request, uncached, 1);
-            emit runFinished(cmp.uncached);
-        } else {
-            cmp.uncached.runId = request.runId;
-            cmp.uncached.pass = 1;
-            cmp.uncached.cancelled = true;
-        }
-        cmp.cancelled = cmp.cached.cancelled || cmp.uncached.cancelled;
-        cmp.identical = !cmp.cancelled && cmp.cached.generatedIds == cmp.uncached.generatedIds;
-        emit compareFinished(cmp);
+        emit compareFinished(compare(request));
     } catch (const std::exception& e) {
         emit runFailed(request.runId, QString::fromStdString(e.what()));
     } catch (...) {

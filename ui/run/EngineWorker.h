@@ -47,12 +47,17 @@ signals:
     void runStarted(quint64 runId);
     void tokenReady(const florence::ui::TokenUpdate& update);
     void runFinished(const florence::ui::RunOutcome& outcome);
+    // Only for RunKind::Compare: passes done of all (warm-up included).
+    void compareProgress(quint64 runId, int done, int total);
     // Only for RunKind::Compare, after the two runFinished signals.
     void compareFinished(const florence::ui::CompareOutcome& outcome);
     void runFailed(quint64 runId, const QString& message);
 
 private:
-    RunOutcome runPass(const RunRequest& request, const GenerationOptions& options, int pass);
+    // `stream`: emit tokenReady for each token (a comparison's repeats run silently).
+    RunOutcome runPass(const RunRequest& request, const GenerationOptions& options, int pass,
+                       bool stream = true);
+    CompareOutcome compare(const RunRequest& request);
 
     std::shared_ptr<const Model> m_model;
     std::unique_ptr<Session> m_session;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <florence/engine.h>
+#include <florence/package.h>
 
 #include <QMetaType>
 #include <QString>
@@ -33,71 +34,65 @@ struct RunRequest {
     // Set by the GUI thread to stop this run; each run has its own flag so cancelling an old run
     // can never stop the one queued after it.
     std::shared_ptr<std::atomic<bool>> cancel;
+    // RunKind::Compare: measured passes of each kind, alternating, after an optional warm-up.
+    int compareRepeats = 3;
+    bool compareWarmup = true;
 };
 
-// One streamed token. `pass` is 0 for a single run; for a comparison 0 = cached, 1 = uncached.
+// One streamed token: the engine's TokenEvent as it was reported, plus which run and pass it
+// belongs to. `pass` is 0 for a single run; for a comparison 0 = cached, 1 = uncached.
 struct TokenUpdate {
     quint64 runId = 0;
     int pass = 0;
-    int step = 0;
-    std::string textDelta;
-    bool rewound = false; // `text` replaces everything shown so far
-    std::string text;     // best hypothesis so far
-    double stepMs = 0;
+    TokenEvent event;
     double elapsedMs = 0; // since the run started (the first one is the time to first token)
-    // The stages before decoding (the same in every update of a run; 0 for a skipped stage,
-    // e.g. the vision encoder when the image features were reused).
-    double preprocessMs = 0;
-    double visionMs = 0;
-    double textEncoderMs = 0;
 };
 
+// One finished pass: the engine's Result and what the request asked for.
 struct RunOutcome {
     quint64 runId = 0;
     int pass = 0;
     QString task;
-    std::string text; // decoded with special tokens kept
-    std::vector<int64_t> generatedIds;
-    bool cancelled = false;
+    Result result; // result.text is decoded with special tokens kept
     bool useCache = true;
     int numBeams = 1;
-    int generatedTokens = 0; // decoder start token excluded
     int imageWidth = 0, imageHeight = 0;
-    Timings timings;
+
+    bool cancelled() const { return result.cancelled; }
+    // Decoder start token excluded.
+    int generatedTokens() const {
+        return result.generatedIds.empty() ? 0 : static_cast<int>(result.generatedIds.size()) - 1;
+    }
 };
 
+// A comparison: the first measured pass of each kind in full, and every repeat's timings.
 struct CompareOutcome {
     quint64 runId = 0;
     RunOutcome cached;
     RunOutcome uncached;
+    std::vector<double> cachedTotalsMs, uncachedTotalsMs; // one per repeat, in run order
+    std::vector<double> cachedDecodeMs, uncachedDecodeMs;
     bool cancelled = false;
-    bool identical = false; // the same generated token ids
+    bool identical = false; // the same generated token ids, in every repeat
 };
 
+// A loaded model: its package manifest and how this process runs it.
 struct ModelInfo {
     QString dir;
-    QString name;   // the manifest's name, e.g. "florence2-tiny (random weights, seed 1234)"
-    QString source; // the manifest's account of where the weights came from
-    Precision precisionMode = Precision::Float32; // how the weights are run
-    QString precision;                            // precisionName(precisionMode)
-    qint64 parameterCount = 0;
-    int maxPositions = 0;
+    Manifest manifest;
+    Precision precisionMode = Precision::Float32; // how the weights are run (not how stored)
     double loadMs = 0;
     GenerationOptions defaults;
+
+    // The manifest's name, e.g. "florence2-tiny (random weights, seed 1234)".
+    QString name() const { return QString::fromStdString(manifest.name); }
+    // The manifest's account of where the weights came from.
+    QString source() const { return QString::fromStdString(manifest.source); }
+    QString precision() const { return QString::fromLatin1(precisionName(precisionMode)); }
 };
 
 // Registers the types above for queued connections.
 void registerWorkerTypes();
-
-// "florence2-tiny (random init) · 12.3 M parameters · float32"
-QString describeModel(const ModelInfo& info);
-
-// What kind of weights these are and what answers to expect, from the manifest's name and
-// source: a demo model trained on synthetic scenes, random weights, or a real checkpoint.
-// Plain text, one or two sentences.
-QString explainModelWeights(const ModelInfo& info);
-// How to get real answers: importing a Hugging Face checkpoint from the app or the CLI.
-QString importCheckpointHint();
 
 } // namespace florence::ui
 

@@ -9,6 +9,9 @@
 #include <QValueAxis>
 #include <QWidget>
 
+#include <algorithm>
+#include <cmath>
+
 namespace florence::ui {
 
 bool isDarkPalette(const QPalette& palette) {
@@ -42,13 +45,41 @@ void setUpLatencyChart(QChart* chart, QValueAxis*& axisX, QValueAxis*& axisY) {
     chart->setAnimationOptions(QChart::NoAnimation);
     axisX = new QValueAxis();
     axisX->setTitleText(QObject::tr("token"));
-    axisX->setLabelFormat(QStringLiteral("%d"));
-    axisX->setRange(0, 10);
+    setNiceRange(axisX, 10, true);
     axisY = new QValueAxis();
     axisY->setTitleText(QObject::tr("ms"));
-    axisY->setRange(0, 10);
+    setNiceRange(axisY, 10, false);
     chart->addAxis(axisX, Qt::AlignBottom);
     chart->addAxis(axisY, Qt::AlignLeft);
+}
+
+NiceScale niceScale(double maxValue, bool integer, int maxTicks) {
+    NiceScale n;
+    const double top = std::max(maxValue, integer ? 1.0 : 1e-3);
+    const double rough = top / std::max(1, maxTicks);
+    const double power = std::pow(10.0, std::floor(std::log10(rough)));
+    double step = power * 10;
+    for (const double m : {1.0, 2.0, 5.0, 10.0})
+        if (power * m >= rough) {
+            step = power * m;
+            break;
+        }
+    if (integer)
+        step = std::max(1.0, std::round(step));
+    n.step = step;
+    n.max = std::ceil(top / step - 1e-9) * step;
+    n.decimals = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
+    return n;
+}
+
+void setNiceRange(QValueAxis* axis, double maxValue, bool integer) {
+    const NiceScale n = niceScale(maxValue, integer);
+    axis->setRange(0, n.max);
+    axis->setTickType(QValueAxis::TicksDynamic);
+    axis->setTickAnchor(0);
+    axis->setTickInterval(n.step);
+    axis->setLabelFormat(n.decimals == 0 ? QStringLiteral("%d")
+                                         : QStringLiteral("%.%1f").arg(n.decimals));
 }
 
 QChartView* layOutChartWithStats(QWidget* owner, QChart* chart, QWidget* stats,
@@ -56,8 +87,9 @@ QChartView* layOutChartWithStats(QWidget* owner, QChart* chart, QWidget* stats,
     auto* view = new QChartView(chart, owner);
     view->setObjectName(viewName);
     view->setRenderHint(QPainter::Antialiasing);
-    view->setMinimumSize(260, 140);
-    stats->setMinimumWidth(230);
+    // Small minimums so the window fits narrow and scaled screens; the chart stays readable.
+    view->setMinimumSize(200, 140);
+    stats->setMinimumWidth(190);
     stats->setMaximumWidth(320);
     auto* layout = new QHBoxLayout(owner);
     layout->setContentsMargins(0, 0, 0, 0);

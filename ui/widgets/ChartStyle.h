@@ -24,6 +24,18 @@ QString formatMs(double ms);
 // "token" and "ms" value axes from 0 to 10 that the owner widens as steps arrive.
 void setUpLatencyChart(QChart* chart, QValueAxis*& axisX, QValueAxis*& axisY);
 
+// Ticks a reader can use: a step of 1, 2 or 5 times a power of ten (at least 1 for `integer`
+// axes, e.g. tokens), at most about `maxTicks` of them, from 0 to the first multiple of the
+// step at or above `maxValue`.
+struct NiceScale {
+    double max = 10;
+    double step = 2;
+    int decimals = 0; // what the labels need to print every tick exactly
+};
+NiceScale niceScale(double maxValue, bool integer, int maxTicks = 6);
+// Applies niceScale to a value axis: range 0..max, ticks at every step from 0, label format.
+void setNiceRange(QValueAxis* axis, double maxValue, bool integer);
+
 // The chart view on the left, the stats panel on the right, filling `owner`.
 QChartView* layOutChartWithStats(QWidget* owner, QChart* chart, QWidget* stats,
                                  const QString& viewName);

@@ -1,7 +1,8 @@
 #include "widgets/CompareView.h"
 
-#include "widgets/ChartStyle.h"
+#include "run/CompareVerdict.h"
 #include "run/StepStats.h"
+#include "widgets/ChartStyle.h"
 
 #include <QChart>
 #include <QChartView>
@@ -55,10 +56,16 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     m_verdict->setObjectName(QStringLiteral("verdictLabel"));
     m_verdict->setWordWrap(true);
     m_verdict->setTextFormat(Qt::PlainText); // engine messages may quote task tokens
+    m_speedup->setWordWrap(true);
+    m_note = new QLabel(stats);
+    m_note->setObjectName(QStringLiteral("compareNoteLabel"));
+    m_note->setWordWrap(true);
+    m_note->setTextFormat(Qt::PlainText);
     form->addRow(tr("Cache on:"), m_total[0]);
     form->addRow(tr("Cache off:"), m_total[1]);
     form->addRow(tr("Speedup:"), m_speedup);
     form->addRow(tr("Outputs:"), m_verdict);
+    form->addRow(m_note);
     m_view = layOutChartWithStats(this, m_chart, stats, QStringLiteral("compareChartView"));
     applyPalette();
 }
@@ -71,11 +78,20 @@ void CompareView::startComparison() {
         m_total[i]->setText(i == 0 ? tr("running…") : tr("waiting"));
     }
     m_maxMs = 0;
-    m_axisX->setRange(0, 10);
-    m_axisY->setRange(0, 10);
+    setNiceRange(m_axisX, 10, true);
+    setNiceRange(m_axisY, 10, false);
     m_speedup->setText(QStringLiteral("–"));
     m_verdict->setText(QStringLiteral("–"));
+    m_note->setText(tr("Warming up, then running each pass several times, alternating…"));
     m_chart->setTitle(tr("Cached vs uncached (running…)"));
+}
+
+void CompareView::clear() {
+    startComparison();
+    for (QLabel* l : {m_total[0], m_total[1], m_speedup, m_verdict})
+        l->setText(QStringLiteral("–"));
+    m_note->clear();
+    m_chart->setTitle(tr("Cached vs uncached: run Compare (Ctrl+Shift+R)"));
 }
 
 void CompareView::addStep(int pass, int step, double stepMs) {
@@ -98,8 +114,8 @@ void CompareView::refresh() {
         m_plotted[i] = static_cast<int>(m_steps[i].size());
         longest = std::max(longest, m_plotted[i]);
     }
-    m_axisX->setRange(0, longest);
-    m_axisY->setRange(0, std::max(1.0, m_maxMs * 1.15));
+    setNiceRange(m_axisX, longest, true);
+    setNiceRange(m_axisY, std::max(1.0, m_maxMs * 1.15), false);
 }
 
 void CompareView::setPassFinished(const RunOutcome& outcome) {
@@ -107,40 +123,52 @@ void CompareView::setPassFinished(const RunOutcome& outcome) {
     if (pass < 0 || pass > 1)
         return;
     // The engine's complete step list replaces what streamed in.
-    m_steps[pass] = outcome.timings.stepMs;
+    m_steps[pass] = outcome.result.timings.stepMs;
     m_series[pass]->clear();
     m_plotted[pass] = 0;
     for (double v : m_steps[pass])
         m_maxMs = std::max(m_maxMs, v);
     refresh();
-    const StepStats s = summarizeSteps(outcome.timings.stepMs);
+    const StepStats s = summarizeSteps(outcome.result.timings.stepMs);
     m_total[pass]->setText(tr("%1 total, %2 tokens, median step %3")
-                               .arg(formatMs(outcome.timings.totalMs))
+                               .arg(formatMs(outcome.result.timings.totalMs))
                                .arg(s.count)
                                .arg(formatMs(s.medianMs)) +
-                           (outcome.cancelled ? tr(" (cancelled)") : QString()));
+                           (outcome.cancelled() ? tr(" (cancelled)") : QString()));
 }
 
 void CompareView::setOutcome(const CompareOutcome& outcome) {
     if (outcome.cancelled) {
         m_chart->setTitle(tr("Cached vs uncached (cancelled)"));
         m_speedup->setText(QStringLiteral("–"));
+        m_note->clear();
         m_verdict->setText(tr("cancelled before both runs finished"));
-        if (outcome.uncached.timings.stepMs.empty())
+        if (outcome.uncached.result.timings.stepMs.empty())
             m_total[1]->setText(tr("not run"));
         return;
     }
     m_chart->setTitle(tr("Cached vs uncached"));
-    const double a = outcome.cached.timings.totalMs;
-    const double b = outcome.uncached.timings.totalMs;
-    const double decodeA = outcome.cached.timings.decodeMs;
-    const double decodeB = outcome.uncached.timings.decodeMs;
-    m_speedup->setText(a > 0 ? tr("%1× overall, %2× decoding")
-                                   .arg(b / a, 0, 'f', 2)
-                                   .arg(decodeA > 0 ? decodeB / decodeA : 0.0, 0, 'f', 2)
-                             : QStringLiteral("–"));
+    const CompareVerdict v = judgeComparison(outcome);
+    const auto totals = [this](const Spread& sp, const RunOutcome& o) {
+        const StepStats s = summarizeSteps(o.result.timings.stepMs);
+        return tr("median %1 total (%2–%3 over %4 runs), %5 tokens, median step %6")
+            .arg(formatMs(sp.medianMs), formatMs(sp.minMs), formatMs(sp.maxMs))
+            .arg(sp.count)
+            .arg(s.count)
+            .arg(formatMs(s.medianMs));
+    };
+    m_total[0]->setText(totals(v.cached, outcome.cached));
+    m_total[1]->setText(totals(v.uncached, outcome.uncached));
+    m_speedup->setText(v.speedupText);
+    m_note->setText(v.conclusion);
     m_verdict->setText(outcome.identical ? tr("identical ✔")
                                          : tr("different ✘ (the cache changed the answer)"));
+}
+
+void CompareView::setProgress(int done, int total) {
+    m_note->setText(tr("Pass %1 of %2 (a warm-up, then cache on and off alternating)…")
+                        .arg(std::min(done + 1, total))
+                        .arg(total));
 }
 
 void CompareView::setFailed(const QString& message) {

@@ -1,5 +1,6 @@
 // Cached versus uncached decoding of the same request: both per-token latency curves on one
-// chart, each run's total, the speedup and whether the two outputs are identical.
+// chart, each pass's median total over alternating repeats with its spread, the speedup, what
+// may be concluded from it, and whether the two outputs are identical.
 //
 //   view->startComparison();
 //   view->addStep(update.pass, update.step, update.stepMs);   // pass 0 cached, 1 uncached
@@ -29,11 +30,15 @@ public:
     explicit CompareView(QWidget* parent = nullptr);
 
     void startComparison();
+    // Empty, not running (a new image was opened).
+    void clear();
     void addStep(int pass, int step, double stepMs);
     void refresh();
     void setPassFinished(const RunOutcome& outcome);
     void setOutcome(const CompareOutcome& outcome);
     void setFailed(const QString& message);
+    // Passes done of all (a warm-up, then the alternating repeats).
+    void setProgress(int done, int total);
 
     QChart* chart() const { return m_chart; }
     QString verdict() const;
@@ -52,6 +57,7 @@ private:
     std::array<QLabel*, 2> m_total{};
     QLabel* m_speedup = nullptr;
     QLabel* m_verdict = nullptr;
+    QLabel* m_note = nullptr; // the conclusion: why the cache helps, or that the machine was busy
     std::array<std::vector<double>, 2> m_steps;
     std::array<int, 2> m_plotted{};
     double m_maxMs = 0;

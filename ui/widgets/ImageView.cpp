@@ -8,6 +8,7 @@
 #include <QGraphicsScene>
 #include <QGraphicsSimpleTextItem>
 #include <QMouseEvent>
+#include <QPainter>
 #include <QPen>
 #include <QScrollBar>
 #include <QWheelEvent>
@@ -83,6 +84,24 @@ ImageView::ImageView(QWidget* parent) : QGraphicsView(parent) {
     m_regionItem->setPen(regionPen);
     m_regionItem->setBrush(QColor(255, 215, 0, 40));
     updateDragMode();
+}
+
+QImage ImageView::renderAnnotated() const {
+    // The scene as the user sees it (same colours, labels at the screen's font size), at the
+    // image's own resolution; the dragged region is left out.
+    QImage out(m_image.size(), QImage::Format_RGB32);
+    out.fill(Qt::black);
+    const bool regionShown = m_regionItem->isVisible();
+    m_regionItem->setVisible(false);
+    {
+        QPainter p(&out);
+        p.setRenderHint(QPainter::Antialiasing);
+        p.setRenderHint(QPainter::TextAntialiasing);
+        const QRectF rect(QPointF(0, 0), QSizeF(m_image.size()));
+        scene()->render(&p, rect, rect);
+    }
+    m_regionItem->setVisible(regionShown);
+    return out;
 }
 
 void ImageView::setImage(const QImage& image) {
@@ -164,6 +183,24 @@ void ImageView::setAnswer(const ParsedAnswer& answer) {
     if (keepHighlight >= 0 && keepHighlight < static_cast<int>(m_overlays.size()))
         m_highlighted = keepHighlight;
     applyHighlight();
+}
+
+QStringList ImageView::overlayLabels() const {
+    QStringList labels;
+    for (const QGraphicsItem* shape : m_overlays) {
+        QString text;
+        std::vector<const QGraphicsItem*> todo{shape};
+        while (!todo.empty()) {
+            const QGraphicsItem* item = todo.back();
+            todo.pop_back();
+            if (const auto* t = dynamic_cast<const QGraphicsSimpleTextItem*>(item))
+                text = t->text();
+            for (const QGraphicsItem* child : item->childItems())
+                todo.push_back(child);
+        }
+        labels << text;
+    }
+    return labels;
 }
 
 void ImageView::highlightItem(int index) {

@@ -12,6 +12,7 @@
 
 #include <QGraphicsView>
 #include <QImage>
+#include <QStringList>
 
 #include <optional>
 #include <vector>
@@ -34,6 +35,10 @@ public:
 
     // Replaces the overlay. Cheap enough to call on every streamed token.
     void setAnswer(const ParsedAnswer& answer);
+    // The image with the answer drawn as on screen, at the image's resolution.
+    QImage renderAnnotated() const;
+    // The labels drawn on the overlay, in item order.
+    QStringList overlayLabels() const;
     void clearAnswer();
     int overlayItemCount() const { return static_cast<int>(m_overlays.size()); }
     // -1 removes the highlight.

@@ -1,7 +1,7 @@
 #include "widgets/LatencyChart.h"
 
-#include "widgets/ChartStyle.h"
 #include "run/StepStats.h"
+#include "widgets/ChartStyle.h"
 
 #include <QChart>
 #include <QChartView>
@@ -58,7 +58,9 @@ LatencyChart::LatencyChart(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("Tokens/s:"), m_tps);
     form->addRow(tr("Median step:"), m_median);
     form->addRow(tr("p95 step:"), m_p95);
-    form->addRow(tr("Tokens:"), m_tokens);
+    // Beam search takes one step per generated position; the answer's length can differ (the
+    // header counts the answer's tokens), so the label says which one this is.
+    form->addRow(tr("Decoding steps:"), m_tokens);
     form->addRow(tr("Total:"), m_total);
     m_view = layOutChartWithStats(this, m_chart, stats, QStringLiteral("latencyChartView"));
     applyPalette();
@@ -73,12 +75,17 @@ void LatencyChart::startRun() {
     m_finished = false;
     m_stagesKnown = false;
     m_series->clear();
-    m_axisX->setRange(0, 10);
-    m_axisY->setRange(0, 10);
+    setNiceRange(m_axisX, 10, true);
+    setNiceRange(m_axisY, 10, false);
     for (QLabel* l :
          {m_ttft, m_preprocess, m_vision, m_textEncoder, m_tps, m_median, m_p95, m_total, m_tokens})
         l->setText(QStringLiteral("–"));
     m_chart->setTitle(tr("Per-token latency (running…)"));
+}
+
+void LatencyChart::clear() {
+    startRun();
+    m_chart->setTitle(tr("Per-token latency"));
 }
 
 void LatencyChart::addStep(int step, double stepMs, double elapsedMs) {
@@ -108,8 +115,8 @@ void LatencyChart::refresh() {
     if (!points.isEmpty())
         m_series->append(points); // one repaint for the whole batch
     m_plotted = static_cast<int>(m_steps.size());
-    m_axisX->setRange(0, std::max(10, m_plotted));
-    m_axisY->setRange(0, std::max(1.0, m_maxMs * 1.15));
+    setNiceRange(m_axisX, std::max(10, m_plotted), true);
+    setNiceRange(m_axisY, std::max(1.0, m_maxMs * 1.15), false);
     updateStats();
 }
 

@@ -30,6 +30,8 @@ public:
     explicit LatencyChart(QWidget* parent = nullptr);
 
     void startRun();
+    // Empty, not running (a new image was opened).
+    void clear();
     void addStep(int step, double stepMs, double elapsedMs);
     // The stages before the first token; a vision time of 0 means the features were reused.
     void setStages(double preprocessMs, double visionMs, double textEncoderMs);

@@ -1,5 +1,7 @@
 #include "widgets/ResultsPanel.h"
 
+#include "run/AnswerDisplay.h"
+
 #include <QAction>
 #include <QApplication>
 #include <QClipboard>
@@ -83,13 +85,20 @@ ResultsPanel::ResultsPanel(QWidget* parent) : QWidget(parent) {
     m_header->addStretch(1);
 
     m_text = new QPlainTextEdit(this);
+    m_text->setTabChangesFocus(true);
     m_text->setObjectName(QStringLiteral("rawText"));
     m_text->setReadOnly(true);
-    m_text->setPlaceholderText(tr("Generated text appears here as tokens arrive."));
+    m_text->setPlaceholderText(
+        tr("The raw tokens the model generates appear here as they arrive; the table, the "
+           "image and Copy Answer Text show the answer without them."));
+    m_text->setToolTip(tr("Raw tokens: the text exactly as generated, with the model's special "
+                          "and location tokens"));
     m_text->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
     m_text->setLineWrapMode(QPlainTextEdit::WidgetWidth);
 
     m_table = new QTableWidget(0, 4, this);
+    // Tab leaves the table (arrow keys move between cells) instead of cycling its cells.
+    m_table->setTabKeyNavigation(false);
     m_table->setObjectName(QStringLiteral("itemsTable"));
     m_table->setHorizontalHeaderLabels({tr("#"), tr("Label"), tr("Kind"), tr("Coordinates (px)")});
     m_table->verticalHeader()->hide();
@@ -231,7 +240,10 @@ void ResultsPanel::copyToClipboard() {
             cells << (m_table->item(row, col) ? m_table->item(row, col)->text() : QString());
         lines << cells.join(QLatin1Char('\t'));
     }
-    QApplication::clipboard()->setText(lines.isEmpty() ? rawText() : lines.join(QLatin1Char('\n')));
+    // Without a selection: the answer as a person reads it, never the raw tokens.
+    QApplication::clipboard()->setText(lines.isEmpty()
+                                           ? QString::fromStdString(cleanAnswerText(m_shownText))
+                                           : lines.join(QLatin1Char('\n')));
 }
 
 } // namespace florence::ui

@@ -1,0 +1,161 @@
+#include "MainActions.h"
+
+#include "Theme.h"
+
+#include <QAction>
+#include <QActionGroup>
+#include <QMenu>
+#include <QMenuBar>
+#include <QStyle>
+#include <QToolBar>
+#include <QWidget>
+
+namespace florence::ui {
+
+MainActions::MainActions(QWidget* owner) {
+    QStyle* s = owner->style();
+    auto make = [&](const QString& text, const char* name, const QString& tip,
+                    QList<QKeySequence> keys = {}, const QIcon& icon = QIcon()) {
+        auto* a = new QAction(icon, text, owner);
+        a->setObjectName(QString::fromLatin1(name));
+        a->setShortcuts(keys);
+        a->setToolTip(tip);
+        a->setStatusTip(tip);
+        m_all << a;
+        // Window-wide shortcuts must work whichever child has focus.
+        if (!keys.isEmpty())
+            owner->addAction(a);
+        return a;
+    };
+    open = make(QObject::tr("&Open Image…"), "openAction",
+                QObject::tr("Open an image (Ctrl+O); you can also drop or paste one"),
+                {QKeySequence::Open}, s->standardIcon(QStyle::SP_DialogOpenButton));
+    paste = make(QObject::tr("&Paste Image"), "pasteAction",
+                 QObject::tr("Open the image on the clipboard (Ctrl+V)"), {QKeySequence::Paste});
+    openModel = make(QObject::tr("Open &Model Package…"), "openModelAction",
+                     QObject::tr("Load a model package folder written by the exporter"));
+    import = make(QObject::tr("&Import Hugging Face Model…"), "importAction",
+                  QObject::tr("Convert a Florence-2 checkpoint folder from Hugging Face into a "
+                              "model package and load it"));
+    exportJson =
+        make(QObject::tr("Export &JSON…"), "exportJsonAction",
+             QObject::tr("Save the answer as JSON: the Hugging Face form, the app's "
+                         "form and COCO annotations (Ctrl+E)"),
+             {QKeySequence(QObject::tr("Ctrl+E"))}, s->standardIcon(QStyle::SP_DialogSaveButton));
+    savePng = make(QObject::tr("Save &Annotated Image…"), "savePngAction",
+                   QObject::tr("Save the image with the answer drawn on it, as on screen, as a "
+                               "PNG (Ctrl+Shift+S)"),
+                   {QKeySequence(QObject::tr("Ctrl+Shift+S"))});
+    copyText = make(QObject::tr("&Copy Answer Text"), "copyTextAction",
+                    QObject::tr("Copy the answer as plain text, without the model's special "
+                                "tokens (Ctrl+Shift+C)"),
+                    {QKeySequence(QObject::tr("Ctrl+Shift+C"))});
+    quit = make(QObject::tr("&Quit"), "quitAction", QObject::tr("Close Florence Studio"),
+                {QKeySequence::Quit});
+    run = make(QObject::tr("&Run"), "runAction",
+               QObject::tr("Run the task on the image (Ctrl+R, Ctrl+Return)"),
+               {QKeySequence(QObject::tr("Ctrl+R")), QKeySequence(Qt::CTRL | Qt::Key_Return),
+                QKeySequence(Qt::CTRL | Qt::Key_Enter)},
+               runIcon());
+    cancel = make(QObject::tr("&Cancel"), "cancelAction",
+                  QObject::tr("Stop generating (Esc); when nothing runs, Esc clears the region"),
+                  {QKeySequence(Qt::Key_Escape)}, s->standardIcon(QStyle::SP_MediaStop));
+    compare = make(QObject::tr("C&ompare Cached vs Uncached"), "compareAction",
+                   QObject::tr("Run the same request with and without the KV cache, several "
+                               "times each, and compare (Ctrl+Shift+R)"),
+                   {QKeySequence(QObject::tr("Ctrl+Shift+R"))},
+                   s->standardIcon(QStyle::SP_BrowserReload));
+    clearRegion = make(QObject::tr("Clear &Region"), "clearRegionAction",
+                       QObject::tr("Remove the rectangle dragged on the image (Esc)"));
+    zoomIn = make(QObject::tr("Zoom &In"), "zoomInAction", QObject::tr("Zoom in (Ctrl++)"),
+                  {QKeySequence::ZoomIn, QKeySequence(QObject::tr("Ctrl+="))});
+    zoomOut = make(QObject::tr("Zoom &Out"), "zoomOutAction", QObject::tr("Zoom out (Ctrl+-)"),
+                   {QKeySequence::ZoomOut});
+    fit = make(QObject::tr("&Fit to Window"), "fitAction",
+               QObject::tr("Show the whole image (Ctrl+0)"), {QKeySequence(QObject::tr("Ctrl+0"))});
+    theme = new QActionGroup(owner);
+    themeSystem = make(QObject::tr("Follow the &System"), "themeSystemAction",
+                       QObject::tr("Use the desktop's colours"));
+    themeLight = make(QObject::tr("&Light"), "themeLightAction", QObject::tr("Light colours"));
+    themeDark = make(QObject::tr("&Dark"), "themeDarkAction", QObject::tr("Dark colours"));
+    for (QAction* a : {themeSystem, themeLight, themeDark}) {
+        a->setCheckable(true);
+        theme->addAction(a);
+    }
+    themeSystem->setChecked(true);
+    shortcuts = make(QObject::tr("&Keyboard Shortcuts"), "shortcutsAction",
+                     QObject::tr("List the keyboard shortcuts and the Tab order"));
+    about = make(QObject::tr("&About Florence Studio"), "aboutAction",
+                 QObject::tr("Version, runtime and what the loaded model can do"));
+}
+
+void MainActions::addMenus(QMenuBar* bar) {
+    QMenu* file = bar->addMenu(QObject::tr("&File"));
+    file->addAction(open);
+    recent = file->addMenu(QObject::tr("Open &Recent"));
+    recent->setObjectName(QStringLiteral("recentMenu"));
+    file->addAction(paste);
+    file->addSeparator();
+    file->addAction(openModel);
+    file->addAction(import);
+    file->addSeparator();
+    file->addAction(exportJson);
+    file->addAction(savePng);
+    file->addSeparator();
+    file->addAction(quit);
+
+    QMenu* edit = bar->addMenu(QObject::tr("&Edit"));
+    edit->addAction(copyText);
+    edit->addAction(paste);
+
+    QMenu* view = bar->addMenu(QObject::tr("&View"));
+    view->addAction(zoomIn);
+    view->addAction(zoomOut);
+    view->addAction(fit);
+    view->addSeparator();
+    view->addAction(clearRegion);
+    view->addSeparator();
+    QMenu* themes = view->addMenu(QObject::tr("&Theme"));
+    themes->setObjectName(QStringLiteral("themeMenu"));
+    themes->addActions(theme->actions());
+
+    QMenu* runMenu = bar->addMenu(QObject::tr("&Run"));
+    runMenu->addAction(run);
+    runMenu->addAction(cancel);
+    runMenu->addAction(compare);
+
+    QMenu* help = bar->addMenu(QObject::tr("&Help"));
+    help->addAction(shortcuts);
+    help->addAction(about);
+}
+
+void MainActions::addToolBarActions(QToolBar* bar) {
+    bar->addAction(open);
+    bar->addSeparator();
+    bar->addAction(run);
+    bar->addAction(cancel);
+    bar->addAction(compare);
+    bar->addSeparator();
+    bar->addAction(exportJson);
+}
+
+QString MainActions::shortcutsText() const {
+    QStringList lines;
+    for (const QAction* a : m_all) {
+        if (a->shortcuts().isEmpty())
+            continue;
+        QStringList keys;
+        for (const QKeySequence& k : a->shortcuts())
+            keys << k.toString(QKeySequence::NativeText);
+        lines << QStringLiteral("%1\t%2").arg(keys.join(QStringLiteral(", ")),
+                                              QString(a->text()).remove(QLatin1Char('&')));
+    }
+    lines << QString()
+          << QObject::tr("Tab moves through the image, the model, the task, its text, the "
+                         "generation settings, Run, Cancel, Compare, the answer and the charts; "
+                         "Shift+Tab goes back. In the answer table the arrow keys move between "
+                         "cells.");
+    return lines.join(QLatin1Char('\n'));
+}
+
+} // namespace florence::ui

@@ -1,0 +1,57 @@
+// The window's actions with their texts, shortcuts and tooltips, and the menus and tool bar
+// that show them. The window connects them to what they do.
+//
+//   MainActions a(window);                 // window owns the actions
+//   a.addMenus(window->menuBar());
+//   connect(a.run, &QAction::triggered, window, &MainWindow::startRun);
+//   QString help = a.shortcutsText();      // Help › Keyboard Shortcuts
+#pragma once
+
+#include <QList>
+#include <QString>
+
+class QAction;
+class QActionGroup;
+class QMenu;
+class QMenuBar;
+class QToolBar;
+class QWidget;
+
+namespace florence::ui {
+
+struct MainActions {
+    explicit MainActions(QWidget* owner);
+
+    void addMenus(QMenuBar* bar);
+    void addToolBarActions(QToolBar* bar);
+    // Every action that has a shortcut, as "Ctrl+R\tRun" lines (plain text).
+    QString shortcutsText() const;
+
+    QAction* open = nullptr;
+    QAction* paste = nullptr;
+    QAction* openModel = nullptr;
+    QAction* import = nullptr;
+    QAction* exportJson = nullptr;
+    QAction* savePng = nullptr;
+    QAction* copyText = nullptr;
+    QAction* quit = nullptr;
+    QAction* run = nullptr;
+    QAction* cancel = nullptr;
+    QAction* compare = nullptr;
+    QAction* clearRegion = nullptr;
+    QAction* zoomIn = nullptr;
+    QAction* zoomOut = nullptr;
+    QAction* fit = nullptr;
+    QAction* themeSystem = nullptr;
+    QAction* themeLight = nullptr;
+    QAction* themeDark = nullptr;
+    QActionGroup* theme = nullptr;
+    QAction* shortcuts = nullptr;
+    QAction* about = nullptr;
+    QMenu* recent = nullptr; // filled by the window
+
+private:
+    QList<QAction*> m_all;
+};
+
+} // namespace florence::ui

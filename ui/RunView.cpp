@@ -1,0 +1,199 @@
+#include "RunView.h"
+
+#include "run/RunController.h"
+#include "run/StepStats.h"
+#include "widgets/CompareView.h"
+#include "widgets/ImageView.h"
+#include "widgets/LatencyChart.h"
+#include "widgets/ResultsPanel.h"
+
+#include <QLabel>
+#include <QTabWidget>
+#include <QTimer>
+
+namespace florence::ui {
+
+namespace {
+
+// Streamed tokens are parsed as they arrive, but the widgets are redrawn at most this often:
+// a tiny model produces hundreds of tokens a second and repainting for each would make the
+// window sluggish while it generates.
+constexpr int kRefreshMs = 40;
+
+QString ms(double v) {
+    return v >= 1000 ? QStringLiteral("%1 s").arg(v / 1000.0, 0, 'f', 2)
+                     : QStringLiteral("%1 ms").arg(v, 0, 'f', 0);
+}
+
+QString itemCountText(const ParsedAnswer& a) {
+    if (a.type == AnswerType::PureText)
+        return QObject::tr("text answer");
+    const int n = static_cast<int>(a.items.size());
+    return n == 1 ? QObject::tr("1 item") : QObject::tr("%1 items").arg(n);
+}
+
+} // namespace
+
+RunView::RunView(RunController* run, const Widgets& widgets, QObject* parent)
+    : QObject(parent), m_run(run), m_w(widgets) {
+    m_refreshTimer = new QTimer(this);
+    m_refreshTimer->setInterval(kRefreshMs);
+    connect(m_refreshTimer, &QTimer::timeout, this, &RunView::refresh);
+}
+
+void RunView::started(RunKind kind, const QString& task) {
+    if (kind == RunKind::Compare) {
+        m_w.compare->startComparison();
+        m_w.tabs->setCurrentWidget(m_w.compare);
+    } else {
+        m_w.tabs->setCurrentWidget(m_w.latency);
+    }
+    m_w.status->setText(kind == RunKind::Compare ? tr("Comparing…") : tr("Running %1…").arg(task));
+    m_refreshTimer->start();
+}
+
+void RunView::cancelling() {
+    m_w.status->setText(tr("Cancelling…"));
+}
+
+void RunView::clear() {
+    m_w.results->clear();
+    m_w.latency->clear();
+    m_w.compare->clear();
+    m_w.status->setText(tr("Idle"));
+}
+
+void RunView::finish(const QString& status) {
+    m_refreshTimer->stop();
+    m_run->finish();
+    m_w.status->setText(status);
+    emit runEnded();
+}
+
+void RunView::end(const QString& status, bool cancelled) {
+    const RunKind kind = m_run->kind();
+    finish(status);
+    // A comparison reports its end with comparisonCompleted (whether the outputs matched).
+    if (kind == RunKind::Single)
+        emit runCompleted(cancelled);
+}
+
+void RunView::onRunStarted(quint64 runId) {
+    if (!m_run->isActive(runId))
+        return;
+    m_w.status->setText(m_run->kind() == RunKind::Compare ? tr("Comparing: warming up…")
+                                                          : tr("Encoding the image…"));
+}
+
+void RunView::clearResultViews() {
+    m_w.results->clear();
+    m_w.image->clearAnswer();
+    if (m_run->kind() == RunKind::Single)
+        m_w.latency->startRun();
+}
+
+void RunView::onToken(const TokenUpdate& u) {
+    const RunController::Accepted accepted = m_run->acceptToken(u);
+    if (accepted == RunController::Accepted::Stale)
+        return;
+    if (accepted == RunController::Accepted::FirstOfRun)
+        clearResultViews();
+    const TokenEvent& e = u.event;
+    if (m_run->kind() == RunKind::Single) {
+        m_w.latency->addStep(e.step, e.stepMs, u.elapsedMs);
+        m_w.latency->setStages(e.preprocessMs, e.visionMs, e.textEncoderMs);
+    } else {
+        m_w.compare->addStep(u.pass, e.step, e.stepMs);
+        m_w.status->setText(u.pass == 0 ? tr("Comparing: KV cache on… %1 tokens").arg(e.step + 1)
+                                        : tr("Comparing: KV cache off… %1 tokens").arg(e.step + 1));
+    }
+    m_dirty = true;
+    emit tokenArrived(u.runId, e.step);
+}
+
+void RunView::refresh() {
+    if (!m_dirty)
+        return;
+    m_dirty = false;
+    const ParsedAnswer& shown = m_run->shownAnswer();
+    m_w.results->setRawText(m_run->answerText());
+    m_w.results->setAnswer(shown);
+    if (m_w.image->overlayItemCount() != static_cast<int>(shown.items.size()) ||
+        shown.type == AnswerType::Polygons ||
+        shown.type == AnswerType::DescriptionWithBboxesOrPolygons)
+        m_w.image->setAnswer(shown); // polygons grow point by point, boxes only in whole
+    m_w.latency->refresh();
+    m_w.compare->refresh();
+    if (m_run->isRunning() && m_run->kind() == RunKind::Single)
+        m_w.status->setText(tr("Generating… %1 decoding steps").arg(m_run->tokensReceived()));
+    m_w.results->setSummary(
+        tr("%1 · generating… · %2").arg(m_run->answerTask(), itemCountText(shown)));
+}
+
+void RunView::showFinalAnswer() {
+    m_w.results->setRawText(m_run->answerText());
+    m_w.results->setAnswer(m_run->shownAnswer());
+    m_w.image->setAnswer(m_run->shownAnswer());
+    m_dirty = false;
+}
+
+void RunView::onRunFinished(const RunOutcome& o) {
+    const RunController::Accepted accepted = m_run->acceptOutcome(o);
+    if (accepted == RunController::Accepted::Stale)
+        return;
+    if (accepted == RunController::Accepted::FirstOfRun)
+        clearResultViews();
+    if (m_run->resultsStarted() && o.pass == 0)
+        showFinalAnswer();
+    if (m_run->kind() == RunKind::Compare) {
+        m_w.compare->setPassFinished(o);
+        return; // compareFinished ends the run
+    }
+    if (!m_run->resultsStarted()) {
+        // Cancelled before the first token (still queued, or between the engine's stages):
+        // what was shown before stays.
+        end(tr("Cancelled before the first token"), true);
+        return;
+    }
+    const Timings& t = o.result.timings;
+    m_w.latency->finishRun(t, o.cancelled());
+    const StepStats s = summarizeSteps(t.stepMs);
+    // "answer tokens" (the returned sequence) against the chart's "decoding steps".
+    const QString summary = tr("%1 · %2 answer tokens · %3 · %4")
+                                .arg(o.task)
+                                .arg(o.generatedTokens())
+                                .arg(itemCountText(m_run->shownAnswer()), ms(t.totalMs));
+    m_w.results->setSummary(o.cancelled() ? summary + tr(" · cancelled") : summary);
+    end(o.cancelled()
+            ? tr("Cancelled after %1 decoding steps").arg(s.count)
+            : tr("Done: %1 answer tokens in %2").arg(o.generatedTokens()).arg(ms(t.totalMs)),
+        o.cancelled());
+}
+
+void RunView::onCompareProgress(quint64 runId, int done, int total) {
+    if (m_run->isActive(runId))
+        m_w.compare->setProgress(done, total);
+}
+
+void RunView::onCompareFinished(const CompareOutcome& o) {
+    if (!m_run->isActive(o.runId))
+        return;
+    m_w.compare->setOutcome(o);
+    if (m_run->resultsStarted())
+        m_w.results->setSummary(tr("%1 · compared cached vs uncached").arg(o.cached.task));
+    finish(o.cancelled ? tr("Comparison cancelled")
+                       : tr("Compared: outputs %1; see Cached vs uncached")
+                             .arg(o.identical ? tr("identical") : tr("different")));
+    emit comparisonCompleted(o.identical);
+}
+
+void RunView::onRunFailed(quint64 runId, const QString& message) {
+    if (!m_run->isActive(runId))
+        return;
+    if (m_run->kind() == RunKind::Compare)
+        m_w.compare->setFailed(message);
+    finish(tr("Failed"));
+    emit runErrored(message);
+}
+
+} // namespace florence::ui

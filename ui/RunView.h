@@ -1,0 +1,79 @@
+// How a run shows in the window: the streamed answer in the results panel and on the image,
+// the live latency or the comparison chart, and the run's line in the status bar. It takes the
+// worker's reports, lets RunController drop stale ones, and redraws at most every 40 ms.
+//
+//   RunView view(&runController, {results, imageView, latency, compare, tabs, statusLabel});
+//   connect(worker, &EngineWorker::tokenReady, &view, &RunView::onToken);
+//   runController.start(...); view.started(RunKind::Single, "<OD>");
+//   connect(&view, &RunView::runCompleted, ...);
+#pragma once
+
+#include "run/WorkerTypes.h"
+
+#include <QObject>
+
+class QLabel;
+class QTabWidget;
+class QTimer;
+
+namespace florence::ui {
+
+class CompareView;
+class ImageView;
+class LatencyChart;
+class ResultsPanel;
+class RunController;
+
+class RunView : public QObject {
+    Q_OBJECT
+
+public:
+    struct Widgets {
+        ResultsPanel* results = nullptr;
+        ImageView* image = nullptr;
+        LatencyChart* latency = nullptr;
+        CompareView* compare = nullptr;
+        QTabWidget* tabs = nullptr; // holds latency and compare
+        QLabel* status = nullptr;
+    };
+
+    RunView(RunController* run, const Widgets& widgets, QObject* parent = nullptr);
+
+    // A run was just started with RunController::start.
+    void started(RunKind kind, const QString& task);
+    void cancelling();
+    // Ends the run in flight from the window's side (e.g. another image was opened).
+    void end(const QString& status, bool cancelled);
+    // Nothing of the previous image's answer, charts or status stays.
+    void clear();
+
+    void onRunStarted(quint64 runId);
+    void onToken(const florence::ui::TokenUpdate& update);
+    void onRunFinished(const florence::ui::RunOutcome& outcome);
+    void onCompareProgress(quint64 runId, int done, int total);
+    void onCompareFinished(const florence::ui::CompareOutcome& outcome);
+    void onRunFailed(quint64 runId, const QString& message);
+    // Pushes what arrived since the last redraw into the widgets.
+    void refresh();
+
+signals:
+    void tokenArrived(quint64 runId, int step);
+    // A single run ended (finished or cancelled).
+    void runCompleted(bool cancelled);
+    void comparisonCompleted(bool identical);
+    void runErrored(const QString& message);
+    // Any run ended, whichever way: the window updates its actions.
+    void runEnded();
+
+private:
+    void clearResultViews();
+    void showFinalAnswer();
+    void finish(const QString& status);
+
+    RunController* m_run;
+    Widgets m_w;
+    QTimer* m_refreshTimer = nullptr;
+    bool m_dirty = false; // the answer changed since the widgets last showed it
+};
+
+} // namespace florence::ui

@@ -1,0 +1,71 @@
+#include "Settings.h"
+
+#include <QSettings>
+
+namespace florence::ui {
+
+namespace {
+
+// The keys, one place: renaming one loses what users saved under the old name.
+const QString kGeometry = QStringLiteral("window/geometry");
+const QString kWindowState = QStringLiteral("window/state");
+const QString kMainSplit = QStringLiteral("window/mainSplit");
+const QString kTopSplit = QStringLiteral("window/topSplit");
+const QString kTheme = QStringLiteral("window/theme");
+const QString kLastFolder = QStringLiteral("files/lastFolder");
+const QString kExportFolder = QStringLiteral("files/exportFolder");
+const QString kRecent = QStringLiteral("files/recent");
+const QString kLastImage = QStringLiteral("files/lastImage");
+const QString kExtraModels = QStringLiteral("models/extra");
+const QString kTask = QStringLiteral("task/last");
+const QString kTaskText = QStringLiteral("task/text");
+const QString kBeams = QStringLiteral("generation/beams");
+const QString kMaxNewTokens = QStringLiteral("generation/maxNewTokens");
+const QString kUseCache = QStringLiteral("generation/useCache");
+const QString kPrecision = QStringLiteral("generation/precision");
+
+} // namespace
+
+Preferences Settings::load() {
+    const QSettings s;
+    Preferences p;
+    p.geometry = s.value(kGeometry).toByteArray();
+    p.windowState = s.value(kWindowState).toByteArray();
+    p.mainSplit = s.value(kMainSplit).toByteArray();
+    p.topSplit = s.value(kTopSplit).toByteArray();
+    p.theme = s.value(kTheme, p.theme).toString();
+    p.lastFolder = s.value(kLastFolder).toString();
+    p.exportFolder = s.value(kExportFolder).toString();
+    p.recentFiles = s.value(kRecent).toStringList();
+    p.lastImage = s.value(kLastImage).toString();
+    p.extraModels = s.value(kExtraModels).toStringList();
+    p.task = s.value(kTask, p.task).toString();
+    p.taskText = s.value(kTaskText).toString();
+    p.beams = s.value(kBeams, p.beams).toInt();
+    p.maxNewTokens = s.value(kMaxNewTokens, p.maxNewTokens).toInt();
+    p.useCache = s.value(kUseCache, p.useCache).toBool();
+    p.precision = s.value(kPrecision, p.precision).toString();
+    return p;
+}
+
+void Settings::save(const Preferences& p) {
+    QSettings s;
+    s.setValue(kGeometry, p.geometry);
+    s.setValue(kWindowState, p.windowState);
+    s.setValue(kMainSplit, p.mainSplit);
+    s.setValue(kTopSplit, p.topSplit);
+    s.setValue(kTheme, p.theme);
+    s.setValue(kLastFolder, p.lastFolder);
+    s.setValue(kExportFolder, p.exportFolder);
+    s.setValue(kRecent, p.recentFiles);
+    s.setValue(kLastImage, p.lastImage);
+    s.setValue(kExtraModels, p.extraModels);
+    s.setValue(kTask, p.task);
+    s.setValue(kTaskText, p.taskText);
+    s.setValue(kBeams, p.beams);
+    s.setValue(kMaxNewTokens, p.maxNewTokens);
+    s.setValue(kUseCache, p.useCache);
+    s.setValue(kPrecision, p.precision);
+}
+
+} // namespace florence::ui

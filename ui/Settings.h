@@ -1,0 +1,44 @@
+// The preferences the app keeps between sessions, and the one place that knows their QSettings
+// keys. Read once at start, written when the window closes.
+//
+//   florence::ui::Preferences p = florence::ui::Settings::load();
+//   p.recentFiles.prepend(path);
+//   florence::ui::Settings::save(p);
+#pragma once
+
+#include <QByteArray>
+#include <QString>
+#include <QStringList>
+
+namespace florence::ui {
+
+struct Preferences {
+    // Window layout, as QMainWindow and QSplitter save it (empty: the default layout).
+    QByteArray geometry;
+    QByteArray windowState;
+    QByteArray mainSplit;
+    QByteArray topSplit;
+    // Files.
+    QString lastFolder;   // where the last image was opened from
+    QString exportFolder; // where the last export was saved
+    QStringList recentFiles;
+    QString lastImage;
+    QStringList extraModels; // packages opened from folders outside the usual places
+    // Task and generation.
+    QString task = QStringLiteral("<CAPTION>");
+    QString taskText;
+    int beams = 3;
+    int maxNewTokens = 1024;
+    bool useCache = true;
+    QString precision = QStringLiteral("float32");
+    // Appearance: "system" (follow the desktop), "light" or "dark".
+    QString theme = QStringLiteral("system");
+};
+
+class Settings {
+public:
+    static Preferences load();
+    static void save(const Preferences& p);
+};
+
+} // namespace florence::ui

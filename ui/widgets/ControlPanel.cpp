@@ -1,0 +1,374 @@
+#include "widgets/ControlPanel.h"
+
+#include <florence/tasks.h>
+
+#include <QAction>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QEvent>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+namespace florence::ui {
+
+namespace {
+
+QString capitalized(const std::string& s) {
+    QString q = QString::fromStdString(s);
+    if (!q.isEmpty())
+        q[0] = q[0].toUpper();
+    return q;
+}
+
+QString inputNeed(const TaskInfo& t) {
+    switch (t.input) {
+    case TaskInput::Text:
+        return QObject::tr("needs a %1 typed in the text field")
+            .arg(QString::fromStdString(t.inputLabel));
+    case TaskInput::Region:
+        return QObject::tr("needs a region dragged on the image");
+    case TaskInput::None:
+        break;
+    }
+    return QObject::tr("needs only the image");
+}
+
+QLabel* wrappingLabel(QWidget* parent, const char* name) {
+    auto* label = new QLabel(parent);
+    label->setTextFormat(Qt::PlainText); // task tokens look like HTML tags
+    label->setObjectName(QString::fromLatin1(name));
+    label->setWordWrap(true);
+    return label;
+}
+
+} // namespace
+
+ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* cancel,
+                           QAction* compare, QWidget* parent)
+    : QWidget(parent) {
+    setObjectName(QStringLiteral("controlPanel"));
+
+    auto* modelBox = new QGroupBox(tr("Model"), this);
+    m_modelCombo = new QComboBox(modelBox);
+    m_modelCombo->setObjectName(QStringLiteral("modelCombo"));
+    m_modelCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_modelCombo->setMinimumContentsLength(20);
+    m_modelCombo->setModel(models);
+    m_modelCombo->setToolTip(tr("The model package in use; pick another to load it"));
+    m_modelLabel = wrappingLabel(modelBox, "modelLabel");
+    m_modelLabel->setText(tr("No model loaded"));
+    auto* modelLayout = new QVBoxLayout(modelBox);
+    modelLayout->addWidget(m_modelCombo);
+    modelLayout->addWidget(m_modelLabel);
+    connect(m_modelCombo, qOverload<int>(&QComboBox::activated), this,
+            &ControlPanel::modelActivated);
+
+    auto* taskBox = new QGroupBox(tr("Task"), this);
+    m_taskCombo = new QComboBox(taskBox);
+    m_taskCombo->setObjectName(QStringLiteral("taskCombo"));
+    for (const TaskInfo& t : allTasks())
+        m_taskCombo->addItem(QString::fromStdString(t.name), QString::fromStdString(t.token));
+    m_taskHint = wrappingLabel(taskBox, "taskHintLabel");
+    m_taskHint->setForegroundRole(QPalette::PlaceholderText);
+    m_inputLabel = new QLabel(tr("Text input:"), taskBox);
+    m_inputLabel->setObjectName(QStringLiteral("inputLabel"));
+    m_inputEdit = new QLineEdit(taskBox);
+    m_inputEdit->setObjectName(QStringLiteral("inputEdit"));
+    m_inputEdit->setClearButtonEnabled(true);
+    m_inputLabel->setBuddy(m_inputEdit);
+    connect(m_inputEdit, &QLineEdit::returnPressed, this, &ControlPanel::runRequested);
+    connect(m_inputEdit, &QLineEdit::textChanged, this, &ControlPanel::taskTextChanged);
+    m_regionLabel = wrappingLabel(taskBox, "regionLabel");
+    m_promptLabel = wrappingLabel(taskBox, "promptLabel");
+    m_promptLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_promptLabel->setToolTip(tr("The text the model receives for this task"));
+    m_promptLabel->setForegroundRole(QPalette::PlaceholderText);
+    auto* taskLayout = new QFormLayout(taskBox);
+    taskLayout->setRowWrapPolicy(QFormLayout::WrapLongRows);
+    taskLayout->addRow(tr("Task:"), m_taskCombo);
+    taskLayout->addRow(m_taskHint);
+    taskLayout->addRow(m_inputLabel, m_inputEdit);
+    taskLayout->addRow(m_regionLabel);
+    taskLayout->addRow(tr("Prompt:"), m_promptLabel);
+    connect(m_taskCombo, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] {
+        updateTaskInput();
+        emit taskChanged();
+    });
+
+    auto* genBox = new QGroupBox(tr("Generation"), this);
+    m_beamsSpin = new QSpinBox(genBox);
+    m_beamsSpin->setObjectName(QStringLiteral("beamsSpin"));
+    m_beamsSpin->setRange(1, 16);
+    m_beamsSpin->setValue(3);
+    m_beamsSpin->setToolTip(tr("Beam search width; 1 = greedy search (fastest)"));
+    m_maxTokensSpin = new QSpinBox(genBox);
+    m_maxTokensSpin->setObjectName(QStringLiteral("maxTokensSpin"));
+    m_maxTokensSpin->setRange(1, 1024);
+    m_maxTokensSpin->setValue(1024);
+    m_maxTokensSpin->setToolTip(tr("Generation stops after this many tokens at the latest"));
+    m_cacheCheck = new QCheckBox(tr("Use the key/value cache"), genBox);
+    m_cacheCheck->setObjectName(QStringLiteral("cacheCheck"));
+    m_cacheCheck->setChecked(true);
+    m_cacheCheck->setToolTip(tr("Off: the whole prefix runs through the decoder at every step"));
+    m_precisionCombo = new QComboBox(genBox);
+    m_precisionCombo->setObjectName(QStringLiteral("precisionCombo"));
+    for (const Precision p : {Precision::Float32, Precision::BFloat16})
+        m_precisionCombo->addItem(QString::fromLatin1(precisionName(p)), static_cast<int>(p));
+    m_precisionCombo->setToolTip(
+        tr("bfloat16 runs the linear layers with oneDNN's AVX512-BF16 kernels: faster on CPUs "
+           "that have them, and the answers can differ slightly from float32. Changing it "
+           "reloads the model."));
+    auto* genLayout = new QFormLayout(genBox);
+    genLayout->addRow(tr("Beams:"), m_beamsSpin);
+    genLayout->addRow(tr("Max new tokens:"), m_maxTokensSpin);
+    genLayout->addRow(tr("Precision:"), m_precisionCombo);
+    genLayout->addRow(m_cacheCheck);
+    connect(m_precisionCombo, qOverload<int>(&QComboBox::currentIndexChanged), this,
+            &ControlPanel::precisionChanged);
+
+    m_runButton = new QPushButton(run->icon(), tr("Run"), this);
+    m_runButton->setObjectName(QStringLiteral("runButton"));
+    m_runButton->setToolTip(run->toolTip());
+    m_runButton->setDefault(true);
+    connect(m_runButton, &QPushButton::clicked, this, &ControlPanel::runRequested);
+    m_cancelButton = new QPushButton(cancel->icon(), tr("Cancel"), this);
+    m_cancelButton->setObjectName(QStringLiteral("cancelButton"));
+    m_cancelButton->setToolTip(cancel->toolTip());
+    connect(m_cancelButton, &QPushButton::clicked, cancel, &QAction::trigger);
+    m_compareButton = new QPushButton(compare->icon(), tr("Compare"), this);
+    m_compareButton->setObjectName(QStringLiteral("compareButton"));
+    m_compareButton->setToolTip(compare->toolTip());
+    connect(m_compareButton, &QPushButton::clicked, compare, &QAction::trigger);
+    auto* buttons = new QHBoxLayout();
+    buttons->addWidget(m_runButton, 2);
+    buttons->addWidget(m_cancelButton, 1);
+    buttons->addWidget(m_compareButton, 1);
+
+    m_messageLabel = wrappingLabel(this, "messageLabel");
+    m_messageLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_messageLabel->setMinimumHeight(m_messageLabel->fontMetrics().height() * 2);
+    m_messageLabel->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+
+    // The settings scroll when the window is short; Run, Cancel, Compare and the message stay
+    // in view below them.
+    auto* settings = new QWidget(this);
+    auto* settingsLayout = new QVBoxLayout(settings);
+    settingsLayout->setContentsMargins(0, 0, 0, 0);
+    settingsLayout->addWidget(modelBox);
+    settingsLayout->addWidget(taskBox);
+    settingsLayout->addWidget(genBox);
+    settingsLayout->addStretch(1);
+    auto* scroll = new QScrollArea(this);
+    scroll->setObjectName(QStringLiteral("controlScroll"));
+    scroll->setWidget(settings);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    scroll->setMinimumWidth(settings->minimumSizeHint().width() +
+                            scroll->verticalScrollBar()->sizeHint().width());
+    scroll->setMinimumHeight(120);
+
+    auto* layout = new QVBoxLayout(this);
+    // A margin on the right too, so the buttons do not touch the window's edge.
+    layout->setContentsMargins(6, 0, 6, 4);
+    layout->addWidget(scroll, 1);
+    layout->addLayout(buttons);
+    layout->addWidget(m_messageLabel);
+
+    setTabOrder(m_modelCombo, m_taskCombo);
+    setTabOrder(m_taskCombo, m_inputEdit);
+    setTabOrder(m_inputEdit, m_beamsSpin);
+    setTabOrder(m_beamsSpin, m_maxTokensSpin);
+    setTabOrder(m_maxTokensSpin, m_precisionCombo);
+    setTabOrder(m_precisionCombo, m_cacheCheck);
+    setTabOrder(m_cacheCheck, m_runButton);
+    setTabOrder(m_runButton, m_cancelButton);
+    setTabOrder(m_cancelButton, m_compareButton);
+    updateTaskInput();
+}
+
+QWidget* ControlPanel::firstInFocusChain() const {
+    return m_modelCombo;
+}
+
+QWidget* ControlPanel::lastInFocusChain() const {
+    return m_compareButton;
+}
+
+void ControlPanel::setModelText(const QString& text, const QString& toolTip) {
+    m_modelLabel->setText(text);
+    if (!toolTip.isNull())
+        m_modelLabel->setToolTip(toolTip);
+}
+
+void ControlPanel::setTrainedTasks(const QStringList& tokens) {
+    m_trainedTasks = tokens;
+    updateTaskInput();
+}
+
+QString ControlPanel::task() const {
+    return m_taskCombo->currentData().toString();
+}
+
+bool ControlPanel::setTask(const QString& token) {
+    const int index = m_taskCombo->findData(token);
+    if (index < 0)
+        return false;
+    m_taskCombo->setCurrentIndex(index);
+    return true;
+}
+
+QString ControlPanel::taskText() const {
+    return m_inputEdit->text();
+}
+
+void ControlPanel::setTaskText(const QString& text) {
+    m_inputEdit->setText(text);
+}
+
+void ControlPanel::setRegion(const std::optional<QRectF>& region) {
+    m_region = region;
+    updateTaskInput();
+}
+
+void ControlPanel::setPrompt(const QString& prompt) {
+    // Zero-width spaces let the label wrap between location tokens.
+    m_promptLabel->setText(
+        QString(prompt).replace(QStringLiteral("><"), QStringLiteral(">\u200B<")));
+}
+
+QString ControlPanel::prompt() const {
+    return m_promptLabel->text().remove(QChar(0x200B));
+}
+
+void ControlPanel::updateTaskInput() {
+    const TaskInfo& info = taskInfo(task().toStdString());
+    const bool text = info.input == TaskInput::Text;
+    const bool region = info.input == TaskInput::Region;
+    m_inputEdit->setEnabled(text);
+    m_inputLabel->setEnabled(text);
+    m_inputLabel->setText(text ? capitalized(info.inputLabel) + QLatin1Char(':')
+                               : tr("Text input:"));
+    m_inputEdit->setPlaceholderText(
+        text ? tr("the %1 to look for").arg(QString::fromStdString(info.inputLabel))
+             : tr("not used by this task"));
+    QString hint = capitalized(inputNeed(info).toStdString());
+    if (!m_trainedTasks.isEmpty())
+        hint += m_trainedTasks.contains(task())
+                    ? tr("; the loaded model was trained for it.")
+                    : tr("; the loaded model was not trained for it: expect nonsense.");
+    else
+        hint += QLatin1Char('.');
+    m_taskHint->setText(hint);
+    // Every task's item says the same in its tooltip, so the list can be read before choosing.
+    for (int i = 0; i < m_taskCombo->count(); ++i) {
+        const QString token = m_taskCombo->itemData(i).toString();
+        QString tip = token + QStringLiteral(": ") + inputNeed(taskInfo(token.toStdString()));
+        if (!m_trainedTasks.isEmpty())
+            tip += m_trainedTasks.contains(token) ? tr(" (the loaded model was trained for it)")
+                                                  : tr(" (not trained for by the loaded model)");
+        m_taskCombo->setItemData(i, tip, Qt::ToolTipRole);
+    }
+    m_regionLabel->setVisible(region);
+    if (region) {
+        if (m_region)
+            m_regionLabel->setText(
+                tr("Region: (%1, %2) – (%3, %4) px. Drag on the image to change it, Esc or "
+                   "View › Clear Region to clear it.")
+                    .arg(qRound(m_region->left()))
+                    .arg(qRound(m_region->top()))
+                    .arg(qRound(m_region->right()))
+                    .arg(qRound(m_region->bottom())));
+        else
+            m_regionLabel->setText(tr("Drag a rectangle on the image to choose the region."));
+    }
+}
+
+int ControlPanel::beams() const {
+    return m_beamsSpin->value();
+}
+
+void ControlPanel::setBeams(int n) {
+    m_beamsSpin->setValue(n);
+}
+
+int ControlPanel::maxNewTokens() const {
+    return m_maxTokensSpin->value();
+}
+
+void ControlPanel::setMaxNewTokens(int n) {
+    m_maxTokensSpin->setValue(n);
+}
+
+void ControlPanel::setMaxNewTokensLimit(int n) {
+    m_maxTokensSpin->setMaximum(std::max(1, n));
+}
+
+bool ControlPanel::useCache() const {
+    return m_cacheCheck->isChecked();
+}
+
+void ControlPanel::setUseCache(bool on) {
+    m_cacheCheck->setChecked(on);
+}
+
+Precision ControlPanel::precision() const {
+    return static_cast<Precision>(m_precisionCombo->currentData().toInt());
+}
+
+QString ControlPanel::precisionText() const {
+    return m_precisionCombo->currentText();
+}
+
+void ControlPanel::setPrecision(Precision p, bool silently) {
+    const QSignalBlocker block(silently ? m_precisionCombo : nullptr);
+    const int index = m_precisionCombo->findData(static_cast<int>(p));
+    if (index >= 0)
+        m_precisionCombo->setCurrentIndex(index);
+}
+
+bool ControlPanel::setPrecisionText(const QString& name) {
+    const int index = m_precisionCombo->findText(name);
+    if (index >= 0)
+        m_precisionCombo->setCurrentIndex(index);
+    return index >= 0;
+}
+
+void ControlPanel::setRunState(bool canRun, bool running) {
+    m_runButton->setEnabled(canRun);
+    m_compareButton->setEnabled(canRun);
+    m_cancelButton->setEnabled(running);
+}
+
+void ControlPanel::showMessage(const QString& text, bool isError) {
+    m_messageLabel->setText(text);
+    m_messageIsError = isError;
+    // A red that reads on both light and dark window backgrounds.
+    const QColor error = palette().color(QPalette::Window).lightness() < 128
+                             ? QColor(0xff, 0x8a, 0x80)
+                             : QColor(0xb0, 0x00, 0x20);
+    QPalette p = m_messageLabel->palette();
+    p.setColor(QPalette::WindowText, isError ? error : palette().color(QPalette::WindowText));
+    m_messageLabel->setPalette(p);
+}
+
+QString ControlPanel::message() const {
+    return m_messageLabel->text();
+}
+
+void ControlPanel::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::PaletteChange && m_messageLabel)
+        showMessage(m_messageLabel->text(), m_messageIsError);
+    QWidget::changeEvent(event);
+}
+
+} // namespace florence::ui

@@ -1,0 +1,112 @@
+// The window's right-hand panel: the model list, the task with its text or region input and
+// the prompt it will send, the generation settings, Run / Cancel / Compare and the last
+// message. It only shows and collects values; the window decides what they do.
+//
+//   auto* panel = new ControlPanel(catalog.model(), runAction, cancelAction, compareAction, w);
+//   connect(panel, &ControlPanel::taskChanged, w, [&] { panel->setPrompt(preview()); });
+//   panel->showMessage(tr("Cannot open the image: …"), true);
+#pragma once
+
+#include <florence/engine.h>
+
+#include <QRectF>
+#include <QWidget>
+
+#include <optional>
+
+class QAbstractItemModel;
+class QAction;
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSpinBox;
+
+namespace florence::ui {
+
+class ControlPanel : public QWidget {
+    Q_OBJECT
+
+public:
+    ControlPanel(QAbstractItemModel* models, QAction* run, QAction* cancel, QAction* compare,
+                 QWidget* parent = nullptr);
+
+    // Model.
+    QComboBox* modelCombo() const { return m_modelCombo; }
+    void setModelText(const QString& text, const QString& toolTip = QString());
+    // Marks the tasks the loaded model was trained for ("" list: no marks).
+    void setTrainedTasks(const QStringList& tokens);
+
+    // Task.
+    QString task() const;
+    bool setTask(const QString& token); // false for an unknown token
+    QString taskText() const;
+    void setTaskText(const QString& text);
+    // What the region label says (region tasks only): the region, or how to choose one.
+    void setRegion(const std::optional<QRectF>& region);
+    // The prompt the model receives (location tokens wrap).
+    void setPrompt(const QString& prompt);
+    QString prompt() const;
+    QLineEdit* textEdit() const { return m_inputEdit; }
+
+    // Generation.
+    int beams() const;
+    void setBeams(int n);
+    int maxNewTokens() const;
+    void setMaxNewTokens(int n);
+    void setMaxNewTokensLimit(int n);
+    bool useCache() const;
+    void setUseCache(bool on);
+    Precision precision() const;
+    QString precisionText() const;
+    // Emits precisionChanged unless `silently`.
+    void setPrecision(Precision p, bool silently = false);
+    bool setPrecisionText(const QString& name);
+
+    void setRunState(bool canRun, bool running);
+
+    // The message line under the buttons (errors in a red that reads on light and dark).
+    void showMessage(const QString& text, bool isError);
+    QString message() const;
+    bool messageIsError() const { return m_messageIsError; }
+
+    // The focus chain inside the panel, first and last (for the window's Tab order).
+    QWidget* firstInFocusChain() const;
+    QWidget* lastInFocusChain() const;
+
+signals:
+    void modelActivated(int row);
+    void taskChanged();
+    void taskTextChanged();
+    void precisionChanged();
+    void runRequested();
+
+protected:
+    void changeEvent(QEvent* event) override;
+
+private:
+    void updateTaskInput();
+
+    QComboBox* m_modelCombo = nullptr;
+    QLabel* m_modelLabel = nullptr;
+    QComboBox* m_taskCombo = nullptr;
+    QLabel* m_taskHint = nullptr;
+    QLabel* m_inputLabel = nullptr;
+    QLineEdit* m_inputEdit = nullptr;
+    QLabel* m_regionLabel = nullptr;
+    QLabel* m_promptLabel = nullptr;
+    QSpinBox* m_beamsSpin = nullptr;
+    QSpinBox* m_maxTokensSpin = nullptr;
+    QCheckBox* m_cacheCheck = nullptr;
+    QComboBox* m_precisionCombo = nullptr;
+    QPushButton* m_runButton = nullptr;
+    QPushButton* m_cancelButton = nullptr;
+    QPushButton* m_compareButton = nullptr;
+    QLabel* m_messageLabel = nullptr;
+    bool m_messageIsError = false;
+    std::optional<QRectF> m_region;
+    QStringList m_trainedTasks;
+};
+
+} // namespace florence::ui
