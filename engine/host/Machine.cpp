@@ -1,6 +1,7 @@
 #include <florence/machine.h>
 
 #include <florence/process.h>
+#include <florence/stats.h>
 
 #include "Ops.h"
 
@@ -10,7 +11,7 @@
 #include <dlfcn.h>
 #include <sys/resource.h>
 
-#include <chrono>
+#include <algorithm>
 #include <string>
 
 namespace florence {
@@ -27,11 +28,10 @@ double measureReadBandwidth(size_t bufferBytes) {
     torch::Tensor buffer = torch::ones({n}, torch::kFloat32);
     double best = 1e30;
     for (int i = 0; i < 6; ++i) {
-        const auto start = std::chrono::steady_clock::now();
+        const auto start = Clock::now();
         volatile float s = buffer.sum().item<float>();
         (void)s;
-        const double sec =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const double sec = msSince(start) / 1000.0;
         if (i > 0) // the first pass also faults the pages in
             best = std::min(best, sec);
     }
