@@ -10,6 +10,8 @@ packages=(
     libqt6svg6
     libtorch-dev python3-torch
     libopencv-dev
+    # inflating the code entries of TorchScript archives (engine/model/CodeCheck.cpp)
+    zlib1g-dev
     # LibTorch runs on whatever libblas.so.3 points to; without OpenBLAS that is the reference
     # BLAS, about ten times slower.
     libopenblas0-openmp
