@@ -41,7 +41,8 @@ int openRegularFile(const std::string& path, int64_t* size, std::string* error) 
     // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
     const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) {
-        *error = path + ": cannot be read (" + std::strerror(errno) + ")";
+        *error = errno == ENOENT ? path + ": the file does not exist"
+                                 : path + ": cannot be read (" + std::strerror(errno) + ")";
         return -1;
     }
     struct stat st {};

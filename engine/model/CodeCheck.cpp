@@ -99,7 +99,8 @@ void addBlocks(const std::string& data, std::set<std::string>& parts) {
         start = end + 1;
         if (isBlank(line))
             continue;
-        if (!isSpace(line[0]) || blocks.empty())
+        // A class's methods are blocks of their own (their order is compilation order).
+        if (!isSpace(line[0]) || line.rfind("  def ", 0) == 0 || blocks.empty())
             blocks.emplace_back();
         blocks.back().push_back(std::move(line));
     }

@@ -41,16 +41,19 @@ FAMILIES = {
 def code_blocks(data: bytes) -> List[bytes]:
     """The top-level blocks (a class, a function, an import line) of one code file, normalized:
     TorchScript numbers the classes it dedupes ("___torch_mangle_12") in the order it meets
-    them, splits them over files by that order, and writes a class's constant attributes in
-    set order (which changes from run to run); none of that is the code's meaning, so mangle
-    numbers are dropped, whole numbers become 0 and each run of attribute declarations is
-    sorted and deduplicated."""
+    them, splits them over files by that order, writes a class's methods in the order it
+    compiled them and its constant attributes in set order (which changes from run to run);
+    none of that is the code's meaning, so mangle numbers are dropped, whole numbers become 0,
+    each method is a block of its own and each run of attribute declarations is sorted and
+    deduplicated."""
     text = _DIGITS.sub(b"0", _MANGLE.sub(b"", data))
     blocks: List[List[bytes]] = []
     for line in text.split(b"\n"):
         if not line.strip():
             continue
-        if not line[:1].isspace() or not blocks:
+        # A class's methods are blocks of their own: TorchScript writes them in the order it
+        # compiled them, which differs between models of one family.
+        if not line[:1].isspace() or line.startswith(b"  def ") or not blocks:
             blocks.append([])
         blocks[-1].append(line)
     out = []
