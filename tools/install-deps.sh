@@ -10,6 +10,8 @@ packages=(
     libqt6svg6
     libtorch-dev python3-torch
     libopencv-dev
+    # the sanitizer build and the fuzz harnesses (tools/run-sanitizers.sh): clang with libFuzzer
+    clang libclang-rt-14-dev
     # inflating the code entries of TorchScript archives (engine/model/CodeCheck.cpp)
     zlib1g-dev
     # LibTorch runs on whatever libblas.so.3 points to; without OpenBLAS that is the reference

@@ -2,6 +2,7 @@
 
 #include "widgets/CompareView.h"
 #include "run/EngineWorker.h"
+#include "run/StartupImage.h"
 #include "widgets/ImageView.h"
 #include "dialogs/ImportDialog.h"
 #include "widgets/LatencyChart.h"
@@ -151,6 +152,7 @@ MainWindow::~MainWindow() {
     // worker still emits reaches this object: queued calls to a destroyed receiver are dropped.
     if (m_activeCancel)
         m_activeCancel->store(true);
+    m_worker->stopLoading(); // a model load in progress ends at its next file or MB hashed
     m_refreshTimer->stop();
     m_thread.reset();
     m_worker.reset();
@@ -516,8 +518,10 @@ void MainWindow::restoreSettings() {
         m_precisionCombo->setCurrentIndex(precision);
     updateRecentMenu();
     const QString lastImage = s.value(QStringLiteral("files/lastImage")).toString();
-    if (!lastImage.isEmpty() && QFileInfo::exists(lastImage))
-        openImageFile(lastImage);
+    if (!lastImage.isEmpty() && QFileInfo::exists(lastImage) && mayReopenAtStartup(s, lastImage)) {
+        beginStartupOpen(s, lastImage);
+        endStartupOpen(s, openImageFile(lastImage));
+    }
 }
 
 void MainWindow::saveSettings() const {
@@ -1274,10 +1278,12 @@ void MainWindow::changeEvent(QEvent* event) {
 void MainWindow::updateActions() {
     const bool running = isRunning();
     const bool hasAnswer = !m_answerText.empty();
-    m_runAction->setEnabled(hasImage());
-    m_runButton->setEnabled(hasImage());
-    m_compareAction->setEnabled(hasImage());
-    m_compareButton->setEnabled(hasImage());
+    // Not while a model loads: the run would use the old model and its defaults.
+    const bool canRun = hasImage() && !m_modelLoading;
+    m_runAction->setEnabled(canRun);
+    m_runButton->setEnabled(canRun);
+    m_compareAction->setEnabled(canRun);
+    m_compareButton->setEnabled(canRun);
     m_cancelAction->setEnabled(running);
     m_cancelButton->setEnabled(running);
     m_exportJsonAction->setEnabled(hasAnswer && !running);
