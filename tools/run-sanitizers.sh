@@ -39,7 +39,7 @@ say "test suites under the sanitizers"
 artifacts="$build/fuzz-artifacts"
 mkdir -p "$artifacts"
 for harness in "$build"/tests/fuzz/fuzz_*; do
-    [ -x "$harness" ] || continue
+    [ -f "$harness" ] && [ -x "$harness" ] || continue # not the *_autogen folders
     name=$(basename "$harness")
     name=${name#fuzz_}
     work=$(mktemp -d)
