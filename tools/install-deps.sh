@@ -10,6 +10,10 @@ packages=(
     libqt6svg6
     libtorch-dev python3-torch
     libopencv-dev
+    # the sanitizer build and the fuzz harnesses (tools/run-sanitizers.sh): clang with libFuzzer
+    clang libclang-rt-14-dev
+    # inflating the code entries of TorchScript archives (engine/model/CodeCheck.cpp)
+    zlib1g-dev
     # LibTorch runs on whatever libblas.so.3 points to; without OpenBLAS that is the reference
     # BLAS, about ten times slower.
     libopenblas0-openmp

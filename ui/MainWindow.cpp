@@ -12,6 +12,7 @@
 #include "dialogs/ImportDialog.h"
 #include "run/EngineWorker.h"
 #include "run/RunController.h"
+#include "run/StartupImage.h"
 #include "widgets/CompareView.h"
 #include "widgets/ControlPanel.h"
 #include "widgets/ImageView.h"
@@ -122,6 +123,7 @@ MainWindow::~MainWindow() {
     // Closing mid-run: stop the generation at its next step, then join the thread. Nothing the
     // worker still emits reaches this object: queued calls to a destroyed receiver are dropped.
     m_run->cancel();
+    m_worker->stopLoading(); // a model load in progress ends at its next file or MB hashed
     m_thread.reset();
     m_worker.reset();
 }
@@ -288,8 +290,14 @@ void MainWindow::restoreSettings() {
         ->setChecked(true);
     if (theme != Theme::System)
         applyTheme(theme);
-    if (!p.lastImage.isEmpty() && QFileInfo::exists(p.lastImage))
-        openImageFile(p.lastImage);
+    if (!p.lastImage.isEmpty() && QFileInfo::exists(p.lastImage)) {
+        // Not an image that froze or failed the last time it was opened here.
+        QSettings s;
+        if (mayReopenAtStartup(s, p.lastImage)) {
+            beginStartupOpen(s, p.lastImage);
+            endStartupOpen(s, openImageFile(p.lastImage));
+        }
+    }
 }
 
 void MainWindow::saveSettings() const {
@@ -715,9 +723,11 @@ QString MainWindow::messageText() const {
 void MainWindow::updateActions() {
     const bool running = isRunning();
     const bool hasAnswer = m_run->hasAnswer();
-    m_actions->run->setEnabled(hasImage());
-    m_actions->compare->setEnabled(hasImage());
-    m_panel->setRunState(hasImage(), running);
+    // Not while a model loads: the run would use the old model and its defaults.
+    const bool canRun = hasImage() && !m_modelCtl->isLoading();
+    m_actions->run->setEnabled(canRun);
+    m_actions->compare->setEnabled(canRun);
+    m_panel->setRunState(canRun, running);
     m_actions->cancel->setEnabled(running || m_region.has_value());
     m_actions->clearRegion->setEnabled(m_region.has_value());
     m_actions->exportJson->setEnabled(hasAnswer && !running);

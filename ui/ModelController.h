@@ -29,6 +29,8 @@ public:
     void open(const QString& dir);
     void openBundled();
     bool isReady() const { return m_ready; }
+    // A package is being loaded: a run now would use the old model and its defaults.
+    bool isLoading() const { return m_loading; }
     const ModelInfo& info() const { return m_info; }
     // The loaded model's description, or nothing before the first load.
     std::optional<ModelInfo> loaded() const;

@@ -2,12 +2,26 @@
 
 #include <florence/paths.h>
 
+#include <QDir>
 #include <QFileInfo>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QStringList>
 
 namespace florence {
+
+namespace {
+
+// Only a folder the exporter announced and named as its own (".export-…") is removed.
+void removeExportTemp(const QString& path) {
+    if (path.isEmpty() || !QFileInfo(path).fileName().startsWith(".export-"))
+        return;
+    const QFileInfo info(path);
+    if (info.isDir() && !info.isSymLink())
+        QDir(path).removeRecursively();
+}
+
+} // namespace
 
 void runImport(const ImportJob& job, const ImportProgress& progress,
                const std::atomic<bool>* cancel) {
@@ -45,6 +59,7 @@ void runImport(const ImportJob& job, const ImportProgress& progress,
         throw ImportError("cannot start " + python.toStdString() + ": " +
                           proc.errorString().toStdString());
     QString lastError;
+    QString tmpDir; // the exporter's temporary package folder, announced on stderr
     QByteArray pending;
     auto drain = [&] {
         pending += proc.readAllStandardError();
@@ -57,6 +72,8 @@ void runImport(const ImportJob& job, const ImportProgress& progress,
                 const int percent = line.mid(9, space - 9).toInt();
                 if (progress)
                     progress(percent, line.mid(space + 1).toStdString());
+            } else if (line.startsWith("tmpdir ")) {
+                tmpDir = line.mid(7);
             } else if (!line.isEmpty()) {
                 lastError = line;
             }
@@ -65,10 +82,14 @@ void runImport(const ImportJob& job, const ImportProgress& progress,
     while (!proc.waitForFinished(100)) {
         drain();
         if (cancel && cancel->load()) {
+            // SIGTERM lets the exporter remove its temporary folder; if it does not end in
+            // time it is killed, and the folder is removed here instead.
             proc.terminate();
             if (!proc.waitForFinished(5000))
                 proc.kill();
             proc.waitForFinished(-1);
+            drain();
+            removeExportTemp(tmpDir);
             throw ImportError("import cancelled");
         }
         if (proc.state() == QProcess::NotRunning)

@@ -1,6 +1,7 @@
 #include <florence/image.h>
 
-#include <QFile>
+#include "host/RegularFile.h"
+
 #include <QFileInfo>
 
 #include <opencv2/core.hpp>
@@ -111,10 +112,10 @@ std::optional<Dimensions> tiffDimensions(const std::vector<uint8_t>& d) {
         return std::nullopt;
     auto u16 = [&](size_t at) { return little ? le16(&d[at]) : be16(&d[at]); };
     auto u32 = [&](size_t at) { return little ? le32(&d[at]) : be32(&d[at]); };
-    if (u16(2) != 42) // BigTIFF and others: leave to the decoder's own limits
+    if (u16(2) != 42) // BigTIFF and others: refused (no size to check before decoding)
         return std::nullopt;
     const size_t ifd = u32(4);
-    if (ifd + 2 > d.size())
+    if (ifd > d.size() || d.size() - ifd < 2)
         return std::nullopt;
     const size_t count = u16(ifd);
     int64_t width = -1, height = -1;
@@ -124,6 +125,8 @@ std::optional<Dimensions> tiffDimensions(const std::vector<uint8_t>& d) {
             break;
         const uint32_t tag = u16(entry);
         const uint32_t type = u16(entry + 2);
+        if ((tag == 256 || tag == 257) && type != 3 && type != 4)
+            return std::nullopt; // a size of another type: refused rather than guessed
         const int64_t value = type == 3 ? u16(entry + 8) : u32(entry + 8);
         if (tag == 256)
             width = value;
@@ -135,10 +138,46 @@ std::optional<Dimensions> tiffDimensions(const std::vector<uint8_t>& d) {
     return Dimensions{width, height};
 }
 
-std::optional<Dimensions> headerDimensions(const std::vector<uint8_t>& d) {
-    for (auto peek : {pngDimensions, jpegDimensions, bmpDimensions, webpDimensions, tiffDimensions})
-        if (auto dims = peek(d))
-            return dims;
+// The formats the app lists, told by their signature. Everything else OpenCV could decode
+// (JPEG 2000, OpenEXR, Radiance HDR, PFM, PNM, Sun raster, GDAL and GDCM formats, …) is refused
+// before OpenCV sees the bytes: its decoders for those read the declared canvas first and
+// allocate it (a 3 KB JPEG 2000 declaring 30000x30000 took 4.7 GB).
+enum class Format { Unknown, Png, Jpeg, Bmp, WebP, Tiff };
+
+Format formatOf(const std::vector<uint8_t>& d) {
+    auto starts = [&](std::initializer_list<uint8_t> sig, size_t at = 0) {
+        if (d.size() < at + sig.size())
+            return false;
+        return std::equal(sig.begin(), sig.end(), d.begin() + std::ptrdiff_t(at));
+    };
+    if (starts({0x89, 'P', 'N', 'G', 0x0d, 0x0a, 0x1a, 0x0a}))
+        return Format::Png;
+    if (starts({0xff, 0xd8, 0xff}))
+        return Format::Jpeg;
+    if (starts({'B', 'M'}))
+        return Format::Bmp;
+    if (starts({'R', 'I', 'F', 'F'}) && starts({'W', 'E', 'B', 'P'}, 8))
+        return Format::WebP;
+    if (starts({'I', 'I', 42, 0}) || starts({'M', 'M', 0, 42}))
+        return Format::Tiff;
+    return Format::Unknown;
+}
+
+std::optional<Dimensions> headerDimensions(Format format, const std::vector<uint8_t>& d) {
+    switch (format) {
+    case Format::Png:
+        return pngDimensions(d);
+    case Format::Jpeg:
+        return jpegDimensions(d);
+    case Format::Bmp:
+        return bmpDimensions(d);
+    case Format::WebP:
+        return webpDimensions(d);
+    case Format::Tiff:
+        return tiffDimensions(d);
+    case Format::Unknown:
+        break;
+    }
     return std::nullopt;
 }
 
@@ -147,7 +186,8 @@ std::string sizeText(int64_t w, int64_t h) {
 }
 
 void checkPixelCount(int64_t w, int64_t h, const std::string& name) {
-    if (w > 0 && h > 0 && w * h > kMaxImagePixels)
+    // Divided, not multiplied: declared sides reach 2^32 each, whose product overflows.
+    if (w > 0 && h > 0 && w > kMaxImagePixels / h)
         throw ImageError(name + ": the image is too large (" + sizeText(w, h) +
                          " pixels; at most " + std::to_string(kMaxImagePixels / 1'000'000) +
                          " megapixels are accepted)");
@@ -344,12 +384,21 @@ void resampleVertical(const uint8_t* in, int rowOffset, int width, uint8_t* out,
 RgbImage decodeImage(const std::vector<uint8_t>& encoded, const std::string& nameForErrors) {
     if (encoded.empty())
         throw ImageError(nameForErrors + ": the file is empty");
-    if (auto dims = headerDimensions(encoded)) {
-        if (dims->first == 0 || dims->second == 0)
-            throw ImageError(nameForErrors + ": the image has no pixels (" +
-                             sizeText(dims->first, dims->second) + ")");
-        checkPixelCount(dims->first, dims->second, nameForErrors);
-    }
+    const Format format = formatOf(encoded);
+    if (format == Format::Unknown)
+        throw ImageError(nameForErrors +
+                         ": not an image in a supported format (PNG, JPEG, BMP, TIFF, WebP)");
+    // The size every accepted format declares is checked before the decoder allocates
+    // anything, so a small file that claims a gigantic canvas is refused at once.
+    const std::optional<Dimensions> dims = headerDimensions(format, encoded);
+    if (!dims)
+        throw ImageError(nameForErrors +
+                         ": not an image this program reads: its size cannot be read from its "
+                         "header (a damaged file, or a variant such as BigTIFF)");
+    if (dims->first == 0 || dims->second == 0)
+        throw ImageError(nameForErrors + ": the image has no pixels (" +
+                         sizeText(dims->first, dims->second) + ")");
+    checkPixelCount(dims->first, dims->second, nameForErrors);
     // ANYDEPTH keeps 16-bit samples; ANYCOLOR keeps grayscale as one channel and strips
     // alpha. Any flag other than IMREAD_UNCHANGED makes OpenCV apply the EXIF orientation.
     cv::Mat decoded;
@@ -367,23 +416,18 @@ RgbImage decodeImage(const std::vector<uint8_t>& encoded, const std::string& nam
 }
 
 RgbImage loadImage(const std::string& path) {
-    // QFile rather than cv::imread or std::ifstream: it opens non-ASCII (UTF-8) paths on
-    // every platform, and reading the bytes ourselves lets the header be checked first.
-    const QString qpath = QString::fromStdString(path);
-    const QFileInfo info(qpath);
-    if (!info.exists())
+    // Read ourselves rather than by cv::imread: a regular file only (a FIFO or device would
+    // block or never end), up to a size limit, and the header is checked before decoding.
+    const QFileInfo info(QString::fromStdString(path));
+    if (!info.exists() && !info.isSymLink())
         throw ImageError(path + ": the file does not exist");
     if (info.isDir())
         throw ImageError(path + ": is a folder, not an image file");
-    QFile file(qpath);
-    if (!file.open(QIODevice::ReadOnly))
-        throw ImageError(path + ": the file cannot be opened (" + file.errorString().toStdString() +
-                         ")");
-    std::vector<uint8_t> bytes(size_t(file.size()));
-    if (!bytes.empty() && file.read(reinterpret_cast<char*>(bytes.data()), qint64(bytes.size())) !=
-                              qint64(bytes.size()))
-        throw ImageError(path + ": the file could not be read completely");
-    return decodeImage(bytes, path);
+    std::string error;
+    const QByteArray bytes = detail::readRegularFile(path, kMaxImageFileBytes, &error);
+    if (!error.empty())
+        throw ImageError(error);
+    return decodeImage(std::vector<uint8_t>(bytes.begin(), bytes.end()), path);
 }
 
 RgbImage resizeBicubicPil(const RgbImage& image, int width, int height) {

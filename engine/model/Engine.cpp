@@ -1,5 +1,6 @@
 #include <florence/engine.h>
 
+#include "model/CodeCheck.h"
 #include "model/Generator.h"
 #include <florence/process.h>
 #include <florence/stats.h>
@@ -34,6 +35,33 @@ uint64_t hashImage(const RgbImage& image) {
     for (; i < n; ++i)
         h = (h ^ p[i]) * 1099511628211ull;
     return h;
+}
+
+// One line a user can read from an error LibTorch or the TorchScript interpreter raised: their
+// messages carry a C++ backtrace and, from a module, a traceback of its Python source (57 lines
+// for a bad decoder start token); the last non-empty line is the error itself
+// ("RuntimeError: index out of range in self").
+std::string oneLine(const char* what) {
+    std::string text(what ? what : "");
+    std::string last;
+    size_t start = 0;
+    while (start <= text.size()) {
+        size_t end = text.find('\n', start);
+        if (end == std::string::npos)
+            end = text.size();
+        std::string line = text.substr(start, end - start);
+        const size_t first = line.find_first_not_of(" \t\r");
+        if (first != std::string::npos && line.rfind("Exception raised from", first) != first)
+            last = line.substr(first);
+        start = end + 1;
+    }
+    if (last.size() > 200)
+        last = last.substr(0, 200) + "…";
+    return last.empty() ? std::string("unknown error") : last;
+}
+
+std::string oneLine(const c10::Error& e) {
+    return oneLine(e.what_without_backtrace());
 }
 
 torch::Tensor toTensor(const std::vector<float>& v, std::vector<int64_t> shape) {
@@ -71,7 +99,9 @@ torch::jit::Module loadModule(const std::string& path, const Manifest& manifest,
         throw EngineError(path +
                           " cannot be loaded as a TorchScript module (damaged, or written "
                           "by another exporter): " +
-                          std::string(e.what_without_backtrace()).substr(0, 200));
+                          oneLine(e));
+    } catch (const std::exception& e) {
+        throw EngineError(path + " cannot be loaded as a TorchScript module: " + oneLine(e.what()));
     }
 }
 
@@ -201,8 +231,7 @@ struct Model::Impl {
                                              p.fromName + " of " + fromFile);
                 to.setattr(name, value);
             } catch (const c10::Error& e) {
-                throw EngineError(file + ": cannot share " + p.name + " (" +
-                                  std::string(e.what_without_backtrace()).substr(0, 200) + ")");
+                throw EngineError(file + ": cannot share " + p.name + " (" + oneLine(e) + ")");
             } catch (const std::exception& e) {
                 throw EngineError(file + " " + e.what());
             }
@@ -221,7 +250,7 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
     d.options = options;
     try {
         d.manifest = readManifest(packageDir);
-        verifyPackageFiles(d.manifest);
+        verifyPackageFiles(d.manifest, true, options.cancel);
         d.tokenizer = Tokenizer::fromFiles(d.manifest.path("vocab"), d.manifest.path("merges"));
     } catch (const EngineError&) {
         throw;
@@ -237,14 +266,54 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
         throw EngineError(d.manifest.dir + "/manifest.json: unknown precision " +
                           d.manifest.precision);
 
+    // A module is a program: run only the code this version's exporter writes, whatever the
+    // manifest's checksums say (its author computed them). All three from one model family.
+    std::vector<std::string> families;
+    for (const char* role : {"vision", "text_encoder", "decoder"}) {
+        const std::string path = d.manifest.path(role);
+        std::vector<std::string> found;
+        try {
+            found = detail::codeFamilies(role, detail::torchScriptCodeDigest(path));
+        } catch (const detail::ArchiveError& e) {
+            throw EngineError(e.what());
+        }
+        if (found.empty())
+            throw EngineError(path +
+                              ": its TorchScript code is not code Florence Studio's exporter "
+                              "writes, so it is not run (the package was not made by this "
+                              "version's exporter, or was changed); re-import the model from its "
+                              "checkpoint (florence-studio-cli import --hf DIR --out PKG)");
+        if (std::string(role) == "vision") {
+            families = found;
+        } else {
+            std::vector<std::string> both;
+            for (const std::string& f : found)
+                if (std::find(families.begin(), families.end(), f) != families.end())
+                    both.push_back(f);
+            if (both.empty())
+                throw EngineError(path + ": its TorchScript code is of another model than " +
+                                  d.manifest.path("vision") +
+                                  "; re-import the model from its checkpoint");
+            families = both;
+        }
+    }
+
     setThreads(options.threads);
     tuneAllocator();
     // The simple executor: the profiling one re-specializes graphs for every new sequence length
     // during decoding, which costs more than it saves here.
     torch::jit::getProfilingMode() = false;
+    auto checkCancel = [&] {
+        if (options.cancel && options.cancel->load())
+            throw EngineError("loading " + d.manifest.dir + " was cancelled");
+    };
+    checkCancel();
     d.vision = loadModule(d.manifest.path("vision"), d.manifest, options.precision);
+    checkCancel();
     d.textEncoder = loadModule(d.manifest.path("text_encoder"), d.manifest, options.precision);
+    checkCancel();
     d.decoder = loadModule(d.manifest.path("decoder"), d.manifest, options.precision);
+    checkCancel();
     d.generateParameters();
     d.shareParameters();
     d.checkNoEmptyParameters();
@@ -535,9 +604,14 @@ std::vector<Result> Session::generateBatch(const std::vector<Request>& requests,
             return results;
         }
         return generateRows(requests, options, onToken, cancel);
+    } catch (const EngineError&) {
+        throw;
     } catch (const c10::Error& e) {
-        throw EngineError(std::string("the model failed to run: ") +
-                          std::string(e.what_without_backtrace()).substr(0, 300));
+        throw EngineError(std::string("the model failed to run: ") + oneLine(e));
+    } catch (const std::exception& e) {
+        // torch::jit::JITException (an error raised inside a module) and the search's own
+        // range checks.
+        throw EngineError(std::string("the model failed to run: ") + oneLine(e.what()));
     }
 }
 

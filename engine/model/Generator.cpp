@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace florence::detail {
 
@@ -38,6 +40,12 @@ void processRow(float* row, int64_t vocab, const std::vector<int64_t>& sequence,
             if (id >= 0 && id < vocab)
                 row[id] = kNegInf;
     auto forceOnly = [&](int64_t id) {
+        // The manifest's ids are range-checked at load; this guards every other way in (a
+        // module whose logits are narrower than the manifest's vocabulary).
+        if (id < 0 || id >= vocab)
+            throw std::out_of_range("forced token " + std::to_string(id) +
+                                    " is outside the model's " + std::to_string(vocab) +
+                                    " logits");
         std::fill(row, row + vocab, kNegInf);
         row[id] = 0.0f;
     };

@@ -1,5 +1,7 @@
 #include <florence/package.h>
 
+#include "host/RegularFile.h"
+
 #include <QCryptographicHash>
 #include <QDateTime>
 #include <QDir>
@@ -16,6 +18,8 @@
 #include <cmath>
 #include <mutex>
 #include <set>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace florence {
 
@@ -36,11 +40,46 @@ QJsonObject object(const QJsonObject& parent, const char* key, const std::string
     return v.toObject();
 }
 
-int integer(const QJsonObject& parent, const char* key, const std::string& dir) {
-    const QJsonValue v = parent.value(key);
+// A manifest is a stranger's file: every number is checked for being a whole number within
+// [lo, hi] before anything sizes, indexes or loops by it. `field` names it as written
+// ("tokens.forced_bos"), `why` says what the range is.
+int64_t wholeNumber(const QJsonValue& v, const std::string& field, int64_t lo, int64_t hi,
+                    const std::string& why, const std::string& dir) {
     if (!v.isDouble())
-        fail(dir, std::string("missing number \"") + key + "\"");
-    return v.toInt();
+        fail(dir, "\"" + field + "\" is missing or not a number");
+    const double d = v.toDouble();
+    if (!std::isfinite(d) || d != std::floor(d) || d < double(lo) || d > double(hi)) {
+        QString shown = QString::number(d, 'g', 17);
+        fail(dir, "\"" + field + "\" is " + shown.toStdString() + "; " + why);
+    }
+    return static_cast<int64_t>(d);
+}
+
+int integer(const QJsonObject& parent, const char* key, const std::string& dir,
+            const std::string& section, int64_t lo, int64_t hi, const std::string& why) {
+    return static_cast<int>(wholeNumber(parent.value(key),
+                                        section.empty() ? key : section + "." + key, lo, hi,
+                                        why, dir));
+}
+
+int integer(const QJsonObject& parent, const char* key, const std::string& dir) {
+    return integer(parent, key, dir, "", INT32_MIN, INT32_MAX, "expected a whole number");
+}
+
+// An optional number: `fallback` when absent, else checked like a required one.
+int64_t optionalInteger(const QJsonObject& parent, const char* key, int64_t fallback,
+                        const std::string& dir, const std::string& section, int64_t lo,
+                        int64_t hi, const std::string& why) {
+    const QJsonValue v = parent.value(key);
+    if (v.isUndefined() || v.isNull())
+        return fallback;
+    return wholeNumber(v, section + "." + key, lo, hi, why, dir);
+}
+
+bool isLowerHex(const std::string& s, size_t length) {
+    return s.size() == length && std::all_of(s.begin(), s.end(), [](char c) {
+               return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+           });
 }
 
 } // namespace
@@ -107,9 +146,15 @@ void readGeneratedParameters(const QJsonObject& root, Manifest& m) {
         fail(m.dir, "\"generated_parameters\" lists no parameter");
 }
 
+} // namespace
+
+namespace {
+
 // The steps of readManifest: each reads one part of manifest.json into the manifest, and fails
 // naming the package and the field at fault.
 
+// manifest.json of the package folder `dir`, parsed; refuses a missing folder or manifest,
+// a Hugging Face folder (with a hint to import it) and anything but a regular file.
 QJsonObject manifestRoot(const std::string& dir) {
     QFileInfo info(QString::fromStdString(dir));
     if (!info.exists())
@@ -124,74 +169,148 @@ QJsonObject manifestRoot(const std::string& dir) {
                                  "(florence-studio-cli import --hf DIR --out PKG)"
                                : ": not a Florence Studio model package"));
     }
-    if (!file.open(QIODevice::ReadOnly))
-        fail(dir, "cannot be read (" + file.errorString().toStdString() + ")");
+    // A manifest is a few KB; a regular file only (a FIFO or /dev/zero would block or never
+    // end), read up to a bound.
+    std::string readError;
+    const QByteArray text =
+        detail::readRegularFile(manifestPath(dir).toStdString(), 4 << 20, &readError);
+    if (!readError.empty())
+        throw PackageError(readError);
     QJsonParseError err;
-    const QJsonDocument doc = QJsonDocument::fromJson(file.readAll(), &err);
+    const QJsonDocument doc = QJsonDocument::fromJson(text, &err);
     if (doc.isNull() || !doc.isObject())
         fail(dir, "is not valid JSON (" + err.errorString().toStdString() + ")");
-    return doc.object();
+    const QJsonObject root = doc.object();
+    return root;
 }
 
+// Format version, names, precision and storage.
+void readHeader(const QJsonObject& root, const std::string& dir, Manifest& m) {
+    m.formatVersion = integer(root, "format_version", dir);
+    if (m.formatVersion < kOldestPackageFormatVersion || m.formatVersion > kPackageFormatVersion)
+        fail(dir, "package format version " + std::to_string(m.formatVersion) +
+                      ", this build reads versions " + std::to_string(kOldestPackageFormatVersion) +
+                      " to " + std::to_string(kPackageFormatVersion) +
+                      "; export the model again with this version's exporter");
+    m.name = root.value("name").toString().toStdString();
+    m.source = root.value("source").toString().toStdString();
+    m.precision = root.value("precision").toString("float32").toStdString();
+    m.storage = root.value("storage").toString("float32").toStdString();
+    if (m.storage != "float32" && m.storage != "float16" && m.storage != "none")
+        fail(dir, "unknown weight storage \"" + m.storage + "\"");
+    m.parameterCount = static_cast<int64_t>(root.value("parameters").toDouble());
+}
+
+// Model dimensions, bounded.
 void readDimensions(const QJsonObject& root, const std::string& dir, Manifest& m) {
+    // Limits well above any Florence-2 (large: d_model 1024, 12 layers, 16 heads, 51,289
+    // tokens, 1024 positions, 768x768 input) and low enough that nothing sized by them can
+    // overflow or exhaust memory before the modules are even looked at.
     const QJsonObject dims = object(root, "dimensions", dir);
-    m.dModel = integer(dims, "d_model", dir);
-    m.encoderLayers = integer(dims, "encoder_layers", dir);
-    m.decoderLayers = integer(dims, "decoder_layers", dir);
-    m.encoderHeads = integer(dims, "encoder_heads", dir);
-    m.decoderHeads = integer(dims, "decoder_heads", dir);
-    m.vocabSize = integer(dims, "vocab_size", dir);
-    m.maxPositions = integer(dims, "max_positions", dir);
-    m.imageTokens = integer(dims, "image_tokens", dir);
+    const std::string sane = "expected a positive whole number";
+    m.dModel = integer(dims, "d_model", dir, "dimensions", 1, 16384, sane + " up to 16384");
+    m.encoderLayers =
+        integer(dims, "encoder_layers", dir, "dimensions", 1, 256, sane + " up to 256");
+    m.decoderLayers =
+        integer(dims, "decoder_layers", dir, "dimensions", 1, 256, sane + " up to 256");
+    m.encoderHeads = integer(dims, "encoder_heads", dir, "dimensions", 1, 256, sane + " up to 256");
+    m.decoderHeads = integer(dims, "decoder_heads", dir, "dimensions", 1, 256, sane + " up to 256");
+    if (m.dModel % m.encoderHeads != 0 || m.dModel % m.decoderHeads != 0)
+        fail(dir, "\"dimensions.d_model\" " + std::to_string(m.dModel) +
+                      " is not divisible by the number of attention heads");
+    m.vocabSize =
+        integer(dims, "vocab_size", dir, "dimensions", 1, 1000000, sane + " up to 1000000");
+    m.maxPositions =
+        integer(dims, "max_positions", dir, "dimensions", 1, 65536, sane + " up to 65536");
+    m.imageTokens =
+        integer(dims, "image_tokens", dir, "dimensions", 1, m.maxPositions - 1,
+                sane + " below max_positions (" + std::to_string(m.maxPositions) + ")");
 }
 
+// Input size and normalization.
 void readImageSettings(const QJsonObject& root, const std::string& dir, Manifest& m) {
     const QJsonObject image = object(root, "image", dir);
-    m.imageWidth = integer(image, "width", dir);
-    m.imageHeight = integer(image, "height", dir);
+    const std::string side = "expected a whole number of pixels from 32 to 4096";
+    m.imageWidth = integer(image, "width", dir, "image", 32, 4096, side);
+    m.imageHeight = integer(image, "height", dir, "image", 32, 4096, side);
     const QJsonArray mean = image.value("mean").toArray();
     const QJsonArray stdev = image.value("std").toArray();
     if (mean.size() != 3 || stdev.size() != 3)
         fail(dir, "image mean and std need three values each");
     for (int i = 0; i < 3; ++i) {
-        m.imageMean[i] = static_cast<float>(mean[i].toDouble());
-        m.imageStd[i] = static_cast<float>(stdev[i].toDouble());
-        if (m.imageStd[i] <= 0)
-            fail(dir, "image std must be positive");
+        const double mu = mean[i].toDouble(NAN), sigma = stdev[i].toDouble(NAN);
+        if (!std::isfinite(mu) || std::fabs(mu) > 1e3)
+            fail(dir, "\"image.mean\" holds " + QString::number(mu).toStdString() +
+                          "; expected a finite number");
+        if (!std::isfinite(sigma) || sigma < 1e-6 || sigma > 1e3)
+            fail(dir, "image std must be positive (\"image.std\" holds " +
+                          QString::number(sigma).toStdString() + ")");
+        m.imageMean[i] = static_cast<float>(mu);
+        m.imageStd[i] = static_cast<float>(sigma);
     }
-    if (m.imageWidth < 32 || m.imageHeight < 32 || m.imageWidth > 4096 || m.imageHeight > 4096)
-        fail(dir, "image size " + std::to_string(m.imageWidth) + "x" +
-                      std::to_string(m.imageHeight) + " is out of range");
 }
 
-void readTokensAndGeneration(const QJsonObject& root, const std::string& dir, Manifest& m) {
+// Special token ids, each a token of the vocabulary.
+void readTokens(const QJsonObject& root, const std::string& dir, Manifest& m) {
+    // Every special token indexes a row of the logits or of the embedding: it must be a token
+    // of this vocabulary. The forced ones may be -1 (none).
     const QJsonObject tokens = object(root, "tokens", dir);
-    m.bosId = integer(tokens, "bos", dir);
-    m.padId = integer(tokens, "pad", dir);
-    m.eosId = integer(tokens, "eos", dir);
-    m.decoderStartId = integer(tokens, "decoder_start", dir);
-    m.forcedBosId = tokens.value("forced_bos").toInt(-1);
-    m.forcedEosId = tokens.value("forced_eos").toInt(-1);
+    const std::string vocab = std::to_string(m.vocabSize);
+    const std::string id = "expected a token id from 0 to " + std::to_string(m.vocabSize - 1) +
+                           " (the vocabulary has " + vocab + " tokens)";
+    m.bosId = integer(tokens, "bos", dir, "tokens", 0, m.vocabSize - 1, id);
+    m.padId = integer(tokens, "pad", dir, "tokens", 0, m.vocabSize - 1, id);
+    m.eosId = integer(tokens, "eos", dir, "tokens", 0, m.vocabSize - 1, id);
+    m.decoderStartId = integer(tokens, "decoder_start", dir, "tokens", 0, m.vocabSize - 1, id);
+    const std::string forced = "expected -1 (none) or a token id from 0 to " +
+                               std::to_string(m.vocabSize - 1) + " (the vocabulary has " + vocab +
+                               " tokens)";
+    m.forcedBosId =
+        optionalInteger(tokens, "forced_bos", -1, dir, "tokens", -1, m.vocabSize - 1, forced);
+    m.forcedEosId =
+        optionalInteger(tokens, "forced_eos", -1, dir, "tokens", -1, m.vocabSize - 1, forced);
+}
 
+// Generation defaults.
+void readGeneration(const QJsonObject& root, const std::string& dir, Manifest& m) {
     const QJsonObject gen = object(root, "generation", dir);
-    m.numBeams = gen.value("num_beams").toInt(3);
-    m.noRepeatNgramSize = gen.value("no_repeat_ngram_size").toInt(3);
-    m.lengthPenalty = gen.value("length_penalty").toDouble(1.0);
+    m.numBeams = static_cast<int>(
+        optionalInteger(gen, "num_beams", 3, dir, "generation", 1, 16, "expected 1 to 16 beams"));
+    m.noRepeatNgramSize = static_cast<int>(
+        optionalInteger(gen, "no_repeat_ngram_size", 3, dir, "generation", 0, m.maxPositions,
+                        "expected 0 (off) up to max_positions"));
+    const QJsonValue penalty = gen.value("length_penalty");
+    m.lengthPenalty = penalty.isUndefined() ? 1.0 : penalty.toDouble(NAN);
+    if (!std::isfinite(m.lengthPenalty) || std::fabs(m.lengthPenalty) > 100)
+        fail(dir, "\"generation.length_penalty\" is not a number from -100 to 100");
     m.earlyStopping = gen.value("early_stopping").toBool(true);
-    m.maxNewTokens = gen.value("max_new_tokens").toInt(1024);
+    m.maxNewTokens = static_cast<int>(optionalInteger(
+        gen, "max_new_tokens", std::min(1024, m.maxPositions), dir, "generation", 1,
+        m.maxPositions, "expected 1 up to max_positions (" + std::to_string(m.maxPositions) + ")"));
     m.ignoreEos = gen.value("ignore_eos").toBool(false);
 }
 
+// The listed files, each with a size and a SHA-256.
 void readFiles(const QJsonObject& root, const std::string& dir, Manifest& m) {
     const QJsonObject files = object(root, "files", dir);
     for (auto it = files.begin(); it != files.end(); ++it) {
         const QJsonObject f = it.value().toObject();
         PackageFile pf;
         pf.name = f.value("name").toString().toStdString();
-        pf.size = static_cast<int64_t>(f.value("size").toDouble(-1));
-        pf.sha256 = f.value("sha256").toString().toStdString();
-        if (pf.name.empty() || pf.name.find("..") != std::string::npos || pf.name[0] == '/')
+        const std::string field = "files." + it.key().toStdString();
+        // A plain file name inside the package folder: no folders, no way out of it.
+        if (pf.name.empty() || pf.name == "." || pf.name == ".." ||
+            pf.name.find('/') != std::string::npos || pf.name.find('\\') != std::string::npos ||
+            pf.name.find('\0') != std::string::npos)
             fail(dir, "file entry \"" + it.key().toStdString() + "\" has an invalid name");
+        // Every file is checked: an entry without its size and checksum would be loaded
+        // unverified (a damaged decoder.pt then answers nonsense instead of failing).
+        pf.size = wholeNumber(f.value("size"), field + ".size", 0, int64_t(1) << 46,
+                              "every file needs its size in bytes", dir);
+        pf.sha256 = f.value("sha256").toString().toStdString();
+        if (!isLowerHex(pf.sha256, 64))
+            fail(dir, "\"" + field + ".sha256\" is missing or not a SHA-256 (64 hex digits); "
+                      "every file needs its checksum");
         m.files[it.key().toStdString()] = pf;
     }
     for (const char* role : {"vision", "text_encoder", "decoder", "vocab", "merges"})
@@ -199,6 +318,7 @@ void readFiles(const QJsonObject& root, const std::string& dir, Manifest& m) {
             fail(dir, std::string("lists no ") + role + " file");
 }
 
+// Tensors one module holds for another (format version 2).
 void readSharedParameters(const QJsonObject& root, const std::string& dir, Manifest& m) {
     const QJsonValue shared = root.value("shared_parameters");
     if (!shared.isUndefined() && !shared.isArray())
@@ -225,23 +345,11 @@ Manifest readManifest(const std::string& dir) {
     const QJsonObject root = manifestRoot(dir);
     Manifest m;
     m.dir = QFileInfo(QString::fromStdString(dir)).absoluteFilePath().toStdString();
-    m.formatVersion = integer(root, "format_version", dir);
-    if (m.formatVersion < kOldestPackageFormatVersion || m.formatVersion > kPackageFormatVersion)
-        fail(dir, "package format version " + std::to_string(m.formatVersion) +
-                      ", this build reads versions " + std::to_string(kOldestPackageFormatVersion) +
-                      " to " + std::to_string(kPackageFormatVersion) +
-                      "; export the model again with this version's exporter");
-    m.name = root.value("name").toString().toStdString();
-    m.source = root.value("source").toString().toStdString();
-    m.precision = root.value("precision").toString("float32").toStdString();
-    m.storage = root.value("storage").toString("float32").toStdString();
-    if (m.storage != "float32" && m.storage != "float16" && m.storage != "none")
-        fail(dir, "unknown weight storage \"" + m.storage + "\"");
-    m.parameterCount = static_cast<int64_t>(root.value("parameters").toDouble());
-
+    readHeader(root, dir, m);
     readDimensions(root, dir, m);
     readImageSettings(root, dir, m);
-    readTokensAndGeneration(root, dir, m);
+    readTokens(root, dir, m);
+    readGeneration(root, dir, m);
     readFiles(root, dir, m);
     readSharedParameters(root, dir, m);
     readGeneratedParameters(root, m);
@@ -249,19 +357,28 @@ Manifest readManifest(const std::string& dir) {
 }
 
 std::string sha256File(const std::string& path) {
-    QFile file(QString::fromStdString(path));
-    if (!file.open(QIODevice::ReadOnly))
-        throw PackageError(path + ": cannot be read (" + file.errorString().toStdString() + ")");
-    QCryptographicHash hash(QCryptographicHash::Sha256);
-    hash.addData(&file);
-    return hash.result().toHex().toStdString();
+    std::string error;
+    int64_t size = 0;
+    {
+        const int fd = detail::openRegularFile(path, &size, &error);
+        if (fd < 0)
+            throw PackageError(error);
+        ::close(fd);
+    }
+    const std::string hash = detail::sha256RegularFile(path, size, nullptr, &error);
+    if (!error.empty())
+        throw PackageError(error);
+    return hash;
 }
 
 namespace {
 
-// Hashing a base-size package takes about two seconds, on every start. A file whose path, size,
-// modification time and expected hash were verified before is not hashed again: the record
-// lives in the user's cache folder, one line per file.
+// Hashing a base-size package (930 MB) takes seconds on every start. A file verified before is
+// not hashed again when its device, inode, size, modification and status-change times (to the
+// nanosecond) and expected hash are all unchanged: the status-change time (ctime) is set by the
+// kernel on every write and on every attempt to set the modification time back, and cannot be
+// set by a program, so a file changed in place and given its old mtime again is rehashed. The
+// record lives in the user's cache folder, one line per file.
 QString verifiedRecordPath() {
     QString base = QStandardPaths::writableLocation(QStandardPaths::GenericCacheLocation);
     if (base.isEmpty())
@@ -269,9 +386,19 @@ QString verifiedRecordPath() {
     return base + "/florence-studio/verified-files.txt";
 }
 
-QString recordKey(const QFileInfo& info, const std::string& sha256) {
-    return QString::fromStdString(sha256) + " " + QString::number(info.size()) + " " +
-           QString::number(info.lastModified().toMSecsSinceEpoch()) + " " + info.absoluteFilePath();
+// Empty when the file cannot be examined (then it is hashed).
+QString recordKey(const std::string& path, const std::string& sha256) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+        return {};
+    auto ns = [](const struct timespec& t) {
+        return QString::number(qint64(t.tv_sec)) + "." +
+               QString::number(qint64(t.tv_nsec)).rightJustified(9, '0');
+    };
+    return QString::fromStdString(sha256) + " " + QString::number(qint64(st.st_size)) + " " +
+           ns(st.st_mtim) + " " + ns(st.st_ctim) + " " + QString::number(quint64(st.st_dev)) +
+           ":" + QString::number(quint64(st.st_ino)) + " " +
+           QFileInfo(QString::fromStdString(path)).absoluteFilePath();
 }
 
 std::mutex g_recordMutex;
@@ -279,12 +406,12 @@ std::mutex g_recordMutex;
 // Oldest first, as written.
 std::vector<QString> readRecords(const QString& path) {
     std::vector<QString> records;
-    QFile f(path);
-    if (f.open(QIODevice::ReadOnly | QIODevice::Text)) {
-        QTextStream in(&f);
-        while (!in.atEnd())
-            records.push_back(in.readLine());
-    }
+    std::string error;
+    // Bounded: a record of 200 lines is a few tens of KB.
+    const QByteArray text = detail::readRegularFile(path.toStdString(), 1 << 20, &error);
+    for (const QByteArray& line : text.split('\n'))
+        if (!line.isEmpty())
+            records.push_back(QString::fromUtf8(line));
     return records;
 }
 
@@ -314,7 +441,8 @@ void addRecords(const QString& path, const std::vector<QString>& added) {
 
 } // namespace
 
-void verifyPackageFiles(const Manifest& manifest, bool useRecord) {
+void verifyPackageFiles(const Manifest& manifest, bool useRecord,
+                        const std::atomic<bool>* cancel) {
     const QString recordPath = useRecord ? verifiedRecordPath() : QString();
     std::lock_guard<std::mutex> lock(g_recordMutex);
     std::set<QString> records;
@@ -326,21 +454,34 @@ void verifyPackageFiles(const Manifest& manifest, bool useRecord) {
     for (const auto& [role, file] : manifest.files) {
         const std::string path = manifest.path(role);
         QFileInfo info(QString::fromStdString(path));
-        if (!info.exists())
+        if (!info.exists() && !info.isSymLink())
             throw PackageError("model package " + manifest.dir + " lacks " + file.name);
-        if (file.size >= 0 && info.size() != file.size)
-            throw PackageError(path + " has " + std::to_string(info.size()) +
+        std::string error;
+        int64_t size = 0;
+        const int fd = detail::openRegularFile(path, &size, &error);
+        if (fd < 0)
+            throw PackageError(error + " (a package holds regular files only)");
+        ::close(fd);
+        if (size != file.size)
+            throw PackageError(path + " has " + std::to_string(size) +
                                " bytes, the manifest says " + std::to_string(file.size) +
                                " (truncated or replaced file)");
-        if (file.sha256.empty())
+        const QString key = recordKey(path, file.sha256);
+        if (!key.isEmpty() && records.count(key))
             continue;
-        const QString key = recordKey(info, file.sha256);
-        if (records.count(key))
-            continue;
-        if (sha256File(path) != file.sha256)
+        // Reads exactly the stated size, never more, whatever the file does meanwhile.
+        const std::string hash = detail::sha256RegularFile(path, file.size, cancel, &error);
+        if (error == "cancelled")
+            throw PackageError("loading " + manifest.dir + " was cancelled");
+        if (!error.empty())
+            throw PackageError(error);
+        if (hash != file.sha256)
             throw PackageError(
                 path + " does not match its checksum in manifest.json (damaged or replaced file)");
-        added.push_back(key);
+        // Keyed after hashing: a file changed during the hash gets a new ctime and no record.
+        const QString after = recordKey(path, file.sha256);
+        if (!after.isEmpty() && after == key)
+            added.push_back(key);
     }
     addRecords(recordPath, added);
 }

@@ -1,15 +1,19 @@
 #include <florence/safetensors.h>
 
+#include "host/RegularFile.h"
+
 #include <QByteArray>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <tuple>
 
 namespace florence {
 
@@ -50,18 +54,27 @@ bool isInteger(double v) {
 } // namespace
 
 int64_t SafetensorsTensor::numel() const {
+    // A zero anywhere makes it empty, whatever the other sides (which open() bounds).
+    if (std::find(shape.begin(), shape.end(), 0) != shape.end())
+        return 0;
     int64_t n = 1;
     for (int64_t d : shape)
-        n *= d;
+        if (d < 0 || __builtin_mul_overflow(n, d, &n))
+            throw Error("safetensors tensor shape overflows");
     return n;
 }
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
-    // QFile opens non-ASCII (UTF-8) paths on every platform, unlike std::ifstream on Windows.
-    QFile file(QString::fromStdString(path));
-    if (!file.open(QIODevice::ReadOnly))
-        throw Error(path + ": the file does not exist or cannot be opened (" +
-                    file.errorString().toStdString() + ")");
+    // A regular file only: a FIFO or device would block or never end.
+    std::string openError;
+    int64_t regularSize = 0;
+    const int fd = detail::openRegularFile(path, &regularSize, &openError);
+    if (fd < 0)
+        throw Error(openError);
+    QFile file;
+    if (!file.open(fd, QIODevice::ReadOnly, QFileDevice::AutoCloseHandle))
+        throw Error(path + ": the file cannot be opened (" + file.errorString().toStdString() +
+                    ")");
     const auto fileSize = uint64_t(file.size());
     if (fileSize < 8)
         fail(path, "the file is truncated: " + std::to_string(fileSize) + " bytes");
@@ -90,6 +103,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     SafetensorsFile result;
     result.m_path = path;
     const QJsonObject header = doc.object();
+    std::vector<std::tuple<uint64_t, uint64_t, std::string>> ranges;
     for (auto it = header.begin(); it != header.end(); ++it) {
         const std::string name = it.key().toStdString();
         if (name == "__metadata__")
@@ -105,16 +119,22 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
         if (!entry.value("shape").isArray())
             fail(path, "tensor '" + name + "' has no shape");
         uint64_t numel = 1;
+        uint64_t nonZero = 1; // the product of the other sides, bounded even when one is 0
         for (const QJsonValue& dim : entry.value("shape").toArray()) {
             const double d = dim.toDouble(-1);
             if (!dim.isDouble() || !isInteger(d))
                 fail(path, "tensor '" + name + "' has an invalid shape");
             tensor.shape.push_back(int64_t(d));
-            // Saturate instead of overflowing; the size check below then rejects it.
-            if (d != 0 && numel > std::numeric_limits<uint64_t>::max() / 16 / uint64_t(d))
-                numel = std::numeric_limits<uint64_t>::max() / 16;
-            else
-                numel *= uint64_t(d);
+            if (d == 0) {
+                numel = 0;
+                continue;
+            }
+            // [2^32, 2^32, 0] holds no bytes but its other sides overflow any product taken
+            // later: refused, as is any shape whose sides multiply past 2^62.
+            if (nonZero > (uint64_t(1) << 62) / uint64_t(d))
+                fail(path, "tensor '" + name + "' has an implausible shape");
+            nonZero *= uint64_t(d);
+            numel *= uint64_t(d);
         }
         const QJsonArray offsets = entry.value("data_offsets").toArray();
         if (offsets.size() != 2 || !offsets[0].isDouble() || !offsets[1].isDouble() ||
@@ -126,7 +146,8 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
             fail(path, "tensor '" + name + "' lies outside the data (bytes " +
                            std::to_string(begin) + "–" + std::to_string(end) + " of " +
                            std::to_string(dataSize) + "); the file may be truncated");
-        if (end - begin != numel * uint64_t(elementSize))
+        if (numel > (uint64_t(1) << 62) / uint64_t(elementSize) ||
+            end - begin != numel * uint64_t(elementSize))
             fail(path, "tensor '" + name + "' has " + std::to_string(end - begin) +
                            " bytes but its shape and dtype need " +
                            std::to_string(numel * uint64_t(elementSize)));
@@ -136,8 +157,16 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
              file.read(reinterpret_cast<char*>(tensor.data.data()), qint64(tensor.data.size())) !=
                  qint64(tensor.data.size())))
             fail(path, "tensor '" + name + "' could not be read");
+        if (end > begin)
+            ranges.emplace_back(begin, end, name);
         result.m_tensors.emplace(name, std::move(tensor));
     }
+    // Two tensors over the same bytes are a forged file, not a checkpoint.
+    std::sort(ranges.begin(), ranges.end());
+    for (size_t i = 1; i < ranges.size(); ++i)
+        if (std::get<0>(ranges[i]) < std::get<1>(ranges[i - 1]))
+            fail(path, "tensors '" + std::get<2>(ranges[i - 1]) + "' and '" +
+                           std::get<2>(ranges[i]) + "' overlap");
     return result;
 }
 
@@ -165,6 +194,12 @@ std::vector<float> SafetensorsFile::toFloat(const std::string& name) const {
     const uint8_t* p = t.data.data();
     const size_t n = size_t(t.numel());
     std::vector<float> out(n);
+    if (n == 0) {
+        if (t.dtype != "F32" && t.dtype != "F16" && t.dtype != "BF16" && t.dtype != "F64")
+            throw Error(m_path + ": tensor '" + name + "' has dtype " + t.dtype +
+                                     ", not a floating-point type");
+        return out; // no memcpy from an empty vector's null data
+    }
     if (t.dtype == "F32") {
         std::memcpy(out.data(), p, n * 4);
     } else if (t.dtype == "F16") {

@@ -112,7 +112,8 @@ const TaskInfo& taskInfo(const std::string& token) {
     std::string known;
     for (const TaskInfo& task : kTasks)
         known += (known.empty() ? "" : ", ") + task.token;
-    throw TaskError("unknown task '" + token + "'; known tasks: " + known);
+    throw TaskError("unknown task '" + token.substr(0, 60) + (token.size() > 60 ? "…" : "") +
+                    "'; known tasks: " + known);
 }
 
 int pixelToBin(double x, int size) {
@@ -149,6 +150,28 @@ std::string regionToLocTokens(const Box& box, int imageWidth, int imageHeight) {
            std::to_string(pixelToBin(y2, imageHeight)) + ">";
 }
 
+namespace {
+
+// User text quoted in a message: at most 60 bytes (whole UTF-8 characters) and one line, so a
+// pasted 120 KB text does not come back as the error.
+std::string quoted(const std::string& text) {
+    std::string out;
+    for (size_t i = 0; i < text.size() && out.size() < 60; ++i) {
+        const char c = text[i];
+        out += (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
+    }
+    if (out.size() < text.size()) {
+        while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80)
+            out.pop_back(); // continuation bytes of a character cut in two
+        if (!out.empty() && (static_cast<unsigned char>(out.back()) & 0x80))
+            out.pop_back(); // its lead byte
+        out += "…";
+    }
+    return "\"" + out + "\"";
+}
+
+} // namespace
+
 Box parseRegion(const std::string& text) {
     const auto fail = [&] {
         return TaskError("a region is four numbers X1,Y1,X2,Y2 in pixels, not '" + text + "'");
@@ -181,8 +204,8 @@ std::string buildPrompt(const TaskRequest& request, int imageWidth, int imageHei
     if (task.input == TaskInput::None) {
         // The original processor asserts that the text is the task token alone.
         if (hasText)
-            throw TaskError(task.token + " takes no text, but got \"" + request.text +
-                            "\": remove the text or pick a task that uses it");
+            throw TaskError(task.token + " takes no text, but got " + quoted(request.text) +
+                            ": remove the text or pick a task that uses it");
         if (request.region)
             throw TaskError(task.token + " takes no region: remove the box or pick a region task");
         return task.promptFormat;
@@ -216,8 +239,8 @@ std::string buildPrompt(const TaskRequest& request, int imageWidth, int imageHei
     }
     const std::string locs = trimmed(request.text);
     if (!isFourLocTokens(locs))
-        throw TaskError(task.token + " needs a region: \"" + request.text +
-                        "\" is not four <loc_N> tokens (N 0-999); " + inputHint(task));
+        throw TaskError(task.token + " needs a region: " + quoted(request.text) +
+                        " is not four <loc_N> tokens (N 0-999); " + inputHint(task));
     return formatPrompt(task.promptFormat, locs);
 }
 

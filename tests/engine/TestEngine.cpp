@@ -24,6 +24,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fcntl.h>
+#include <sys/stat.h>
 
 using namespace florence;
 
@@ -488,20 +490,30 @@ void TestEngine::verifiedRecordKeepsRecentEntries() {
     QCOMPARE(lines.size(), 200);
     QCOMPARE(lines.first(), QStringLiteral("~old 051"));
     QVERIFY2(lines.last().endsWith(QFileInfo(file).absoluteFilePath()), qPrintable(lines.last()));
-    // Recorded: not hashed again (same size and time, other bytes pass); without the record the
-    // change is caught.
-    const QDateTime mtime = QFileInfo(file).lastModified();
+    // Verified again unchanged: the record stays as it was (nothing rehashed or added).
+    verifyPackageFiles(m);
+    {
+        QFile again(record);
+        QVERIFY(again.open(QIODevice::ReadOnly | QIODevice::Text));
+        QCOMPARE(QString::fromUtf8(again.readAll()).split('\n', Qt::SkipEmptyParts), lines);
+    }
+    // Changed in place, same size, and its modification time set back to the nanosecond (after
+    // the bytes are on disk: the write is closed first): the status-change time moved, so the
+    // record no longer matches, the file is hashed again and refused.
+    struct stat before {};
+    QCOMPARE(::stat(QFile::encodeName(file).constData(), &before), 0);
     {
         QFile w(file);
         QVERIFY(w.open(QIODevice::ReadWrite));
-        w.write("HELLO");
-        // Written out before the time is restored: a write still buffered at close() would
-        // move the time again (the kernel's clock ticks in milliseconds, so on a quiet machine
-        // the test passed by luck).
-        QVERIFY(w.flush());
-        QVERIFY(w.setFileTime(mtime, QFileDevice::FileModificationTime));
+        QCOMPARE(w.write("HELLO"), qint64(5));
     }
-    verifyPackageFiles(m);
+    const struct timespec times[2] = {before.st_atim, before.st_mtim};
+    QCOMPARE(::utimensat(AT_FDCWD, QFile::encodeName(file).constData(), times, 0), 0);
+    struct stat after {};
+    QCOMPARE(::stat(QFile::encodeName(file).constData(), &after), 0);
+    QCOMPARE(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+    QCOMPARE(after.st_size, before.st_size);
+    QVERIFY_THROWS_EXCEPTION(PackageError, verifyPackageFiles(m));
     QVERIFY_THROWS_EXCEPTION(PackageError, verifyPackageFiles(m, false));
     if (oldCache.isNull())
         qunsetenv("XDG_CACHE_HOME");

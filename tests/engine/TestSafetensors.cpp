@@ -208,7 +208,18 @@ void TestSafetensors::damagedFilesNameTheFile_data() {
         << headerFile(
                R"({"a":{"dtype":"F64","shape":[4294967296,4294967296,16],"data_offsets":[0,8]}})",
                QByteArray(8, 'x'))
-        << "bytes but";
+        << "implausible shape";
+    // Holds no bytes, but its sides multiply past any integer (UBSan caught the overflow).
+    QTest::newRow("overflowing sides with a zero")
+        << headerFile(
+               R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,0],"data_offsets":[0,0]}})",
+               "")
+        << "implausible shape";
+    QTest::newRow("overlapping tensors")
+        << headerFile(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                      R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                      QByteArray(8, 'x'))
+        << "overlap";
     QTest::newRow("unknown dtype")
         << headerFile(R"({"a":{"dtype":"Q4","shape":[1],"data_offsets":[0,1]}})", "x")
         << "unknown dtype";

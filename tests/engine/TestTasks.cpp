@@ -265,6 +265,9 @@ void TestTasks::refusals_data() {
         << "must not contain the task token <CAPTION_TO_PHRASE_GROUNDING>";
     QTest::newRow("unknown task") << "<DESCRIBE>"
                                   << "" << none << "unknown task '<DESCRIBE>'";
+    // 120 KB pasted into a task without text: the message quotes a line of it, not all of it.
+    QTest::newRow("huge text is not echoed")
+        << "<CAPTION>" << QString(120000, 'x') << none << "got \"xxxxxxxxxx";
 }
 
 void TestTasks::refusals() {
@@ -275,6 +278,7 @@ void TestTasks::refusals() {
     const TaskRequest request{task.toStdString(), text.toStdString(), region};
     const QString error = errorOf([&] { buildPrompt(request, 640, 480); });
     QVERIFY2(error.contains(message), qPrintable(error));
+    QVERIFY2(error.size() < 600, qPrintable(QString::number(error.size()))); // one short line
 }
 
 void TestTasks::binRoundTrip_data() {

@@ -113,6 +113,8 @@ private slots:
     void badModelFolderKeepsCurrentModel();
     void zoomShortcuts();
     void settingsPersist();
+    void imageThatFrozeIsNotReopened();
+    void runDisabledWhileModelLoads();
     void aboutExplainsBundledModel();
     void randomModelIsDescribedFromItsManifest();
     void firstRunImagePrefersSampleScenes();
@@ -741,6 +743,38 @@ void TestMainWindow::settingsPersist() {
     QCOMPARE(m_w->modelInfo().precision(), QString("bfloat16"));
     QVERIFY(m_w->imagePath().endsWith("coffee.png"));
     QVERIFY(m_w->recentFiles().value(0).endsWith("coffee.png"));
+}
+
+void TestMainWindow::imageThatFrozeIsNotReopened() {
+    // A start that began to open the last image and never finished (a hostile image froze or
+    // crashed the app) leaves its mark; the next start does not open that image again.
+    QVERIFY(m_w->openImageFile(samplePath("coffee.png")));
+    m_w->close();
+    m_w.reset();
+    const QString coffee = QFileInfo(samplePath("coffee.png")).absoluteFilePath();
+    QCOMPARE(QSettings().value("files/lastImage").toString(), coffee);
+    QSettings().setValue("files/openingImage", coffee);
+    m_w = makeWindow();
+    QVERIFY2(!m_w->imagePath().endsWith("coffee.png"), qPrintable(m_w->imagePath()));
+    // An image that opens clears the mark, and is reopened as usual.
+    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    m_w->close();
+    m_w.reset();
+    m_w = makeWindow();
+    QVERIFY(m_w->imagePath().endsWith("pier.png"));
+    QVERIFY(!QSettings().contains("files/openingImage"));
+}
+
+void TestMainWindow::runDisabledWhileModelLoads() {
+    // A run started during a load would use the old model and its defaults.
+    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    auto* run = child<QAbstractButton>(m_w.get(), "runButton");
+    QVERIFY(run->isEnabled());
+    QSignalSpy reloaded(m_w.get(), &MainWindow::modelReady);
+    m_w->setPrecision(florence::Precision::BFloat16);
+    QVERIFY(!run->isEnabled());
+    QTRY_COMPARE_WITH_TIMEOUT(reloaded.count(), 1, 60'000);
+    QVERIFY(run->isEnabled());
 }
 
 void TestMainWindow::aboutExplainsBundledModel() {

@@ -17,6 +17,9 @@ void EngineWorker::loadModel(const QString& packageDir, Precision precision) {
     try {
         LoadOptions options;
         options.precision = precision;
+        options.cancel = &m_stopLoading;
+        // The old model stays in memory until the new one has loaded: a package that fails
+        // to load (damaged, refused) must leave the model in use working.
         auto model = Model::load(packageDir.toStdString(), options);
         // Drop the old session first so two models are never resident longer than needed.
         m_session.reset();

@@ -16,6 +16,7 @@
 
 #include <QObject>
 
+#include <atomic>
 #include <memory>
 
 namespace florence {
@@ -31,6 +32,10 @@ class EngineWorker : public QObject {
 public:
     explicit EngineWorker(QObject* parent = nullptr);
     ~EngineWorker() override;
+
+    // Callable from any thread (the window, while closing): a model load in progress stops at
+    // its next file or megabyte hashed, and no later load starts.
+    void stopLoading() { m_stopLoading.store(true); }
 
 public slots:
     // Loads a package and replaces the current model; on failure the previous model stays.
@@ -59,6 +64,7 @@ private:
                        bool stream = true);
     CompareOutcome compare(const RunRequest& request);
 
+    std::atomic<bool> m_stopLoading{false};
     std::shared_ptr<const Model> m_model;
     std::unique_ptr<Session> m_session;
 };

@@ -49,24 +49,37 @@ def read_safetensors(path: str) -> Dict[str, torch.Tensor]:
         except ValueError as e:
             raise CheckpointError(f"{path}: header is not JSON ({e})") from None
         data = f.read()
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{path}: header is not a JSON object")
     tensors = {}
     for name, info in header.items():
         if name == "__metadata__":
             continue
+        # The header is a stranger's JSON: check every field's type before using it, so a
+        # malformed file gives this message rather than a bare KeyError or TypeError.
+        offsets = info.get("data_offsets") if isinstance(info, dict) else None
+        shape = info.get("shape") if isinstance(info, dict) else None
+        if (not isinstance(offsets, list) or len(offsets) != 2
+                or not all(type(v) is int for v in offsets)
+                or not isinstance(shape, list)
+                or not all(type(v) is int and v >= 0 for v in shape)):
+            raise CheckpointError(f"{path}: tensor {name} has a malformed header entry "
+                                  "(needs dtype, shape and data_offsets)")
         dtype = SAFETENSORS_DTYPES.get(info.get("dtype"))
         if dtype is None:
             raise CheckpointError(f"{path}: tensor {name} has unsupported dtype {info.get('dtype')}")
-        begin, end = info["data_offsets"]
+        begin, end = offsets
         if not 0 <= begin <= end <= len(data):
             raise CheckpointError(f"{path}: tensor {name} lies outside the file (truncated?)")
-        shape = info["shape"]
-        buf = bytearray(data[begin:end])
-        t = torch.frombuffer(buf, dtype=dtype) if end > begin else torch.empty(0, dtype=dtype)
         expected = 1
         for s in shape:
             expected *= s
-        if t.numel() != expected:
-            raise CheckpointError(f"{path}: tensor {name} holds {t.numel()} values, shape {shape} needs {expected}")
+        itemsize = torch.empty(0, dtype=dtype).element_size()
+        if end - begin != expected * itemsize:
+            raise CheckpointError(f"{path}: tensor {name} holds {end - begin} bytes, shape {shape} "
+                                  f"needs {expected * itemsize}")
+        buf = bytearray(data[begin:end])
+        t = torch.frombuffer(buf, dtype=dtype) if end > begin else torch.empty(0, dtype=dtype)
         tensors[name] = t.reshape(shape)
     return tensors
 
@@ -100,11 +113,18 @@ def load_state_dict(folder: str) -> Dict[str, torch.Tensor]:
         sd = read_safetensors(st)
     elif os.path.exists(pt):
         try:
-            sd = torch.load(pt, map_location="cpu")
-        except Exception as e:  # a truncated or foreign file: say which
-            raise CheckpointError(f"{pt}: cannot be read as a PyTorch checkpoint ({e})") from None
-        if not isinstance(sd, dict):
-            raise CheckpointError(f"{pt}: does not hold a state dict")
+            # weights_only: a pickle can run any code while it is read; this unpickler builds
+            # only tensors and plain containers and refuses anything else, so a checkpoint
+            # from a stranger is data, never code.
+            sd = torch.load(pt, map_location="cpu", weights_only=True)
+        except Exception as e:  # a truncated, foreign or code-carrying file: say which
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise CheckpointError(
+                f"{pt}: cannot be read as a PyTorch checkpoint of plain weights ({first[:200]}); "
+                "a checkpoint that needs more than tensors to load is refused") from None
+        if not isinstance(sd, dict) or not all(
+                isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in sd.items()):
+            raise CheckpointError(f"{pt}: does not hold a state dict (names to tensors)")
     else:
         raise CheckpointError(
             f"{folder}: no weights found: expected model.safetensors or pytorch_model.bin")

@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 
@@ -41,8 +42,49 @@ RANDOM_CONFIGS = {"tiny": "config-tiny.json", "base": "config-base-ft.json",
                   "large": "config-large.json"}
 
 
+# Written into every package folder; with it (or a manifest.json from an older exporter) an
+# existing --out folder is recognised as one this exporter made and may be replaced.
+MARKER = ".florence-studio-package"
+
+
 class ExportError(Exception):
     pass
+
+
+def check_out(out: str) -> list:
+    """The files of an existing --out folder the export may replace (empty when it is new).
+
+    --out is someone's folder: the export writes it only when it is new, empty, or a package
+    this exporter wrote, and then removes only the files such a package holds. Anything else
+    is refused before any work is done, never deleted."""
+    if os.path.islink(out):
+        raise ExportError(f"{out} is a symbolic link; choose a new or empty folder for --out")
+    if not os.path.exists(out):
+        return []
+    if not os.path.isdir(out):
+        raise ExportError(f"{out} exists and is not a folder; choose a new or empty folder for --out")
+    entries = os.listdir(out)
+    if not entries:
+        return []
+    manifest_path = os.path.join(out, "manifest.json")
+    if MARKER not in entries and "manifest.json" not in entries:
+        raise ExportError(f"{out} exists and is not a model package; choose a new or empty "
+                          "folder for --out (nothing was changed)")
+    ours = {MARKER, "manifest.json", "config.json"}
+    try:
+        with open(manifest_path, encoding="utf-8") as f:
+            files = json.load(f).get("files", {})
+        ours.update(entry["name"] for entry in files.values())
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        pass  # an unreadable manifest: only the standard names count as the exporter's
+    others = sorted(e for e in entries
+                    if e not in ours or not os.path.isfile(os.path.join(out, e))
+                    or os.path.islink(os.path.join(out, e)))
+    if others:
+        raise ExportError(f"{out} holds files the exporter did not write ("
+                          + ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+                          + "); choose a new or empty folder for --out (nothing was changed)")
+    return [os.path.join(out, e) for e in entries]
 
 
 def progress(percent: int, message: str) -> None:
@@ -69,7 +111,8 @@ def read_json(path: str) -> dict:
 
 
 def check_config(config: dict, path: str) -> None:
-    if "text_config" not in config or "vision_config" not in config:
+    if (not isinstance(config, dict) or not isinstance(config.get("text_config"), dict)
+            or not isinstance(config.get("vision_config"), dict)):
         raise ExportError(f"{path} is not a Florence-2 config (no text_config/vision_config)")
     tc = config["text_config"]
     for key in ("d_model", "encoder_layers", "decoder_layers", "encoder_attention_heads",
@@ -77,6 +120,11 @@ def check_config(config: dict, path: str) -> None:
                 "max_position_embeddings"):
         if key not in tc:
             raise ExportError(f"{path}: text_config lacks {key}")
+        # Sizes a model of billions of parameters would not reach: a hostile config must not
+        # make the exporter allocate without bound.
+        if type(tc[key]) is not int or not 0 < tc[key] <= 1_000_000:
+            raise ExportError(f"{path}: text_config.{key} is {tc[key]!r}, expected a positive "
+                              "whole number")
 
 
 def random_state(model: Florence2, seed: int) -> None:
@@ -358,9 +406,12 @@ def export(model: Florence2, config: dict, out: str, source_folder: str, name: s
 
     parent = os.path.dirname(os.path.abspath(out)) or "."
     os.makedirs(parent, exist_ok=True)
+    check_out(out)
     # Written next to the destination and renamed at the end, so an interrupted export never
-    # leaves a half-written package under the final name.
+    # leaves a half-written package under the final name. The folder is announced so that the
+    # program that runs us can remove it if it has to kill us (SIGKILL skips our clean-up).
     tmp = tempfile.mkdtemp(prefix=".export-", dir=parent)
+    print(f"tmpdir {tmp}", file=sys.stderr, flush=True)
     try:
         progress(60, "writing modules")
         vision.save(os.path.join(tmp, "vision.pt"))
@@ -372,10 +423,14 @@ def export(model: Florence2, config: dict, out: str, source_folder: str, name: s
         with open(os.path.join(tmp, "config.json"), "w") as f:
             json.dump(config, f, indent=2)
         write_manifest(tmp, model, config, pre, name, source, report, storage, shared)
-        if os.path.exists(out):
-            if not os.path.exists(os.path.join(out, "manifest.json")) and os.listdir(out):
-                raise ExportError(f"{out} exists and is not a model package; choose another --out")
-            shutil.rmtree(out)
+        with open(os.path.join(tmp, MARKER), "w") as f:
+            f.write("a model package written by Florence Studio's exporter\n")
+        # Checked again: the folder may have changed during the export. Only the old
+        # package's own files are removed; the folder itself goes only once it is empty.
+        for path in check_out(out):
+            os.remove(path)
+        if os.path.isdir(out):
+            os.rmdir(out)
         os.rename(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -468,7 +523,15 @@ def main(argv=None) -> int:
                              "next to these tools' share/ folder)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads or os.cpu_count() or 1)
+
+    def terminated(signum, frame):
+        # SIGTERM (a cancelled import) unwinds like an exception, so the temporary folder is
+        # removed on the way out.
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminated)
     try:
+        check_out(args.out)  # before the minutes of work, not only at the end
         ops.load_library(args.ops_library)  # before scripting: the model calls its operators
         if args.architecture:
             config = read_json(os.path.join(resources_dir(), RANDOM_CONFIGS[args.architecture]))
@@ -498,6 +561,13 @@ def main(argv=None) -> int:
                             f"random init, seed {args.seed}", args.storage)
     except (ExportError, ops.OpsLibraryError, OSError) as e:
         print(f"florence2_export: error: {e}", file=sys.stderr)
+        return 1
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        # A config or checkpoint of an unexpected layout: say so in words, not a bare name.
+        what = args.hf or "the configuration"
+        print(f"florence2_export: error: {what}: unexpected content in config.json or the "
+              f"checkpoint ({type(e).__name__}: {str(e)[:200]}); is this a Florence-2 "
+              "checkpoint folder?", file=sys.stderr)
         return 1
     checks = ", ".join(f"{k} {v:.1e}" for k, v in report.items())
     print(f"wrote {args.out} (scripted vs eager max diff: {checks})", file=sys.stderr)

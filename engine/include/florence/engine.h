@@ -41,6 +41,9 @@ const char* precisionName(Precision p);
 struct LoadOptions {
     int threads = 0; // intra-op threads; 0 = all cores of the machine
     Precision precision = Precision::Float32;
+    // Set from another thread to stop a load (between files and while hashing them): load()
+    // then throws EngineError "… was cancelled".
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 struct GenerationOptions {

@@ -8,6 +8,7 @@
 #include <florence/error.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -95,13 +96,17 @@ struct Manifest {
 };
 
 // Parses dir/manifest.json; throws PackageError naming the file and what is wrong (missing,
-// unreadable, not JSON, other format version, missing field).
+// unreadable, not JSON, other format version, missing field, a value out of its range: token
+// ids must be below the vocabulary size, dimensions positive and bounded, every file needs a
+// size and a SHA-256).
 Manifest readManifest(const std::string& dir);
-// Checks every listed file exists with its size and checksum; throws PackageError naming the
-// first file that does not. With `useRecord`, files verified before (same path, size,
-// modification time and expected hash, recorded in the user's cache folder) are not hashed
-// again.
-void verifyPackageFiles(const Manifest& manifest, bool useRecord = true);
+// Checks every listed file is a regular file with its size and checksum (reading exactly the
+// stated size); throws PackageError naming the first file that does not. With `useRecord`,
+// files verified before (same device, inode, size, modification and status-change times and
+// expected hash, recorded in the user's cache folder) are not hashed again. Setting `cancel`
+// stops the hashing with a PackageError.
+void verifyPackageFiles(const Manifest& manifest, bool useRecord = true,
+                        const std::atomic<bool>* cancel = nullptr);
 
 std::string sha256File(const std::string& path);
 
