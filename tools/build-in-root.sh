@@ -95,11 +95,14 @@ in_root() {
 
 step "build dependencies (tools/install-deps.sh in the root) and updates"
 cp "$repo/tools/install-deps.sh" "$root/tmp/install-deps.sh"
-in_root apt-get update -qq
-in_root apt-get dist-upgrade -y -qq > /dev/null
-in_root bash /tmp/install-deps.sh
-# ccache: repeated builds of the same sources in this root take seconds.
-in_root bash -c 'dpkg-query -W ccache > /dev/null 2>&1 || apt-get install -y -qq --no-install-recommends ccache > /dev/null'
+{
+    in_root apt-get update -qq
+    in_root apt-get dist-upgrade -y -q
+    in_root bash /tmp/install-deps.sh
+    # ccache: repeated builds of the same sources in this root take seconds.
+    in_root bash -c 'dpkg-query -W ccache > /dev/null 2>&1 || apt-get install -y -q --no-install-recommends ccache'
+} > "$out/deps.log" 2>&1 || { tail -30 "$out/deps.log" >&2; exit 1; }
+grep -E '^(Installing:|Need to get|After this operation)' "$out/deps.log" | cut -c1-160 >&2 || true
 in_root dpkg-query -W -f='${Package} ${Version}\n' libtorch-dev python3-torch qt6-base-dev libopencv-dev \
     libopenblas0-openmp g++ cmake | sed 's/^/   /' >&2
 
