@@ -847,7 +847,9 @@ void MainWindow::setRegion(const QRectF& imageRect) {
 }
 
 void MainWindow::updateTaskInput() {
-    const TaskInfo& info = taskInfo(currentTask().toStdString());
+    // A named string: GCC 14 takes a reference returned for a temporary argument as dangling.
+    const std::string task = currentTask().toStdString();
+    const TaskInfo& info = taskInfo(task);
     const bool text = info.input == TaskInput::Text;
     const bool region = info.input == TaskInput::Region;
     m_inputEdit->setEnabled(text);
