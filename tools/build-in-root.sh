@@ -7,7 +7,8 @@
 # lintian, apt install, smoke test, purge), and copies both packages out. Needs root.
 #   tools/build-in-root.sh bookworm|trixie [OUT_DIR]
 # OUT_DIR (default ./build-RELEASE) receives florence-studio_<version>-1~debNN_amd64.deb,
-# florence-studio-<version>-debNN-linux-x86_64.tar.gz and the logs.
+# florence-studio-<version>-debNN-linux-x86_64.tar.gz, the bundled model as exported there
+# (model-default/) and the logs.
 # Environment:
 #   FLORENCE_ROOT_CACHE  folder this script owns (default /var/cache/florence-studio-roots): per
 #                        release the root with its build dependencies, debootstrap's and apt's
@@ -146,7 +147,10 @@ fi
 step "packages: tools/test-package.sh in the root (contents, lintian, install, smoke test, purge)"
 in_root bash /florence/src/tools/test-package.sh /florence/build > "$out/test-package.log" 2>&1 ||
     { tail -40 "$out/test-package.log" >&2; exit 1; }
-rm -f "$out"/florence-studio_*.deb "$out"/florence-studio-*.tar.gz
+rm -rf "$out"/florence-studio_*.deb "$out"/florence-studio-*.tar.gz "$out/model-default"
 cp "$root"/florence/build/florence-studio_*_amd64.deb "$root"/florence/build/florence-studio-*-linux-x86_64.tar.gz "$out/"
+# The bundled model as this release's PyTorch exported it, to run on the other release's engine
+# (tools/compare-packages.sh; .ci/run).
+cp -r "$root/florence/build/share/florence-studio/models/default" "$out/model-default"
 unmount_all
 step "done: $(cd "$out" && ls florence-studio_*.deb florence-studio-*.tar.gz | tr '\n' ' ')in $out"

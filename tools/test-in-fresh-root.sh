@@ -11,6 +11,9 @@
 # ROOT_DIR defaults to a new folder under /var/tmp and is deleted afterwards unless KEEP_ROOT=1.
 # RELEASE=bookworm|trixie overrides the release read from the .deb's version.
 # MIRROR overrides the Debian mirror (default http://deb.debian.org/debian).
+# CROSS_PACKAGE=DIR: a model package of the bundled model's weights exported by the other
+# release's PyTorch; the installed CLI must generate the same tokens with it as with the bundled
+# model (tools/compare-packages.sh).
 # FLORENCE_ROOT_CACHE: when tools/build-in-root.sh has a cache for the release there (default
 # /var/cache/florence-studio-roots), its downloaded .debs are reused (the root itself is new).
 set -euo pipefail
@@ -86,7 +89,10 @@ if [ -d "$cache/apt-archives" ]; then
     # The packages the build root downloaded; apt fetches whatever else it needs.
     mount_in_root /var/cache/apt/archives --bind "$cache/apt-archives"
 fi
-cp "$deb" "$here/smoke-test-installed.sh" "$rootfs/tmp/"
+cp "$deb" "$here/smoke-test-installed.sh" "$here/compare-packages.sh" "$rootfs/tmp/"
+if [ -n "${CROSS_PACKAGE:-}" ]; then
+    cp -r "$CROSS_PACKAGE" "$rootfs/tmp/cross-package"
+fi
 in_root() { chroot "$rootfs" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
                 DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8 "$@"; }
 
@@ -106,6 +112,12 @@ in_root apt-get install -y -q --no-install-recommends python3-torch > "$rootfs/t
     { tail -30 "$rootfs/tmp/torch.log" >&2; exit 1; }
 in_root /usr/bin/python3 -c 'import torch; print("python3-torch", torch.__version__)'
 in_root /bin/sh /tmp/smoke-test-installed.sh /usr
+
+if [ -n "${CROSS_PACKAGE:-}" ]; then
+    step "the bundled model exported by the other release's PyTorch ($CROSS_PACKAGE)"
+    in_root /bin/sh /tmp/compare-packages.sh /usr/bin/florence-studio-cli \
+        /usr/share/florence-studio/models/default /tmp/cross-package
+fi
 
 step "apt-get purge florence-studio"
 in_root apt-get purge -y -q florence-studio > /dev/null
