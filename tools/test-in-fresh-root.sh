@@ -70,6 +70,9 @@ mount_in_root() {   # mount_in_root TARGET mount-arguments...
     mounted+=("$target")
 }
 
+# mktemp makes the folder private (0700); apt's download user (_apt) must reach the root's
+# /var/lib/apt inside it, or apt downloads unsandboxed and warns.
+chmod 755 "$rootfs"
 step "debootstrap $RELEASE (minbase) into $rootfs"
 debootstrap --variant=minbase "${debootstrap_cache[@]}" "$RELEASE" "$rootfs" "$mirror" \
     > "$rootfs.debootstrap.log" 2>&1 || { tail -20 "$rootfs.debootstrap.log" >&2; exit 1; }
