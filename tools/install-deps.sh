@@ -1,17 +1,47 @@
 #!/usr/bin/env bash
-# Installs what Florence Studio needs to build, test and run on Debian 12, from Debian's archive
-# only. Does nothing (and needs no root) when everything is already there.
+# Installs what Florence Studio needs to build, test and run, from Debian's archive only, on
+# Debian 12 (bookworm: LibTorch 1.13, Qt 6.4, OpenCV 4.6) or Debian 13 (trixie: LibTorch 2.6,
+# Qt 6.8, OpenCV 4.10); the release is read from /etc/os-release. Does nothing (and needs no
+# root) when everything is already there.
+#   tools/install-deps.sh
+# tools/build-in-root.sh runs it inside a chroot of either release.
 set -euo pipefail
+
+release=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+case $release in
+    bookworm)
+        # Qt 6.4 ships the SVG image and icon plugins inside libqt6svg6, and the OpenGL
+        # module's CMake files (Qt6Charts needs them) in a package of their own.
+        svg_plugins=libqt6svg6
+        qt_opengl_dev=libqt6opengl6-dev
+        clang_runtime=libclang-rt-14-dev
+        ;;
+    trixie)
+        # Qt 6.8 moved the plugins into their own package (libqt6svg6 alone draws no icon)
+        # and the OpenGL module's development files into qt6-base-dev.
+        svg_plugins=qt6-svg-plugins
+        qt_opengl_dev=qt6-base-dev
+        clang_runtime=libclang-rt-dev
+        ;;
+    *)
+        echo "$0: Debian 12 (bookworm) or 13 (trixie) expected, this is '${release:-unknown}'" \
+             "($(. /etc/os-release && echo "${PRETTY_NAME:-?}")); trying the Debian 13 names" >&2
+        svg_plugins=qt6-svg-plugins
+        qt_opengl_dev=qt6-base-dev
+        clang_runtime=libclang-rt-dev
+        ;;
+esac
 
 packages=(
     cmake ninja-build g++ pkg-config
-    qt6-base-dev qt6-charts-dev libqt6opengl6-dev libgl-dev qt6-qpa-plugins
+    qt6-base-dev qt6-charts-dev "$qt_opengl_dev" libgl-dev qt6-qpa-plugins
     # draws the SVG window icon (the .deb recommends it)
-    libqt6svg6
+    "$svg_plugins"
     libtorch-dev python3-torch
     libopencv-dev
     # the sanitizer build and the fuzz harnesses (tools/run-sanitizers.sh): clang with libFuzzer
-    clang libclang-rt-14-dev
+    # and the sanitizer runtimes of the release's default clang (14 on Debian 12, 19 on 13)
+    clang "$clang_runtime"
     # inflating the code entries of TorchScript archives (engine/model/CodeCheck.cpp)
     zlib1g-dev
     # LibTorch runs on whatever libblas.so.3 points to; without OpenBLAS that is the reference
@@ -23,6 +53,9 @@ packages=(
     # binaries link (dpkg-shlibdeps), PNG icons rendered from the SVG, checks of the package and
     # of its desktop and AppStream files
     dpkg-dev librsvg2-bin lintian desktop-file-utils appstream
+    # minimal Debian roots for the clean-root build and the fresh-install test
+    # (tools/build-in-root.sh, tools/test-in-fresh-root.sh; .ci/run runs both)
+    debootstrap
 )
 
 missing=()

@@ -31,7 +31,7 @@ for f in usr/bin/florence-studio usr/bin/florence-studio-cli \
          usr/share/florence-studio/samples/pier.png \
          usr/share/florence-studio/samples/scenes/scene_00.png \
          usr/share/florence-studio/tools/florence2_export.py \
-         usr/share/doc/florence-studio/copyright usr/share/doc/florence-studio/changelog.gz \
+         usr/share/doc/florence-studio/copyright usr/share/doc/florence-studio/changelog.Debian.gz \
          usr/share/man/man1/florence-studio.1.gz usr/share/man/man1/florence-studio-cli.1.gz \
          usr/share/icons/hicolor/scalable/apps/florence-studio.svg \
          usr/share/icons/hicolor/{16x16,22x22,24x24,32x32,48x48,64x64,128x128,256x256}/apps/florence-studio.png; do

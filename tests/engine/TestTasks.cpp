@@ -103,7 +103,8 @@ void TestTasks::table() {
     QFETCH(TaskInput, input);
     QFETCH(QString, inputLabel);
     QFETCH(AnswerType, answerType);
-    const TaskInfo& info = taskInfo(token.toStdString());
+    const std::string tokenString = token.toStdString(); // GCC 14: no reference from a temporary
+    const TaskInfo& info = taskInfo(tokenString);
     QCOMPARE(QString::fromStdString(info.token), token);
     QCOMPARE(QString::fromStdString(info.promptFormat), prompt);
     QCOMPARE(info.input, input);

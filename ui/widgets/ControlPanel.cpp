@@ -251,7 +251,9 @@ QString ControlPanel::prompt() const {
 }
 
 void ControlPanel::updateTaskInput() {
-    const TaskInfo& info = taskInfo(task().toStdString());
+    // A named string: GCC 14 takes a reference returned for a temporary argument as dangling.
+    const std::string token = task().toStdString();
+    const TaskInfo& info = taskInfo(token);
     const bool text = info.input == TaskInput::Text;
     const bool region = info.input == TaskInput::Region;
     m_inputEdit->setEnabled(text);
