@@ -204,7 +204,9 @@ def export_architecture(config: dict, out: str, size: str, seed: int) -> None:
     name = (f"Florence-2-{size} · random weights (speed demo: answers are noise)")
     parent = os.path.dirname(os.path.abspath(out)) or "."
     os.makedirs(parent, exist_ok=True)
+    check_out(out)
     tmp = tempfile.mkdtemp(prefix=".export-", dir=parent)
+    print(f"tmpdir {tmp}", file=sys.stderr, flush=True)
     try:
         progress(60, "writing modules")
         scripted["vision"].save(os.path.join(tmp, "vision.pt"))
@@ -223,10 +225,13 @@ def export_architecture(config: dict, out: str, size: str, seed: int) -> None:
         manifest["generation"]["ignore_eos"] = True
         with open(os.path.join(tmp, "manifest.json"), "w") as f:
             json.dump(manifest, f, indent=1)
-        if os.path.exists(out):
-            if not os.path.exists(os.path.join(out, "manifest.json")) and os.listdir(out):
-                raise ExportError(f"{out} exists and is not a model package; choose another --out")
-            shutil.rmtree(out)
+        with open(os.path.join(tmp, MARKER), "w") as f:
+            f.write("a model package written by Florence Studio's exporter\n")
+        # As export() does: only the old package's own files are removed.
+        for path in check_out(out):
+            os.remove(path)
+        if os.path.isdir(out):
+            os.rmdir(out)
         os.rename(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
