@@ -3,6 +3,9 @@
 #include <florence/answer.h>
 #include <florence/tasks.h>
 
+#include "text/AnswerTokens.h" // internal: token spans and scores
+
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -26,6 +29,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         pieces.push_back(text.substr(i, n));
         i += n;
     }
-    florence::parseAnswerTokens(task, pieces, width, height);
+    // With a log-probability per piece (from the piece's first byte; -inf included): the item
+    // and answer scores, and their JSON.
+    std::vector<float> logprobs;
+    for (const std::string& piece : pieces)
+        logprobs.push_back(static_cast<unsigned char>(piece[0]) == 255
+                               ? -INFINITY
+                               : -static_cast<float>(static_cast<unsigned char>(piece[0])) / 16);
+    if (!logprobs.empty() && data[0] % 2)
+        logprobs.erase(logprobs.begin()); // aligned with the end, as after a decoder start token
+    const florence::ParsedAnswer scored =
+        florence::parseAnswerTokens(task, pieces, width, height, logprobs);
+    florence::toNativeJson(scored);
+    florence::toCocoJson(scored, "fuzz.png", width, height);
     return 0;
 }
