@@ -225,18 +225,24 @@ def export_architecture(config: dict, out: str, size: str, seed: int) -> None:
         manifest["generation"]["ignore_eos"] = True
         with open(os.path.join(tmp, "manifest.json"), "w") as f:
             json.dump(manifest, f, indent=1)
-        with open(os.path.join(tmp, MARKER), "w") as f:
-            f.write("a model package written by Florence Studio's exporter\n")
-        # As export() does: only the old package's own files are removed.
-        for path in check_out(out):
-            os.remove(path)
-        if os.path.isdir(out):
-            os.rmdir(out)
-        os.rename(tmp, out)
+        put_in_place(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     progress(100, "done")
+
+
+def put_in_place(tmp: str, out: str) -> None:
+    """Marks the finished package in `tmp` as ours and renames it to `out`. --out is checked
+    again: the folder may have changed during the export. Only the old package's own files are
+    removed; the folder itself goes only once it is empty."""
+    with open(os.path.join(tmp, MARKER), "w") as f:
+        f.write("a model package written by Florence Studio's exporter\n")
+    for path in check_out(out):
+        os.remove(path)
+    if os.path.isdir(out):
+        os.rmdir(out)
+    os.rename(tmp, out)
 
 
 def load_hf_model(folder: str):
@@ -428,15 +434,7 @@ def export(model: Florence2, config: dict, out: str, source_folder: str, name: s
         with open(os.path.join(tmp, "config.json"), "w") as f:
             json.dump(config, f, indent=2)
         write_manifest(tmp, model, config, pre, name, source, report, storage, shared)
-        with open(os.path.join(tmp, MARKER), "w") as f:
-            f.write("a model package written by Florence Studio's exporter\n")
-        # Checked again: the folder may have changed during the export. Only the old
-        # package's own files are removed; the folder itself goes only once it is empty.
-        for path in check_out(out):
-            os.remove(path)
-        if os.path.isdir(out):
-            os.rmdir(out)
-        os.rename(tmp, out)
+        put_in_place(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
