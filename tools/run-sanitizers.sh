@@ -2,15 +2,17 @@
 # The code that reads untrusted bytes without LibTorch (images, safetensors, manifests, the code
 # entries of TorchScript archives, tokenizer, answer parser) under AddressSanitizer and
 # UndefinedBehaviorSanitizer: builds it with clang in its own build folder (FLORENCE_SANITIZE),
-# runs its test suites, then each libFuzzer harness of tests/fuzz/ for FUZZ_SECONDS (default 60)
-# on a copy of its seed corpus. Fails on any sanitizer report, crash, leak or timeout.
+# runs its test suites, then each libFuzzer harness of tests/fuzz/ on a copy of its seed corpus:
+# FUZZ_RUNS inputs (default 50000, seeded, so every machine tries the same ones) within at most
+# FUZZ_SECONDS (default 60). Fails on any sanitizer report, crash, leak or timeout.
 #
-#   tools/run-sanitizers.sh                 # build-sanitize/, 60 s per fuzzer
-#   FUZZ_SECONDS=600 tools/run-sanitizers.sh
+#   tools/run-sanitizers.sh                              # build-sanitize/, what CI runs
+#   FUZZ_RUNS=0 FUZZ_SECONDS=600 tools/run-sanitizers.sh # ten minutes of fuzzing per harness
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${SANITIZE_BUILD_DIR:-build-sanitize}
 seconds=${FUZZ_SECONDS:-60}
+runs=${FUZZ_RUNS:-50000} # inputs per harness, at most FUZZ_SECONDS; 0: as many as the time allows
 started=$SECONDS
 say() { echo "-- [$((SECONDS - started)) s] $*" >&2; }
 
@@ -44,9 +46,11 @@ for harness in "$build"/tests/fuzz/fuzz_*; do
     name=${name#fuzz_}
     work=$(mktemp -d)
     cp tests/fuzz/corpus/"$name"/* "$work"/
-    say "fuzzing $name for $seconds s"
+    say "fuzzing $name ($runs inputs, at most $seconds s)"
     # New inputs go to the scratch copy; the committed seeds stay as they are.
-    if ! "$harness" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=3072 -max_len=65536 \
+    # -seed and -runs make the run the same on every machine (a CI gate must not depend on how
+    # fast the machine happens to be); FUZZ_RUNS=0 fuzzes for the whole FUZZ_SECONDS instead.
+    if ! "$harness" -seed=1 -runs="$([ "$runs" = 0 ] && echo -1 || echo "$runs")" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=3072 -max_len=65536 \
         -print_final_stats=1 -artifact_prefix="$artifacts/$name-" "$work" \
         >"$artifacts/$name.log" 2>&1; then
         tail -n 60 "$artifacts/$name.log" >&2

@@ -198,7 +198,12 @@ void readHeader(const QJsonObject& root, const std::string& dir, Manifest& m) {
     m.storage = root.value("storage").toString("float32").toStdString();
     if (m.storage != "float32" && m.storage != "float16" && m.storage != "none")
         fail(dir, "unknown weight storage \"" + m.storage + "\"");
-    m.parameterCount = static_cast<int64_t>(root.value("parameters").toDouble());
+    // A count for display; a huge or negative number must not reach the cast (found by
+    // fuzz_manifest: "parameters": 1e300 overflowed it).
+    const double parameters = root.value("parameters").toDouble(0);
+    if (!(parameters >= 0 && parameters <= 1e13))
+        fail(dir, "\"parameters\" is not a parameter count");
+    m.parameterCount = static_cast<int64_t>(parameters);
 }
 
 // Model dimensions, bounded.
