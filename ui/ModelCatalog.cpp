@@ -37,6 +37,10 @@ void ModelCatalog::refresh() {
     QStringList dirs;
     if (!m_bundled.isEmpty())
         dirs << m_bundled;
+    // Florence-2-base and -large without weights, installed with the app (their weights are
+    // generated when they load): the cache's worth at real size, out of the box.
+    for (const std::string& dir : speedDemoModelDirs())
+        dirs << QString::fromStdString(dir);
     const QDir user(QString::fromStdString(userModelsDir()));
     for (const QString& sub : user.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name))
         dirs << user.filePath(sub);
@@ -101,8 +105,16 @@ QString ModelCatalog::describeModel(const ModelInfo& info) {
 }
 
 QString ModelCatalog::explainModelWeights(const QString& name, const QString& source) {
-    // The manifest names the weights: the demo trainer's package has "demo" in its name, the
-    // exporter's random packages say "random" in name and source, imports name their folder.
+    // The manifest names the weights: the speed-demo packages say "speed demo" in their name,
+    // the demo trainer's package has "demo" in its name, the exporter's random packages say
+    // "random" in name and source, imports name their folder.
+    if (name.contains(QLatin1String("speed demo"), Qt::CaseInsensitive))
+        return QObject::
+            tr("%1 is Florence-2's real architecture at its published size, shipped without "
+               "weights: random ones are generated when it loads. Its answers are noise, but its "
+               "speed is the real model's, so it shows what the key/value cache is worth: press "
+               "Compare with a long Max new tokens (it generates exactly that many tokens).")
+                .arg(name);
     if (name.contains(QLatin1String("demo"), Qt::CaseInsensitive))
         return QObject::
             tr("%1 is a small Florence-2 trained only on synthetic scenes of simple shapes, "

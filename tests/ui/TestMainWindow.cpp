@@ -4,6 +4,7 @@
 // takes (MainWindowTester::showAnswerText, a test-only friend of the window).
 #include "MainWindow.h"
 #include "MainWindowTester.h"
+#include "ModelCatalog.h"
 #include "dialogs/ImportDialog.h"
 #include "run/AnswerDisplay.h"
 #include "run/CompareVerdict.h"
@@ -116,6 +117,7 @@ private slots:
     void imageThatFrozeIsNotReopened();
     void runDisabledWhileModelLoads();
     void aboutExplainsBundledModel();
+    void speedDemoModelsListed();
     void randomModelIsDescribedFromItsManifest();
     void firstRunImagePrefersSampleScenes();
     void firstRunCaptionsASampleScene();
@@ -775,6 +777,23 @@ void TestMainWindow::runDisabledWhileModelLoads() {
     QVERIFY(!run->isEnabled());
     QTRY_COMPARE_WITH_TIMEOUT(reloaded.count(), 1, 60'000);
     QVERIFY(run->isEnabled());
+}
+
+void TestMainWindow::speedDemoModelsListed() {
+    // The build installs Florence-2-base and -large as speed demos (weights generated at load):
+    // the model list offers them next to the bundled model, named and explained as such.
+    auto* combo = child<QComboBox>(m_w.get(), "modelCombo");
+    QStringList speedDemos;
+    for (int i = 0; i < combo->count(); ++i)
+        if (combo->itemText(i).contains("speed demo"))
+            speedDemos << combo->itemText(i);
+    QCOMPARE(speedDemos.size(), 2);
+    QVERIFY2(speedDemos[0].startsWith("Florence-2-base"), qPrintable(speedDemos.join(", ")));
+    QVERIFY2(speedDemos[1].startsWith("Florence-2-large"), qPrintable(speedDemos.join(", ")));
+    const QString why = florence::ui::ModelCatalog::explainModelWeights(speedDemos[0], QString());
+    QVERIFY2(why.contains("published size") && why.contains("noise") && why.contains("Compare"),
+             qPrintable(why));
+    QVERIFY(!why.contains("synthetic scenes"));
 }
 
 void TestMainWindow::aboutExplainsBundledModel() {
