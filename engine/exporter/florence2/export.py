@@ -202,11 +202,7 @@ def export_architecture(config: dict, out: str, size: str, seed: int) -> None:
                                       p.detach().new_empty((0,) + tuple(p.shape[1:])))
     pre = preprocessor("")
     name = (f"Florence-2-{size} · random weights (speed demo: answers are noise)")
-    parent = os.path.dirname(os.path.abspath(out)) or "."
-    os.makedirs(parent, exist_ok=True)
-    check_out(out)
-    tmp = tempfile.mkdtemp(prefix=".export-", dir=parent)
-    print(f"tmpdir {tmp}", file=sys.stderr, flush=True)
+    tmp = start_package(out)
     try:
         progress(60, "writing modules")
         scripted["vision"].save(os.path.join(tmp, "vision.pt"))
@@ -230,6 +226,19 @@ def export_architecture(config: dict, out: str, size: str, seed: int) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     progress(100, "done")
+
+
+def start_package(out: str) -> str:
+    """Checks --out and makes the temporary folder the package is written to, next to it and
+    renamed at the end (put_in_place), so an interrupted export never leaves a half-written
+    package under the final name. The folder is announced so that the program that runs us can
+    remove it if it has to kill us (SIGKILL skips our clean-up)."""
+    parent = os.path.dirname(os.path.abspath(out)) or "."
+    os.makedirs(parent, exist_ok=True)
+    check_out(out)
+    tmp = tempfile.mkdtemp(prefix=".export-", dir=parent)
+    print(f"tmpdir {tmp}", file=sys.stderr, flush=True)
+    return tmp
 
 
 def put_in_place(tmp: str, out: str) -> None:
@@ -415,14 +424,7 @@ def export(model: Florence2, config: dict, out: str, source_folder: str, name: s
         value = package.get_parameter(text, entry["name"])
         package.set_parameter(text, entry["name"], value.new_empty((0,) + tuple(value.shape[1:])))
 
-    parent = os.path.dirname(os.path.abspath(out)) or "."
-    os.makedirs(parent, exist_ok=True)
-    check_out(out)
-    # Written next to the destination and renamed at the end, so an interrupted export never
-    # leaves a half-written package under the final name. The folder is announced so that the
-    # program that runs us can remove it if it has to kill us (SIGKILL skips our clean-up).
-    tmp = tempfile.mkdtemp(prefix=".export-", dir=parent)
-    print(f"tmpdir {tmp}", file=sys.stderr, flush=True)
+    tmp = start_package(out)
     try:
         progress(60, "writing modules")
         vision.save(os.path.join(tmp, "vision.pt"))
