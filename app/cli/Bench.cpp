@@ -343,12 +343,12 @@ Float32Runs measureDecoding(Session& session, const Request& req, const BenchCon
 }
 
 // A second task on the same image skips preprocessing and the vision encoder.
-ReuseReport measureReuse(Session& session, const Request& req, const RgbImage& img) {
+ReuseReport measureReuse(Session& session, const Request& req) {
     GenerationOptions o = session.model().defaultOptions();
     o.numBeams = 1;
     o.maxNewTokens = 1;
     Request second = req;
-    second.prompt = buildPrompt({"<OD>", "", std::nullopt}, img.width, img.height);
+    second.prompt = buildPrompt({"<OD>", "", std::nullopt}, req.image->width, req.image->height);
     o.reuseFeatures = false;
     const Result cold = session.generate(second, o);
     o.reuseFeatures = true;
@@ -366,8 +366,8 @@ BatchReport measureBatching(Session& session, Progress& progress) {
     std::vector<Request> reqs;
     for (const char* name : {"pier.png", "chelsea.png", "coffee.png", "rocket.jpg"}) {
         Request r;
-        r.image = loadImage(samplesDir() + "/" + name);
-        r.prompt = buildPrompt({"<CAPTION>", "", std::nullopt}, r.image.width, r.image.height);
+        r.image = std::make_shared<const RgbImage>(loadImage(samplesDir() + "/" + name));
+        r.prompt = buildPrompt({"<CAPTION>", "", std::nullopt}, r.image->width, r.image->height);
         reqs.push_back(r);
     }
     GenerationOptions o = session.model().defaultOptions();
@@ -428,7 +428,7 @@ Bf16Report measureBf16(std::unique_ptr<Session>& session, const Request& req, co
                        const Float32Runs& runs, Progress& progress) {
     const Manifest m = session->model().manifest();
     const std::vector<float> pixels =
-        preprocess(req.image, m.imageWidth, m.imageHeight, m.imageMean, m.imageStd);
+        preprocess(*req.image, m.imageWidth, m.imageHeight, m.imageMean, m.imageStd);
     const std::vector<int64_t> tokens(runs.referenceIds.begin(),
                                       runs.referenceIds.begin() +
                                           std::min<size_t>(runs.referenceIds.size(), 65));
@@ -463,7 +463,7 @@ Bf16Report measureBf16(std::unique_ptr<Session>& session, const Request& req, co
 BenchReport measure(const BenchConfig& c) {
     Progress progress(c.progressSteps());
     BenchReport report;
-    const RgbImage img = loadImage(c.image);
+    const auto img = std::make_shared<const RgbImage>(loadImage(c.image));
     LoadOptions lo;
     lo.threads = c.threads;
     auto session = std::make_unique<Session>(Model::load(c.package, lo));
@@ -475,7 +475,7 @@ BenchReport measure(const BenchConfig& c) {
     report.loadMs = session->model().loadMs();
     Request req;
     req.image = img;
-    req.prompt = buildPrompt({"<CAPTION>", "", std::nullopt}, img.width, img.height);
+    req.prompt = buildPrompt({"<CAPTION>", "", std::nullopt}, img->width, img->height);
 
     // Warm-up: the first run of each module pays one-time costs (allocation, kernel selection).
     generateFixed(*session, req, session->model(), 4, true);
@@ -485,7 +485,7 @@ BenchReport measure(const BenchConfig& c) {
     const Float32Runs runs = measureDecoding(*session, req, c, progress, report);
     // Peak memory of single requests (the batch of four images below needs more).
     report.peakBytes = peakResidentBytes();
-    report.reuse = measureReuse(*session, req, img);
+    report.reuse = measureReuse(*session, req);
     progress.step("feature reuse");
     if (c.batching && !samplesDir().empty())
         report.batching = measureBatching(*session, progress);

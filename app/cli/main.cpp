@@ -176,7 +176,8 @@ RunInputs loadRunInputs(Args& a, const std::string& task, std::vector<std::strin
     in.paths = std::move(paths);
     in.requests.resize(std::max<size_t>(1, in.paths.size()));
     for (size_t i = 0; i < in.paths.size(); ++i)
-        in.requests[i].image = florence::loadImage(in.paths[i]);
+        in.requests[i].image =
+            std::make_shared<const florence::RgbImage>(florence::loadImage(in.paths[i]));
     if (a.has("pixel-values")) {
         const auto file = florence::SafetensorsFile::open(a.get("pixel-values"));
         if (!file.contains("pixel_values"))
@@ -194,8 +195,8 @@ RunInputs loadRunInputs(Args& a, const std::string& task, std::vector<std::strin
 void buildPrompts(RunInputs& in) {
     for (auto& req : in.requests) {
         // Location tokens map to the original image; with pixel values only, to the model input.
-        const int w = req.image.empty() ? 768 : req.image.width;
-        const int h = req.image.empty() ? 768 : req.image.height;
+        const int w = req.image ? req.image->width : 768;
+        const int h = req.image ? req.image->height : 768;
         in.sizes.emplace_back(w, h);
         req.prompt = florence::buildPrompt(in.task, w, h);
     }
@@ -253,9 +254,9 @@ void reportAnswer(Args& a, const RunInputs& in, size_t i, const florence::Result
     const florence::ParsedAnswer answer =
         florence::parseResult(model.tokenizer(), in.task.task, r, w, h);
     if (a.has("annotate")) {
-        if (in.requests[i].image.empty())
+        if (!in.requests[i].image)
             throw UsageError("--annotate needs --image");
-        florence::saveAnnotatedImage(in.requests[i].image, answer, a.get("annotate"));
+        florence::saveAnnotatedImage(*in.requests[i].image, answer, a.get("annotate"));
     }
     if (a.has("coco")) {
         const std::string name =
@@ -298,7 +299,7 @@ int cmdRun(int argc, char** argv) {
     lo.precision = parsePrecision(a.get("precision", "float32"));
     buildPrompts(in);
     auto model = florence::Model::load(modelDir(a), lo);
-    if (in.requests[0].image.empty()) {
+    if (!in.requests[0].image) {
         in.sizes[0] = {model->manifest().imageWidth, model->manifest().imageHeight};
         in.requests[0].prompt =
             florence::buildPrompt(in.task, in.sizes[0].first, in.sizes[0].second);

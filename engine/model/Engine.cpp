@@ -636,7 +636,7 @@ size_t tokenizePrompts(const Tokenizer& tokenizer, const Manifest& m,
     size_t longest = 0;
     for (size_t b = 0; b < requests.size(); ++b) {
         const Request& request = requests[b];
-        if (request.pixelValues.empty() && request.image.empty())
+        if (request.pixelValues.empty() && (!request.image || request.image->empty()))
             throw EngineError("no image: load an image first");
         results[b].promptIds = tokenizer.encode(request.prompt);
         checkPrompt(m, results[b].promptIds);
@@ -672,7 +672,7 @@ RowFeatures collectFeatures(const Manifest& m, FeatureCache& cache,
         const Request& request = requests[b];
         const bool fromImage = request.pixelValues.empty();
         if (fromImage && options.reuseFeatures) {
-            rows.keys[b] = hashImage(request.image);
+            rows.keys[b] = hashImage(*request.image);
             rows.features[b] = cache.find(rows.keys[b]);
             // The same image twice in one batch is encoded once.
             for (int e = 0; e < b && !rows.features[b].defined(); ++e)
@@ -685,7 +685,7 @@ RowFeatures collectFeatures(const Manifest& m, FeatureCache& cache,
         }
         if (fromImage) {
             std::vector<float> chw =
-                preprocess(request.image, m.imageWidth, m.imageHeight, m.imageMean, m.imageStd);
+                preprocess(*request.image, m.imageWidth, m.imageHeight, m.imageMean, m.imageStd);
             rows.pixels.push_back(toTensor(chw, {1, 3, m.imageHeight, m.imageWidth}));
         } else {
             rows.pixels.push_back(pixelTensor(m, request.pixelValues));

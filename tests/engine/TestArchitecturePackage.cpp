@@ -27,7 +27,7 @@ class TestArchitecturePackage : public QObject {
 
     QTemporaryDir m_tmp;
     QString m_arch, m_full;
-    RgbImage m_image;
+    std::shared_ptr<const RgbImage> m_image;
 
     // Runs the exporter as the build does (same interpreter, this build's operators).
     bool exportArchitecture(const QString& size, const QString& out, int seed) {
@@ -67,7 +67,8 @@ private slots:
         job.outDir = (m_tmp.path() + "/random-tiny").toStdString();
         runImport(job);
         m_full = QString::fromStdString(job.outDir);
-        m_image = loadImage(FLORENCE_SAMPLES_DIR "/scenes/scene_00.png");
+        m_image = std::make_shared<const RgbImage>(
+            loadImage(FLORENCE_SAMPLES_DIR "/scenes/scene_00.png"));
     }
 
     void smallOnDisk() {

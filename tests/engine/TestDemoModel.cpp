@@ -96,7 +96,7 @@ struct Object {
 
 struct Scene {
     QString file;
-    RgbImage image;
+    std::shared_ptr<const RgbImage> image;
     std::vector<Object> objects;
     QString word;  // "" without text
     Box wordBox{}; // bounding box of the word's quad
@@ -108,7 +108,7 @@ bool overlaps(const Box& a, const Box& b) {
 
 // A corner of the canvas, a fifth of each side, that no object or word touches; none if all do.
 std::optional<Box> emptyCorner(const Scene& scene) {
-    const double w = scene.image.width, h = scene.image.height;
+    const double w = scene.image->width, h = scene.image->height;
     const double cw = w / 5, ch = h / 5;
     for (const Box& corner : {Box{0, 0, cw, ch}, Box{w - cw, 0, w, ch}, Box{0, h - ch, cw, h},
                               Box{w - cw, h - ch, w, h}}) {
@@ -156,7 +156,8 @@ std::vector<Scene> loadScenes(const QString& folder) {
         const QJsonObject s = v.toObject();
         Scene scene;
         scene.file = s["file"].toString();
-        scene.image = loadImage((folder + "/" + scene.file).toStdString());
+        scene.image =
+            std::make_shared<const RgbImage>(loadImage((folder + "/" + scene.file).toStdString()));
         for (const auto& o : s["objects"].toArray()) {
             const QJsonObject obj = o.toObject();
             scene.objects.push_back({obj["shape"].toString(), obj["color"].toString(),
@@ -246,15 +247,17 @@ private:
     std::vector<Scene> m_scenes;
 
     // The answer to `task` on `image` with the model's default generation settings.
-    Result run(Session& session, const RgbImage& image, const TaskRequest& task) {
+    Result run(Session& session, const std::shared_ptr<const RgbImage>& image,
+               const TaskRequest& task) {
         Request req;
         req.image = image;
-        req.prompt = buildPrompt(task, image.width, image.height);
+        req.prompt = buildPrompt(task, image->width, image->height);
         return session.generate(req, session.model().defaultOptions());
     }
-    ParsedAnswer answer(Session& session, const RgbImage& image, const std::string& task) {
+    ParsedAnswer answer(Session& session, const std::shared_ptr<const RgbImage>& image,
+                        const std::string& task) {
         const Result r = run(session, image, {task, "", std::nullopt});
-        return parseAnswer(task, r.text, image.width, image.height);
+        return parseAnswer(task, r.text, image->width, image->height);
     }
 
 private slots:
@@ -417,7 +420,7 @@ void TestDemoModel::regionToCategory() {
         ++objects;
         const Result r = run(s, scene.image, {"<REGION_TO_CATEGORY>", "", o.box});
         const ParsedAnswer a = parseResult(m_model->tokenizer(), "<REGION_TO_CATEGORY>", r,
-                                           scene.image.width, scene.image.height);
+                                           scene.image->width, scene.image->height);
         right += locFree(a.text) == o.color + " " + o.shape;
         QVERIFY(a.score > 0 && a.score <= 1);
         shapeScores += a.score;
@@ -425,7 +428,7 @@ void TestDemoModel::regionToCategory() {
         if (const std::optional<Box> empty = emptyCorner(scene)) {
             const Result e = run(s, scene.image, {"<REGION_TO_CATEGORY>", "", *empty});
             const ParsedAnswer ea = parseResult(m_model->tokenizer(), "<REGION_TO_CATEGORY>", e,
-                                                scene.image.width, scene.image.height);
+                                                scene.image->width, scene.image->height);
             QVERIFY(ea.score > 0 && ea.score <= 1);
             emptyScores += ea.score;
             ++emptyRegions;
@@ -466,7 +469,8 @@ void TestDemoModel::bfloat16MatchesFloat32() {
     Session s32(m_model), s16(m_bf16);
     QStringList differ;
     for (const QString& file : files) {
-        const RgbImage image = loadImage(scenes.filePath(file).toStdString());
+        const auto image =
+            std::make_shared<const RgbImage>(loadImage(scenes.filePath(file).toStdString()));
         const Result a = run(s32, image, {task.toStdString(), "", std::nullopt});
         const Result b = run(s16, image, {task.toStdString(), "", std::nullopt});
         if (!sameAnswer(a.text, b.text))

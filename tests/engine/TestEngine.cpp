@@ -433,7 +433,7 @@ void TestEngine::cancelBeforeDecoding() {
     // A cancel that arrives while the image is being prepared skips the encoders.
     Session s(m_models[0]);
     Request req;
-    req.image = loadImage(FLORENCE_SAMPLES_DIR "/pier.png");
+    req.image = std::make_shared<const RgbImage>(loadImage(FLORENCE_SAMPLES_DIR "/pier.png"));
     req.prompt = m_tasks[0].prompt;
     std::atomic<bool> cancel{true};
     int events = 0;
@@ -524,7 +524,7 @@ void TestEngine::verifiedRecordKeepsRecentEntries() {
 void TestEngine::featureReuse() {
     Session s(m_models[0]);
     Request req;
-    req.image = loadImage(FLORENCE_SAMPLES_DIR "/pier.png");
+    req.image = std::make_shared<const RgbImage>(loadImage(FLORENCE_SAMPLES_DIR "/pier.png"));
     req.prompt = m_tasks[0].prompt;
     GenerationOptions o = model(0).defaultOptions();
     o.numBeams = 1;
@@ -582,7 +582,8 @@ void TestEngine::batchEqualsOneByOne() {
     std::vector<Request> mixed;
     for (const char* name : {"pier.png", "chelsea.png", "coffee.png"}) {
         Request r;
-        r.image = loadImage(std::string(FLORENCE_SAMPLES_DIR "/") + name);
+        r.image = std::make_shared<const RgbImage>(
+            loadImage(std::string(FLORENCE_SAMPLES_DIR "/") + name));
         mixed.push_back(r);
     }
     mixed[0].prompt = m_tasks[3].prompt;
@@ -602,9 +603,9 @@ void TestEngine::realImageRuns() {
     // resize matches PIL's to the bit), through the public request path.
     Session s(m_models[1]);
     Request req;
-    req.image = loadImage(FLORENCE_SAMPLES_DIR "/pier.png");
+    req.image = std::make_shared<const RgbImage>(loadImage(FLORENCE_SAMPLES_DIR "/pier.png"));
     req.prompt =
-        buildPrompt({"<OCR_WITH_REGION>", "", std::nullopt}, req.image.width, req.image.height);
+        buildPrompt({"<OCR_WITH_REGION>", "", std::nullopt}, req.image->width, req.image->height);
     GenerationOptions o = model(1).defaultOptions();
     o.numBeams = 1;
     o.maxNewTokens = 24;
@@ -772,6 +773,8 @@ void TestEngine::badRequests_data() {
                                 << "beams must be";
     QTest::newRow("no image") << "noimage"
                               << "no image";
+    QTest::newRow("empty image") << "emptyimage"
+                                 << "no image";
 }
 
 void TestEngine::badRequests() {
@@ -797,6 +800,10 @@ void TestEngine::badRequests() {
         o.numBeams = 0;
     if (kind == "noimage")
         req.pixelValues.clear();
+    if (kind == "emptyimage") {
+        req.pixelValues.clear();
+        req.image = std::make_shared<const RgbImage>();
+    }
     const QString err = engineErrorOf([&] { s.generate(req, o); });
     QVERIFY2(err.contains(expected), qPrintable(err));
 }

@@ -323,8 +323,10 @@ void TestHostile::forcedTokensAtTheEdgeOfTheVocabulary() {
     auto model = Model::load(pkg.toStdString());
     Session s(model);
     Request req;
-    req.image.width = req.image.height = 64;
-    req.image.pixels.assign(64 * 64 * 3, 128);
+    RgbImage gray;
+    gray.width = gray.height = 64;
+    gray.pixels.assign(64 * 64 * 3, 128);
+    req.image = std::make_shared<const RgbImage>(std::move(gray));
     req.prompt = "What does the image describe?";
     GenerationOptions o = model->defaultOptions();
     o.numBeams = 1;

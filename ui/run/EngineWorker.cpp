@@ -1,8 +1,7 @@
 #include "run/EngineWorker.h"
 
 #include <florence/engine.h>
-
-#include <QElapsedTimer>
+#include <florence/stats.h>
 
 #include <algorithm>
 
@@ -44,10 +43,9 @@ void EngineWorker::loadModel(const QString& packageDir, Precision precision) {
 RunOutcome EngineWorker::runPass(const RunRequest& request, const GenerationOptions& options,
                                  int pass, bool stream) {
     Request req;
-    req.image = *request.image;
+    req.image = request.image; // the window's pixels, shared
     req.prompt = request.prompt;
-    QElapsedTimer clock;
-    clock.start();
+    const auto start = Clock::now();
     const quint64 runId = request.runId;
     RunOutcome out;
     out.runId = runId;
@@ -64,7 +62,7 @@ RunOutcome EngineWorker::runPass(const RunRequest& request, const GenerationOpti
             u.runId = runId;
             u.pass = pass;
             u.event = e;
-            u.elapsedMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
+            u.elapsedMs = msSince(start);
             if (stream)
                 emit tokenReady(u);
             return true;

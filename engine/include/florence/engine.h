@@ -4,9 +4,9 @@
 //   auto model = florence::Model::load("resources/models/tiny");  // throws florence::Error
 //   florence::Session session(model);
 //   florence::Request req;
-//   req.image = florence::loadImage("pier.png");
-//   req.prompt = florence::buildPrompt({"<CAPTION>", "", std::nullopt}, req.image.width,
-//                                      req.image.height);
+//   req.image = std::make_shared<const florence::RgbImage>(florence::loadImage("pier.png"));
+//   req.prompt = florence::buildPrompt({"<CAPTION>", "", std::nullopt}, req.image->width,
+//                                      req.image->height);
 //   florence::GenerationOptions opts = model->defaultOptions();
 //   opts.useCache = true;
 //   florence::Result r = session.generate(req, opts, [](const florence::TokenEvent& e) {
@@ -89,7 +89,10 @@ struct Timings {
 };
 
 struct Request {
-    RgbImage image;                 // the original image (its size maps locations to pixels)
+    // The original image (its size maps locations to pixels); shared and never changed, so
+    // requests, passes and threads hold the same pixels without copying them. May be null
+    // when pixelValues are given.
+    std::shared_ptr<const RgbImage> image;
     std::vector<float> pixelValues; // optional: CHW model input that replaces preprocessing
     std::string prompt;             // text fed to the model, e.g. from buildPrompt()
 };
