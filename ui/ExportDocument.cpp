@@ -1,53 +1,38 @@
 #include "ExportDocument.h"
 
+#include "run/RunController.h"
+
+#include <florence/machine.h>
+
 #include <QDir>
 #include <QFile>
-#include <QJsonArray>
 #include <QJsonDocument>
 
-#include <cmath>
 #include <stdexcept>
 
 namespace florence::ui {
 
-namespace {
-
-// Coordinates come from 1000 location bins, so a pixel value is only known to about
-// size/1000; two decimals keep every bin apart on images up to 100,000 px and drop the float
-// noise (101.37600000000002) that the computation leaves.
-QJsonValue rounded(const QJsonValue& v) {
-    if (v.isDouble())
-        return std::round(v.toDouble() * 100.0) / 100.0;
-    if (v.isArray()) {
-        QJsonArray out;
-        for (const QJsonValue& x : v.toArray())
-            out.append(rounded(x));
-        return out;
+ExportDocument ExportDocument::ofAnswer(const RunController& runs, const ModelInfo& model,
+                                        const QString& imagePath) {
+    ExportDocument doc;
+    doc.answer = runs.answer();
+    doc.result = runs.answerResult();
+    doc.options = runs.answerOptions();
+    doc.context.imageFile = imagePath.toStdString();
+    doc.context.prompt = runs.answerPrompt();
+    doc.context.model = model.manifest.name;
+    if (!model.manifest.name.empty()) {
+        doc.context.precision = precisionName(model.precisionMode);
+        doc.context.loadMs = model.loadMs;
     }
-    if (v.isObject()) {
-        QJsonObject out = v.toObject();
-        for (auto it = out.begin(); it != out.end(); ++it)
-            it.value() = rounded(it.value());
-        return out;
-    }
-    return v;
+    doc.context.runtime = runtimeSummary();
+    return doc;
 }
 
-} // namespace
-
 QJsonObject ExportDocument::toJson() const {
-    QJsonObject root;
-    root[QStringLiteral("huggingface")] = toHuggingFaceJson(answer);
-    root[QStringLiteral("native")] = toNativeJson(answer);
-    // COCO only where the answer has geometry; a caption has no annotations to carry.
-    if (answer.type != AnswerType::PureText)
-        root[QStringLiteral("coco")] =
-            rounded(toCocoJson(answer, imageName.toStdString(), imageWidth, imageHeight));
-    root[QStringLiteral("rawText")] = QString::fromStdString(rawText);
-    root[QStringLiteral("prompt")] = QString::fromStdString(prompt);
-    root[QStringLiteral("image")] = imageName;
-    root[QStringLiteral("model")] = modelName;
-    return root;
+    AnswerContext c = context;
+    c.options = &options;
+    return answerJson(answer, result, c);
 }
 
 void ExportDocument::write(const QString& path) const {

@@ -665,16 +665,12 @@ void MainWindow::chooseAndSavePng() {
 }
 
 bool MainWindow::exportJson(const QString& path) {
-    const std::shared_ptr<const RgbImage>& image = m_run->answerImage();
-    if (!image || !m_run->hasAnswer()) {
+    if (!m_run->answerImage() || !m_run->hasAnswer()) {
         showMessage(tr("Nothing to export yet: run a task first."), true);
         return false;
     }
-    const ExportDocument doc{m_run->answer(),          m_run->answerText(), m_run->lastPrompt(),
-                             m_run->answerImageName(), image->width,        image->height,
-                             modelInfo().name()};
     try {
-        doc.write(path);
+        ExportDocument::ofAnswer(*m_run, modelInfo(), m_imagePath).write(path);
     } catch (const std::exception& e) {
         showMessage(QString::fromStdString(e.what()), true);
         return false;

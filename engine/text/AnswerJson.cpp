@@ -62,6 +62,20 @@ double polygonArea(const std::vector<double>& xy) {
     return std::abs(twiceArea) / 2;
 }
 
+// COCO's pixels: coordinates come from 1000 location bins, so a pixel value is only known to
+// about size/1000; two decimals keep every bin apart on images up to 100,000 px and drop the
+// float noise (101.37600000000002) that the computation leaves.
+double centiPixel(double v) {
+    return std::round(v * 100.0) / 100.0;
+}
+
+QJsonArray centiPixels(const std::vector<double>& values) {
+    QJsonArray array;
+    for (double v : values)
+        array.append(centiPixel(v));
+    return array;
+}
+
 QJsonArray idsJson(const std::vector<int64_t>& ids) {
     QJsonArray array;
     for (int64_t id : ids)
@@ -231,13 +245,13 @@ QJsonObject toCocoJson(const ParsedAnswer& answer, const std::string& imageFileN
         QJsonObject annotation{{"id", annotations.size() + 1},
                                {"image_id", 1},
                                {"category_id", categoryOf(item.label)},
-                               {"bbox", QJsonArray{minX, minY, maxX - minX, maxY - minY}},
-                               {"area", area},
+                               {"bbox", centiPixels({minX, minY, maxX - minX, maxY - minY})},
+                               {"area", centiPixel(area)},
                                {"iscrowd", 0}};
         if (item.kind != AnswerItem::Kind::Box) {
             QJsonArray segmentation;
             for (const std::vector<double>& p : outlines)
-                segmentation.append(toJsonArray(p));
+                segmentation.append(centiPixels(p));
             annotation["segmentation"] = segmentation;
         }
         if (item.kind == AnswerItem::Kind::Quad)

@@ -283,6 +283,36 @@ void TestMainWindow::detectionRunFillsTableAndOverlayEndToEnd() {
     QCOMPARE(child<QTableWidget>(m_w.get(), "itemsTable")->rowCount(), items);
     QCOMPARE(m_w->imageView()->overlayItemCount(), items);
     QCOMPARE(m_w->answer().task, std::string("<OD>"));
+
+    // The export is the CLI's answer document (docs/answer-json.md) for this run.
+    const QString json = m_tmp.filePath("run.json");
+    QVERIFY2(m_w->exportJson(json), qPrintable(m_w->messageText()));
+    QFile f(json);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QJsonObject doc = QJsonDocument::fromJson(f.readAll()).object();
+    QCOMPARE(doc["format"].toString(), QString("florence-studio-answer"));
+    QCOMPARE(doc["format_version"].toInt(), 1);
+    QCOMPARE(doc["task"].toString(), QString("<OD>"));
+    QCOMPARE(doc["answer_type"].toString(), QString("description_with_bboxes"));
+    QCOMPARE(doc["prompt"].toString(), m_w->lastPrompt());
+    QCOMPARE(doc["model"].toString(), m_w->modelInfo().name());
+    QCOMPARE(doc["image"]["file"].toString(), m_w->imagePath());
+    QCOMPARE(doc["image"]["width"].toInt(), m_w->imageSize().width());
+    QCOMPARE(doc["coco"]["images"][0]["file_name"].toString(), QString("pier.png"));
+    QCOMPARE(doc["native"]["items"].toArray().size(), items);
+    QVERIFY(doc["raw_text"].toString().startsWith("</s><s>"));
+    // The run's own numbers: the decoder start and 40 tokens, each with its log-probability.
+    QCOMPARE(doc["generated_ids"].toArray().size(), 41);
+    QCOMPARE(doc["token_logprobs"].toArray().size(), 40);
+    QCOMPARE(doc["timings"]["step_ms"].toArray().size(), 40);
+    QVERIFY(doc["timings"]["load_ms"].toDouble() > 0);
+    QCOMPARE(doc["generation"]["beams"].toInt(), 1);
+    QCOMPARE(doc["generation"]["max_new_tokens"].toInt(), 40);
+    QCOMPARE(doc["generation"]["ignore_eos"].toBool(), true);
+    QCOMPARE(doc["generation"]["precision"].toString(), QString("float32"));
+    QVERIFY(doc["runtime"].toString().startsWith("LibTorch"));
+    for (const QString& key : doc.keys())
+        QVERIFY2(key == key.toLower(), qPrintable(key)); // snake_case, as the CLI writes
 }
 
 void TestMainWindow::knownAnswerFillsTableHighlightsAndExports() {
@@ -323,6 +353,10 @@ void TestMainWindow::knownAnswerFillsTableHighlightsAndExports() {
     QCOMPARE(root["huggingface"].toObject()["<OD>"].toObject()["labels"].toArray().size(), 2);
     QCOMPARE(root["native"].toObject()["items"].toArray().size(), 2);
     QCOMPARE(root["coco"].toObject()["annotations"].toArray().size(), 2);
+    QCOMPARE(root["raw_text"].toString(),
+             QString("</s><s>car<loc_52><loc_333><loc_932><loc_774>person<loc_10><loc_10>"
+                     "<loc_100><loc_200></s>"));
+    QCOMPARE(root["image"]["height"].toInt(), size.height());
 
     const QString png = m_tmp.filePath("annotated.png");
     QVERIFY2(m_w->saveAnnotatedImage(png), qPrintable(m_w->messageText()));
@@ -674,6 +708,18 @@ void TestMainWindow::pasteAndDropOpenImages() {
     QTRY_COMPARE(m_w->imageSize(), QSize(64, 48));
     QVERIFY(m_w->imagePath().isEmpty()); // pasted, not a file
     QCOMPARE(m_w->imageView()->imageSize(), QSize(64, 48));
+    // Its export names no file, but keeps the image's size.
+    MainWindowTester(m_w.get()).showAnswerText("<OD>",
+                                               "</s><s>red<loc_0><loc_0><loc_999><loc_999></s>");
+    const QString json = m_tmp.filePath("pasted.json");
+    QVERIFY2(m_w->exportJson(json), qPrintable(m_w->messageText()));
+    QFile f(json);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QJsonObject doc = QJsonDocument::fromJson(f.readAll()).object();
+    QVERIFY(!doc["image"].toObject().contains("file"));
+    QCOMPARE(doc["image"]["width"].toInt(), 64);
+    QCOMPARE(doc["coco"]["images"][0]["height"].toInt(), 48);
+    QCOMPARE(doc["coco"]["annotations"].toArray().size(), 1);
 
     QMimeData mime;
     mime.setUrls({QUrl::fromLocalFile(samplePath("coffee.png"))});

@@ -53,6 +53,9 @@ void RunController::beginResults() {
     m_answerImageName = m_imageName;
     m_answerTask = m_task;
     m_answerAskedRegion = m_askedRegion;
+    m_answerPrompt = m_lastPrompt;
+    m_answerOptions = m_lastOptions;
+    m_answerResult = Result();
     m_answerText.clear();
     m_answer = ParsedAnswer();
     m_shown = ParsedAnswer();
@@ -60,6 +63,7 @@ void RunController::beginResults() {
 
 void RunController::setAnswerText(const std::string& text) {
     m_answerText = text;
+    m_answerResult.text = text;
     m_answer =
         parseAnswer(m_answerTask.toStdString(), text, m_answerImage->width, m_answerImage->height);
     m_shown = displayAnswer(m_answer, m_answerAskedRegion);
@@ -84,8 +88,12 @@ RunController::Accepted RunController::acceptOutcome(const RunOutcome& o) {
     const bool first = !m_resultsStarted && !o.cancelled();
     if (first)
         beginResults();
-    if (m_resultsStarted && o.pass == 0)
+    if (m_resultsStarted && o.pass == 0) {
+        m_answerResult = o.result;
+        // A comparison's shown pass is its cached one, whatever the Generation group says.
+        m_answerOptions.useCache = o.useCache;
         setAnswerText(o.result.text);
+    }
     return first ? Accepted::FirstOfRun : Accepted::Next;
 }
 
@@ -93,6 +101,7 @@ void RunController::clearAnswer() {
     m_answer = ParsedAnswer();
     m_shown = ParsedAnswer();
     m_answerText.clear();
+    m_answerResult = Result();
     m_answerImage.reset();
 }
 

@@ -67,6 +67,11 @@ public:
     // The image the shown answer belongs to (not necessarily the one on screen).
     const std::shared_ptr<const RgbImage>& answerImage() const { return m_answerImage; }
     QString answerImageName() const { return m_answerImageName; }
+    // The engine's result of the shown answer's pass (ids, scores, timings) once it has ended;
+    // until then its text alone. The prompt and options of the run that produced it.
+    const Result& answerResult() const { return m_answerResult; }
+    const std::string& answerPrompt() const { return m_answerPrompt; }
+    const GenerationOptions& answerOptions() const { return m_answerOptions; }
 
     // The prompt and options of the last request started.
     const std::string& lastPrompt() const { return m_lastPrompt; }
@@ -97,6 +102,9 @@ private:
     QString m_answerImageName;
     QString m_answerTask;
     std::string m_answerText;
+    Result m_answerResult;
+    std::string m_answerPrompt;
+    GenerationOptions m_answerOptions;
     ParsedAnswer m_answer;
     ParsedAnswer m_shown;
     std::optional<Box> m_askedRegion;       // of the run in flight

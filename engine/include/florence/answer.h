@@ -87,7 +87,8 @@ QJsonObject toHuggingFaceJson(const ParsedAnswer& answer);
 QJsonObject toNativeJson(const ParsedAnswer& answer);
 // COCO detection file for one image (id 1): images, annotations (bbox as x,y,w,h; quads and
 // polygons also as segmentation) and one category per distinct label in order of appearance
-// (an empty label becomes "region"). Pure text answers give no annotations.
+// (an empty label becomes "region"). Pure text answers give no annotations. Coordinates and
+// areas are rounded to 0.01 px: the location bins do not know them any better.
 QJsonObject toCocoJson(const ParsedAnswer& answer, const std::string& imageFileName, int imageWidth,
                        int imageHeight);
 
