@@ -203,6 +203,111 @@ private:
     int64_t m_size = 0;
 };
 
+// Where the central directory is and how many entries it holds.
+struct ZipDirectory {
+    uint64_t entries = 0;
+    uint64_t size = 0;
+    uint64_t offset = 0;
+};
+
+ZipDirectory findDirectory(Reader& r) {
+    // End of central directory: 22 bytes, within the last 64 KB + 22 (its comment).
+    const uint64_t tail = std::min<uint64_t>(r.size(), 65557);
+    if (tail < 22)
+        r.fail("is missing (file too small)");
+    const std::string end = r.read(r.size() - tail, tail);
+    const auto* e = reinterpret_cast<const unsigned char*>(end.data());
+    int64_t eocd = -1;
+    for (int64_t i = int64_t(tail) - 22; i >= 0; --i)
+        if (u32(e + i) == 0x06054b50) {
+            eocd = i;
+            break;
+        }
+    if (eocd < 0)
+        r.fail("is missing");
+    ZipDirectory dir{u16(e + eocd + 10), u32(e + eocd + 12), u32(e + eocd + 16)};
+    if (dir.entries == 0xFFFF || dir.size == 0xFFFFFFFF || dir.offset == 0xFFFFFFFF) {
+        // Zip64: the locator sits right before the end record.
+        const uint64_t locator = r.size() - tail + uint64_t(eocd);
+        if (locator < 20)
+            r.fail("has no zip64 locator");
+        const std::string loc = r.read(locator - 20, 20);
+        const auto* l = reinterpret_cast<const unsigned char*>(loc.data());
+        if (u32(l) != 0x07064b50)
+            r.fail("has no zip64 locator");
+        const std::string z = r.read(u64(l + 8), 56);
+        const auto* z64 = reinterpret_cast<const unsigned char*>(z.data());
+        if (u32(z64) != 0x06064b50)
+            r.fail("has a broken zip64 end record");
+        dir = ZipDirectory{u64(z64 + 32), u64(z64 + 40), u64(z64 + 48)};
+    }
+    if (dir.size > kMaxDirectoryBytes || dir.entries > dir.size / 46 + 1)
+        r.fail("is implausibly large");
+    return dir;
+}
+
+// One entry of the central directory.
+struct ZipEntry {
+    std::string name; // as stored, with the archive's top folder
+    uint16_t method = 0;
+    uint64_t packed = 0;
+    uint64_t size = 0;
+    uint64_t local = 0; // offset of its local header
+};
+
+// The entry at `pos` of the central directory `dir`; moves `pos` past it.
+ZipEntry readEntry(const Reader& r, const std::string& dir, uint64_t& pos) {
+    const auto* d = reinterpret_cast<const unsigned char*>(dir.data());
+    const uint64_t dirSize = dir.size();
+    if (dirSize - pos < 46 || u32(d + pos) != 0x02014b50)
+        r.fail("has a broken entry");
+    ZipEntry entry;
+    entry.method = u16(d + pos + 10);
+    entry.packed = u32(d + pos + 20);
+    entry.size = u32(d + pos + 24);
+    const uint64_t nameLen = u16(d + pos + 28), extraLen = u16(d + pos + 30),
+                   commentLen = u16(d + pos + 32);
+    entry.local = u32(d + pos + 42);
+    if (dirSize - pos - 46 < nameLen + extraLen + commentLen)
+        r.fail("has a broken entry");
+    entry.name.assign(dir.data() + pos + 46, nameLen);
+    // Zip64 sizes and offset, in this order, for the fields that are 0xFFFFFFFF.
+    for (uint64_t x = pos + 46 + nameLen; x + 4 <= pos + 46 + nameLen + extraLen;) {
+        const uint16_t id = u16(d + x), len = u16(d + x + 2);
+        if (x + 4 + len > pos + 46 + nameLen + extraLen)
+            r.fail("has a broken extra field");
+        if (id == 0x0001) {
+            uint64_t f = x + 4;
+            for (uint64_t* v : {&entry.size, &entry.packed, &entry.local})
+                if (*v == 0xFFFFFFFF) {
+                    if (f + 8 > x + 4 + len)
+                        r.fail("has a broken zip64 field");
+                    *v = u64(d + f);
+                    f += 8;
+                }
+        }
+        x += 4 + len;
+    }
+    pos += 46 + nameLen + extraLen + commentLen;
+    return entry;
+}
+
+// The entry's bytes, inflated when stored deflated.
+std::string readEntryData(Reader& r, const ZipEntry& entry) {
+    const std::string header = r.read(entry.local, 30);
+    const auto* h = reinterpret_cast<const unsigned char*>(header.data());
+    if (u32(h) != 0x04034b50)
+        r.fail("has a broken local header");
+    std::string data = r.read(entry.local + 30 + u16(h + 26) + u16(h + 28), entry.packed);
+    if (entry.method == 8) {
+        std::string inflated;
+        if (!inflateTo(data, entry.size, &inflated))
+            r.fail("holds a damaged code entry (" + entry.name + ")");
+        data = std::move(inflated);
+    }
+    return data;
+}
+
 } // namespace
 
 std::string codeDigestOfEntries(const std::vector<std::pair<std::string, std::string>>& entries) {
@@ -225,102 +330,27 @@ std::string codeDigestOfEntries(const std::vector<std::pair<std::string, std::st
 
 std::string torchScriptCodeDigest(const std::string& path) {
     Reader r(path);
-    // End of central directory: 22 bytes, within the last 64 KB + 22 (its comment).
-    const uint64_t tail = std::min<uint64_t>(r.size(), 65557);
-    if (tail < 22)
-        r.fail("is missing (file too small)");
-    const std::string end = r.read(r.size() - tail, tail);
-    const auto* e = reinterpret_cast<const unsigned char*>(end.data());
-    int64_t eocd = -1;
-    for (int64_t i = int64_t(tail) - 22; i >= 0; --i)
-        if (u32(e + i) == 0x06054b50) {
-            eocd = i;
-            break;
-        }
-    if (eocd < 0)
-        r.fail("is missing");
-    uint64_t entries = u16(e + eocd + 10);
-    uint64_t dirSize = u32(e + eocd + 12);
-    uint64_t dirOffset = u32(e + eocd + 16);
-    if (entries == 0xFFFF || dirSize == 0xFFFFFFFF || dirOffset == 0xFFFFFFFF) {
-        // Zip64: the locator sits right before the end record.
-        const uint64_t locator = r.size() - tail + uint64_t(eocd);
-        if (locator < 20)
-            r.fail("has no zip64 locator");
-        const std::string loc = r.read(locator - 20, 20);
-        const auto* l = reinterpret_cast<const unsigned char*>(loc.data());
-        if (u32(l) != 0x07064b50)
-            r.fail("has no zip64 locator");
-        const std::string z = r.read(u64(l + 8), 56);
-        const auto* z64 = reinterpret_cast<const unsigned char*>(z.data());
-        if (u32(z64) != 0x06064b50)
-            r.fail("has a broken zip64 end record");
-        entries = u64(z64 + 32);
-        dirSize = u64(z64 + 40);
-        dirOffset = u64(z64 + 48);
-    }
-    if (dirSize > kMaxDirectoryBytes || entries > dirSize / 46 + 1)
-        r.fail("is implausibly large");
-    const std::string dir = r.read(dirOffset, dirSize);
-    const auto* d = reinterpret_cast<const unsigned char*>(dir.data());
-
+    const ZipDirectory where = findDirectory(r);
+    const std::string dir = r.read(where.offset, where.size);
     std::vector<std::pair<std::string, std::string>> code;
     uint64_t codeBytes = 0;
     uint64_t pos = 0;
-    for (uint64_t n = 0; n < entries; ++n) {
-        if (dirSize - pos < 46 || u32(d + pos) != 0x02014b50)
-            r.fail("has a broken entry");
-        const uint16_t method = u16(d + pos + 10);
-        uint64_t packed = u32(d + pos + 20);
-        uint64_t size = u32(d + pos + 24);
-        const uint64_t nameLen = u16(d + pos + 28), extraLen = u16(d + pos + 30),
-                       commentLen = u16(d + pos + 32);
-        uint64_t local = u32(d + pos + 42);
-        if (dirSize - pos - 46 < nameLen + extraLen + commentLen)
-            r.fail("has a broken entry");
-        const std::string full(dir.data() + pos + 46, nameLen);
-        // Zip64 sizes and offset, in this order, for the fields that are 0xFFFFFFFF.
-        for (uint64_t x = pos + 46 + nameLen; x + 4 <= pos + 46 + nameLen + extraLen;) {
-            const uint16_t id = u16(d + x), len = u16(d + x + 2);
-            if (x + 4 + len > pos + 46 + nameLen + extraLen)
-                r.fail("has a broken extra field");
-            if (id == 0x0001) {
-                uint64_t f = x + 4;
-                for (uint64_t* v : {&size, &packed, &local})
-                    if (*v == 0xFFFFFFFF) {
-                        if (f + 8 > x + 4 + len)
-                            r.fail("has a broken zip64 field");
-                        *v = u64(d + f);
-                        f += 8;
-                    }
-            }
-            x += 4 + len;
-        }
-        pos += 46 + nameLen + extraLen + commentLen;
-
-        const size_t slash = full.find('/');
-        const std::string name = slash == std::string::npos ? full : full.substr(slash + 1);
+    for (uint64_t n = 0; n < where.entries; ++n) {
+        const ZipEntry entry = readEntry(r, dir, pos);
+        const size_t slash = entry.name.find('/');
+        const std::string name =
+            slash == std::string::npos ? entry.name : entry.name.substr(slash + 1);
         const bool isCode = name == "constants.pkl" || name.rfind("code/", 0) == 0;
         if (!isCode || (name.size() >= 10 && name.compare(name.size() - 10, 10, ".debug_pkl") == 0))
             continue;
         // torch.jit.save stores code deflated or as is; anything else, or code larger than
         // any model's (a deflate bomb), is not its output.
-        if ((method != 0 && method != 8) || (method == 0 && packed != size) ||
-            packed > kMaxCodeEntryBytes || size > kMaxCodeEntryBytes ||
-            (codeBytes += size) > kMaxCodeBytes)
-            r.fail("holds code entries the exporter does not write (" + full + ")");
-        const std::string header = r.read(local, 30);
-        const auto* h = reinterpret_cast<const unsigned char*>(header.data());
-        if (u32(h) != 0x04034b50)
-            r.fail("has a broken local header");
-        std::string data = r.read(local + 30 + u16(h + 26) + u16(h + 28), packed);
-        if (method == 8) {
-            std::string inflated;
-            if (!inflateTo(data, size, &inflated))
-                r.fail("holds a damaged code entry (" + full + ")");
-            data = std::move(inflated);
-        }
-        code.emplace_back(name, std::move(data));
+        if ((entry.method != 0 && entry.method != 8) ||
+            (entry.method == 0 && entry.packed != entry.size) ||
+            entry.packed > kMaxCodeEntryBytes || entry.size > kMaxCodeEntryBytes ||
+            (codeBytes += entry.size) > kMaxCodeBytes)
+            r.fail("holds code entries the exporter does not write (" + entry.name + ")");
+        code.emplace_back(name, readEntryData(r, entry));
     }
     if (code.empty())
         r.fail("holds no TorchScript code");

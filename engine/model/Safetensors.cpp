@@ -51,6 +51,115 @@ bool isInteger(double v) {
     return v >= 0 && v <= 9007199254740992.0 && std::floor(v) == v;
 }
 
+// The 8-byte header size and the JSON header it announces, checked against the file's size.
+QJsonObject readHeader(QFile& file, const std::string& path, uint64_t fileSize,
+                       uint64_t* headerSize) {
+    if (fileSize < 8)
+        fail(path, "the file is truncated: " + std::to_string(fileSize) + " bytes");
+    uint8_t sizeBytes[8];
+    if (file.read(reinterpret_cast<char*>(sizeBytes), 8) != 8)
+        fail(path, "the size field could not be read");
+    *headerSize = readLe<uint64_t>(sizeBytes);
+    if (*headerSize > kMaxHeaderBytes)
+        fail(path, "header size " + std::to_string(*headerSize) + " is implausible");
+    if (*headerSize > fileSize - 8)
+        fail(path, "the file is truncated: the header needs " + std::to_string(*headerSize) +
+                       " bytes but only " + std::to_string(fileSize - 8) + " follow");
+
+    QByteArray headerText(qsizetype(*headerSize), Qt::Uninitialized);
+    if (file.read(headerText.data(), qint64(*headerSize)) != qint64(*headerSize))
+        fail(path, "the header could not be read");
+    QJsonParseError parseError{};
+    const QJsonDocument doc = QJsonDocument::fromJson(headerText, &parseError);
+    if (parseError.error != QJsonParseError::NoError)
+        fail(path, "header JSON: " + parseError.errorString().toStdString() + " at offset " +
+                       std::to_string(parseError.offset));
+    if (!doc.isObject())
+        fail(path, "the header is not a JSON object");
+    return doc.object();
+}
+
+// The tensor's shape into `tensor`; returns its element count.
+uint64_t readShape(const std::string& path, const std::string& name, const QJsonObject& entry,
+                   SafetensorsTensor& tensor) {
+    if (!entry.value("shape").isArray())
+        fail(path, "tensor '" + name + "' has no shape");
+    uint64_t numel = 1;
+    uint64_t nonZero = 1; // the product of the other sides, bounded even when one is 0
+    for (const QJsonValue& dim : entry.value("shape").toArray()) {
+        const double d = dim.toDouble(-1);
+        if (!dim.isDouble() || !isInteger(d))
+            fail(path, "tensor '" + name + "' has an invalid shape");
+        tensor.shape.push_back(int64_t(d));
+        if (d == 0) {
+            numel = 0;
+            continue;
+        }
+        // [2^32, 2^32, 0] holds no bytes but its other sides overflow any product taken
+        // later: refused, as is any shape whose sides multiply past 2^62.
+        if (nonZero > (uint64_t(1) << 62) / uint64_t(d))
+            fail(path, "tensor '" + name + "' has an implausible shape");
+        nonZero *= uint64_t(d);
+        numel *= uint64_t(d);
+    }
+    return numel;
+}
+
+// Where the tensors' bytes are: after the size field and the header, to the end of the file.
+struct DataSpan {
+    uint64_t offset = 0;
+    uint64_t size = 0;
+};
+
+struct ByteRange {
+    uint64_t begin = 0, end = 0; // within the data
+    std::string name;
+    bool operator<(const ByteRange& o) const {
+        return std::tie(begin, end, name) < std::tie(o.begin, o.end, o.name);
+    }
+};
+
+// One header entry: its dtype, shape and byte range checked against each other and the data,
+// then its bytes read. Returns the range it occupies.
+ByteRange readTensor(QFile& file, const std::string& path, const std::string& name,
+                     const QJsonObject& entry, const DataSpan& data, SafetensorsTensor& tensor) {
+    tensor.dtype = entry.value("dtype").toString().toStdString();
+    const int64_t elementSize = dtypeSize(tensor.dtype);
+    if (elementSize == 0)
+        fail(path, "tensor '" + name + "' has unknown dtype '" + tensor.dtype + "'");
+    const uint64_t numel = readShape(path, name, entry, tensor);
+    const QJsonArray offsets = entry.value("data_offsets").toArray();
+    if (offsets.size() != 2 || !offsets[0].isDouble() || !offsets[1].isDouble() ||
+        !isInteger(offsets[0].toDouble()) || !isInteger(offsets[1].toDouble()))
+        fail(path, "tensor '" + name + "' has invalid data_offsets");
+    const auto begin = uint64_t(offsets[0].toDouble());
+    const auto end = uint64_t(offsets[1].toDouble());
+    if (begin > end || end > data.size)
+        fail(path, "tensor '" + name + "' lies outside the data (bytes " + std::to_string(begin) +
+                       "–" + std::to_string(end) + " of " + std::to_string(data.size) +
+                       "); the file may be truncated");
+    if (numel > (uint64_t(1) << 62) / uint64_t(elementSize) ||
+        end - begin != numel * uint64_t(elementSize))
+        fail(path, "tensor '" + name + "' has " + std::to_string(end - begin) +
+                       " bytes but its shape and dtype need " +
+                       std::to_string(numel * uint64_t(elementSize)));
+    tensor.data.resize(size_t(end - begin));
+    if (!tensor.data.empty() &&
+        (!file.seek(qint64(data.offset + begin)) ||
+         file.read(reinterpret_cast<char*>(tensor.data.data()), qint64(tensor.data.size())) !=
+             qint64(tensor.data.size())))
+        fail(path, "tensor '" + name + "' could not be read");
+    return ByteRange{begin, end, name};
+}
+
+// Two tensors over the same bytes are a forged file, not a checkpoint.
+void checkNoOverlap(const std::string& path, std::vector<ByteRange> ranges) {
+    std::sort(ranges.begin(), ranges.end());
+    for (size_t i = 1; i < ranges.size(); ++i)
+        if (ranges[i].begin < ranges[i - 1].end)
+            fail(path, "tensors '" + ranges[i - 1].name + "' and '" + ranges[i].name + "' overlap");
+}
+
 } // namespace
 
 int64_t SafetensorsTensor::numel() const {
@@ -76,97 +185,26 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
         throw Error(path + ": the file cannot be opened (" + file.errorString().toStdString() +
                     ")");
     const auto fileSize = uint64_t(file.size());
-    if (fileSize < 8)
-        fail(path, "the file is truncated: " + std::to_string(fileSize) + " bytes");
-    uint8_t sizeBytes[8];
-    if (file.read(reinterpret_cast<char*>(sizeBytes), 8) != 8)
-        fail(path, "the size field could not be read");
-    const auto headerSize = readLe<uint64_t>(sizeBytes);
-    if (headerSize > kMaxHeaderBytes)
-        fail(path, "header size " + std::to_string(headerSize) + " is implausible");
-    if (headerSize > fileSize - 8)
-        fail(path, "the file is truncated: the header needs " + std::to_string(headerSize) +
-                       " bytes but only " + std::to_string(fileSize - 8) + " follow");
+    uint64_t headerSize = 0;
+    const QJsonObject header = readHeader(file, path, fileSize, &headerSize);
+    const DataSpan data{8 + headerSize, fileSize - 8 - headerSize};
 
-    QByteArray headerText(qsizetype(headerSize), Qt::Uninitialized);
-    if (file.read(headerText.data(), qint64(headerSize)) != qint64(headerSize))
-        fail(path, "the header could not be read");
-    QJsonParseError parseError{};
-    const QJsonDocument doc = QJsonDocument::fromJson(headerText, &parseError);
-    if (parseError.error != QJsonParseError::NoError)
-        fail(path, "header JSON: " + parseError.errorString().toStdString() + " at offset " +
-                       std::to_string(parseError.offset));
-    if (!doc.isObject())
-        fail(path, "the header is not a JSON object");
-
-    const uint64_t dataSize = fileSize - 8 - headerSize;
     SafetensorsFile result;
     result.m_path = path;
-    const QJsonObject header = doc.object();
-    std::vector<std::tuple<uint64_t, uint64_t, std::string>> ranges;
+    std::vector<ByteRange> ranges;
     for (auto it = header.begin(); it != header.end(); ++it) {
         const std::string name = it.key().toStdString();
         if (name == "__metadata__")
             continue;
         if (!it.value().isObject())
             fail(path, "entry '" + name + "' is not an object");
-        const QJsonObject entry = it.value().toObject();
         SafetensorsTensor tensor;
-        tensor.dtype = entry.value("dtype").toString().toStdString();
-        const int64_t elementSize = dtypeSize(tensor.dtype);
-        if (elementSize == 0)
-            fail(path, "tensor '" + name + "' has unknown dtype '" + tensor.dtype + "'");
-        if (!entry.value("shape").isArray())
-            fail(path, "tensor '" + name + "' has no shape");
-        uint64_t numel = 1;
-        uint64_t nonZero = 1; // the product of the other sides, bounded even when one is 0
-        for (const QJsonValue& dim : entry.value("shape").toArray()) {
-            const double d = dim.toDouble(-1);
-            if (!dim.isDouble() || !isInteger(d))
-                fail(path, "tensor '" + name + "' has an invalid shape");
-            tensor.shape.push_back(int64_t(d));
-            if (d == 0) {
-                numel = 0;
-                continue;
-            }
-            // [2^32, 2^32, 0] holds no bytes but its other sides overflow any product taken
-            // later: refused, as is any shape whose sides multiply past 2^62.
-            if (nonZero > (uint64_t(1) << 62) / uint64_t(d))
-                fail(path, "tensor '" + name + "' has an implausible shape");
-            nonZero *= uint64_t(d);
-            numel *= uint64_t(d);
-        }
-        const QJsonArray offsets = entry.value("data_offsets").toArray();
-        if (offsets.size() != 2 || !offsets[0].isDouble() || !offsets[1].isDouble() ||
-            !isInteger(offsets[0].toDouble()) || !isInteger(offsets[1].toDouble()))
-            fail(path, "tensor '" + name + "' has invalid data_offsets");
-        const auto begin = uint64_t(offsets[0].toDouble());
-        const auto end = uint64_t(offsets[1].toDouble());
-        if (begin > end || end > dataSize)
-            fail(path, "tensor '" + name + "' lies outside the data (bytes " +
-                           std::to_string(begin) + "–" + std::to_string(end) + " of " +
-                           std::to_string(dataSize) + "); the file may be truncated");
-        if (numel > (uint64_t(1) << 62) / uint64_t(elementSize) ||
-            end - begin != numel * uint64_t(elementSize))
-            fail(path, "tensor '" + name + "' has " + std::to_string(end - begin) +
-                           " bytes but its shape and dtype need " +
-                           std::to_string(numel * uint64_t(elementSize)));
-        tensor.data.resize(size_t(end - begin));
-        if (!tensor.data.empty() &&
-            (!file.seek(qint64(8 + headerSize + begin)) ||
-             file.read(reinterpret_cast<char*>(tensor.data.data()), qint64(tensor.data.size())) !=
-                 qint64(tensor.data.size())))
-            fail(path, "tensor '" + name + "' could not be read");
-        if (end > begin)
-            ranges.emplace_back(begin, end, name);
+        const ByteRange range = readTensor(file, path, name, it.value().toObject(), data, tensor);
+        if (range.end > range.begin)
+            ranges.push_back(range);
         result.m_tensors.emplace(name, std::move(tensor));
     }
-    // Two tensors over the same bytes are a forged file, not a checkpoint.
-    std::sort(ranges.begin(), ranges.end());
-    for (size_t i = 1; i < ranges.size(); ++i)
-        if (std::get<0>(ranges[i]) < std::get<1>(ranges[i - 1]))
-            fail(path, "tensors '" + std::get<2>(ranges[i - 1]) + "' and '" +
-                           std::get<2>(ranges[i]) + "' overlap");
+    checkNoOverlap(path, ranges);
     return result;
 }
 
