@@ -1,8 +1,10 @@
 // florence-studio: the desktop app. Only wiring: command line, settings identity, the window.
 #include "MainWindow.h"
 #include "Theme.h"
+
 #include <florence/paths.h>
 #include <florence/process.h>
+#include <florence/tasks.h>
 #include <florence/version.h>
 
 #include <QApplication>
@@ -45,130 +47,147 @@ void scheduleScreenshot(florence::ui::MainWindow* window, const QString& out, in
     });
 }
 
-} // namespace
+// The command line's options, in --help's order.
+struct Options {
+    QCommandLineOption model{QStringLiteral("model"),
+                             QStringLiteral("Model package folder (default: the bundled model)."),
+                             QStringLiteral("PKG")};
+    QCommandLineOption image{QStringLiteral("image"), QStringLiteral("Image to open."),
+                             QStringLiteral("FILE")};
+    QCommandLineOption task{QStringLiteral("task"),
+                            QStringLiteral("Task token to select, e.g. \"<OD>\"."),
+                            QStringLiteral("TOKEN")};
+    QCommandLineOption text{QStringLiteral("text"), QStringLiteral("Text input for the task."),
+                            QStringLiteral("TEXT")};
+    QCommandLineOption shot{QStringLiteral("screenshot"),
+                            QStringLiteral("Run the task, save a PNG of the window, and exit."),
+                            QStringLiteral("OUT.png")};
+    QCommandLineOption compare{QStringLiteral("compare"),
+                               QStringLiteral("With --screenshot: run the cached/uncached "
+                                              "comparison instead of a single run.")};
+    QCommandLineOption maxTokens{QStringLiteral("max-new-tokens"),
+                                 QStringLiteral("Generation limit for this session."),
+                                 QStringLiteral("N")};
+    QCommandLineOption size{QStringLiteral("size"),
+                            QStringLiteral("Window size WxH (screenshots)."),
+                            QStringLiteral("WxH")};
+    QCommandLineOption region{
+        QStringLiteral("region"),
+        QStringLiteral("Region X1,Y1,X2,Y2 in image pixels for region tasks."),
+        QStringLiteral("X1,Y1,X2,Y2")};
+    QCommandLineOption dark{QStringLiteral("dark"),
+                            QStringLiteral("Use a dark palette (Fusion style) whatever the desktop "
+                                           "theme is (also View > Theme in the app).")};
+};
 
-int main(int argc, char** argv) {
-    florence::prepareProcess(argc, argv); // first: may re-execute with the right BLAS kernels
-    // --help and --version must work without a display (packaging, man pages, ssh sessions):
-    // answer them from a console application, which process() below exits after printing.
+// --help and --version must work without a display (packaging, man pages, ssh sessions):
+// they are answered by a console application, which QCommandLineParser::process exits after
+// printing.
+std::unique_ptr<QCoreApplication> makeApplication(int& argc, char** argv) {
     bool consoleOnly = false;
     for (int i = 1; i < argc; ++i) {
         const QByteArray a(argv[i]);
         consoleOnly = consoleOnly || a == "--help" || a == "-h" || a == "--help-all" ||
                       a == "--version" || a == "-v";
     }
-    std::unique_ptr<QCoreApplication> application;
     if (consoleOnly)
-        application = std::make_unique<QCoreApplication>(argc, argv);
-    else
-        application = std::make_unique<QApplication>(argc, argv);
-    QCoreApplication::setOrganizationName(QStringLiteral("FlorenceStudio"));
-    QCoreApplication::setApplicationName(QStringLiteral("florence-studio"));
-    QCoreApplication::setApplicationVersion(QStringLiteral(FLORENCE_VERSION));
+        return std::make_unique<QCoreApplication>(argc, argv);
+    return std::make_unique<QApplication>(argc, argv);
+}
 
-    QCommandLineParser parser;
+void parseCommandLine(QCommandLineParser& parser, const Options& o, QCoreApplication& app) {
     parser.setApplicationDescription(
         QStringLiteral("Desktop studio for Microsoft's Florence-2 vision-language model."));
     parser.addHelpOption();
     parser.addVersionOption();
     parser.addPositionalArgument(QStringLiteral("image"), QStringLiteral("Image to open."),
                                  QStringLiteral("[image]"));
-    QCommandLineOption modelOpt(
-        QStringLiteral("model"),
-        QStringLiteral("Model package folder (default: the bundled model)."),
-        QStringLiteral("PKG"));
-    QCommandLineOption imageOpt(QStringLiteral("image"), QStringLiteral("Image to open."),
-                                QStringLiteral("FILE"));
-    QCommandLineOption taskOpt(QStringLiteral("task"),
-                               QStringLiteral("Task token to select, e.g. \"<OD>\"."),
-                               QStringLiteral("TOKEN"));
-    QCommandLineOption textOpt(QStringLiteral("text"), QStringLiteral("Text input for the task."),
-                               QStringLiteral("TEXT"));
-    QCommandLineOption shotOpt(QStringLiteral("screenshot"),
-                               QStringLiteral("Run the task, save a PNG of the window, and exit."),
-                               QStringLiteral("OUT.png"));
-    QCommandLineOption compareOpt(
-        QStringLiteral("compare"),
-        QStringLiteral("With --screenshot: run the cached/uncached comparison "
-                       "instead of a single run."));
-    QCommandLineOption maxTokensOpt(QStringLiteral("max-new-tokens"),
-                                    QStringLiteral("Generation limit for this session."),
-                                    QStringLiteral("N"));
-    QCommandLineOption sizeOpt(QStringLiteral("size"),
-                               QStringLiteral("Window size WxH (screenshots)."),
-                               QStringLiteral("WxH"));
-    QCommandLineOption regionOpt(
-        QStringLiteral("region"),
-        QStringLiteral("Region X1,Y1,X2,Y2 in image pixels for region tasks."),
-        QStringLiteral("X1,Y1,X2,Y2"));
-    parser.addOption(regionOpt);
-    QCommandLineOption darkOpt(
-        QStringLiteral("dark"),
-        QStringLiteral("Use a dark palette (Fusion style) whatever the desktop "
-                       "theme is (also View > Theme in the app)."));
-    parser.addOption(darkOpt);
-    parser.addOptions(
-        {modelOpt, imageOpt, taskOpt, textOpt, shotOpt, compareOpt, maxTokensOpt, sizeOpt});
-    parser.process(*application); // exits after --help / --version
+    parser.addOptions({o.region, o.dark, o.model, o.image, o.task, o.text, o.shot, o.compare,
+                       o.maxTokens, o.size});
+    parser.process(app); // exits after --help / --version
+}
+
+// The image asked for, else (first start, no image restored from the settings) a sample scene
+// the bundled model understands, captioned at once unless the command line asks for more.
+void openStartImage(florence::ui::MainWindow& window, const QCommandLineParser& parser,
+                    const Options& o) {
+    QString image = parser.value(o.image);
+    if (image.isEmpty() && !parser.positionalArguments().isEmpty())
+        image = parser.positionalArguments().constFirst();
+    if (!image.isEmpty()) {
+        window.openImageFile(image);
+        return;
+    }
+    if (window.hasImage())
+        return;
+    const QString samples = QString::fromStdString(florence::samplesDir());
+    if (parser.isSet(o.task) || parser.isSet(o.shot)) {
+        const QString sample = florence::ui::MainWindow::firstRunImage(samples);
+        if (!sample.isEmpty())
+            window.openImageFile(sample);
+    } else {
+        window.openFirstRunSample(samples);
+    }
+}
+
+// --task, --text, --region and --max-new-tokens, as if chosen in the window.
+void applyTaskOptions(florence::ui::MainWindow& window, const QCommandLineParser& parser,
+                      const Options& o) {
+    if (parser.isSet(o.task))
+        window.setTask(parser.value(o.task));
+    if (parser.isSet(o.text))
+        window.setTaskText(parser.value(o.text));
+    if (parser.isSet(o.region)) {
+        try {
+            const florence::Box b = florence::parseRegion(parser.value(o.region).toStdString());
+            window.setRegion(QRectF(QPointF(b.x1, b.y1), QPointF(b.x2, b.y2)).normalized());
+        } catch (const florence::TaskError& e) {
+            window.showMessage(QStringLiteral("--region: %1").arg(QString::fromUtf8(e.what())),
+                               true);
+        }
+    }
+    if (parser.isSet(o.maxTokens))
+        window.setMaxNewTokens(parser.value(o.maxTokens).toInt());
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    florence::prepareProcess(argc, argv); // first: may re-execute with the right BLAS kernels
+    const std::unique_ptr<QCoreApplication> application = makeApplication(argc, argv);
+    QCoreApplication::setOrganizationName(QStringLiteral("FlorenceStudio"));
+    QCoreApplication::setApplicationName(QStringLiteral("florence-studio"));
+    QCoreApplication::setApplicationVersion(QStringLiteral(FLORENCE_VERSION));
+    const Options options;
+    QCommandLineParser parser;
+    parseCommandLine(parser, options, *application);
     auto& app = static_cast<QApplication&>(*application);
     QApplication::setApplicationDisplayName(QStringLiteral("Florence Studio"));
     // The packaging's .desktop file id: lets Wayland compositors and docks match the window to
     // its launcher (icon, name, grouping).
     QGuiApplication::setDesktopFileName(QStringLiteral("invalid.example.FlorenceStudio"));
     QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/florence-studio.svg")));
-
-    if (parser.isSet(darkOpt))
+    if (parser.isSet(options.dark))
         florence::ui::applyTheme(florence::ui::Theme::Dark);
 
     florence::ui::MainWindow window;
-    if (parser.isSet(sizeOpt)) {
-        const QStringList wh = parser.value(sizeOpt).split(QLatin1Char('x'));
+    if (parser.isSet(options.size)) {
+        const QStringList wh = parser.value(options.size).split(QLatin1Char('x'));
         if (wh.size() == 2)
             window.resize(wh[0].toInt(), wh[1].toInt());
     }
-    if (parser.isSet(modelOpt))
-        window.openModelPackage(parser.value(modelOpt));
+    if (parser.isSet(options.model))
+        window.openModelPackage(parser.value(options.model));
     else
         window.loadDefaultModel();
-
-    QString image = parser.value(imageOpt);
-    if (image.isEmpty() && !parser.positionalArguments().isEmpty())
-        image = parser.positionalArguments().constFirst();
-    if (!image.isEmpty()) {
-        window.openImageFile(image);
-    } else if (!window.hasImage()) {
-        // First start (no image restored from the settings): a sample scene the bundled model
-        // understands, captioned at once unless the command line asks for something else.
-        const QString samples = QString::fromStdString(florence::samplesDir());
-        if (parser.isSet(taskOpt) || parser.isSet(shotOpt)) {
-            const QString sample = florence::ui::MainWindow::firstRunImage(samples);
-            if (!sample.isEmpty())
-                window.openImageFile(sample);
-        } else {
-            window.openFirstRunSample(samples);
-        }
-    }
-    if (parser.isSet(taskOpt))
-        window.setTask(parser.value(taskOpt));
-    if (parser.isSet(textOpt))
-        window.setTaskText(parser.value(textOpt));
-    if (parser.isSet(regionOpt)) {
-        const QStringList v = parser.value(regionOpt).split(QLatin1Char(','));
-        if (v.size() == 4)
-            window.setRegion(QRectF(QPointF(v[0].toDouble(), v[1].toDouble()),
-                                    QPointF(v[2].toDouble(), v[3].toDouble()))
-                                 .normalized());
-        else
-            window.showMessage(QStringLiteral("--region takes X1,Y1,X2,Y2"), true);
-    }
-    if (parser.isSet(maxTokensOpt))
-        window.setMaxNewTokens(parser.value(maxTokensOpt).toInt());
+    openStartImage(window, parser, options);
+    applyTaskOptions(window, parser, options);
     window.show();
 
-    if (parser.isSet(shotOpt)) {
-        scheduleScreenshot(&window, parser.value(shotOpt), 600'000);
+    if (parser.isSet(options.shot)) {
+        scheduleScreenshot(&window, parser.value(options.shot), 600'000);
         // Queued behind the model load on the engine thread.
-        if (parser.isSet(compareOpt))
+        if (parser.isSet(options.compare))
             window.startComparison();
         else
             window.startRun();
