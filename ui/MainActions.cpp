@@ -4,6 +4,7 @@
 
 #include <QAction>
 #include <QActionGroup>
+#include <QMainWindow>
 #include <QMenu>
 #include <QMenuBar>
 #include <QStyle>
@@ -129,7 +130,20 @@ void MainActions::addMenus(QMenuBar* bar) {
     help->addAction(about);
 }
 
-void MainActions::addToolBarActions(QToolBar* bar) {
+Theme MainActions::checkedTheme() const {
+    const QAction* chosen = theme->checkedAction();
+    return chosen == themeDark ? Theme::Dark : chosen == themeLight ? Theme::Light : Theme::System;
+}
+
+void MainActions::checkTheme(Theme t) {
+    (t == Theme::Dark ? themeDark : t == Theme::Light ? themeLight : themeSystem)->setChecked(true);
+}
+
+void MainActions::addToolBar(QMainWindow* window) {
+    QToolBar* bar = window->addToolBar(QObject::tr("Main"));
+    bar->setObjectName(QStringLiteral("mainToolBar"));
+    bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    bar->setMovable(false);
     bar->addAction(open);
     bar->addSeparator();
     bar->addAction(run);

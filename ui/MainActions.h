@@ -7,14 +7,16 @@
 //   QString help = a.shortcutsText();      // Help › Keyboard Shortcuts
 #pragma once
 
+#include "Theme.h"
+
 #include <QList>
 #include <QString>
 
 class QAction;
 class QActionGroup;
+class QMainWindow;
 class QMenu;
 class QMenuBar;
-class QToolBar;
 class QWidget;
 
 namespace florence::ui {
@@ -23,7 +25,11 @@ struct MainActions {
     explicit MainActions(QWidget* owner);
 
     void addMenus(QMenuBar* bar);
-    void addToolBarActions(QToolBar* bar);
+    // The window's one tool bar ("mainToolBar"), fixed in place.
+    void addToolBar(QMainWindow* window);
+    // View › Theme: the theme whose action is checked, and checking the action of `theme`.
+    Theme checkedTheme() const;
+    void checkTheme(Theme theme);
     // Every action that has a shortcut, as "Ctrl+R\tRun" lines (plain text).
     QString shortcutsText() const;
 

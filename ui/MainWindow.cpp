@@ -1,52 +1,45 @@
 #include "MainWindow.h"
 
 #include "ExportDocument.h"
+#include "ImageSource.h"
 #include "MainActions.h"
 #include "ModelCatalog.h"
 #include "ModelController.h"
 #include "RecentFiles.h"
 #include "RunView.h"
+#include "ScreenFit.h"
 #include "Settings.h"
+#include "StatusLabels.h"
 #include "Theme.h"
 #include "dialogs/AboutDialog.h"
 #include "dialogs/ImportDialog.h"
 #include "run/EngineWorker.h"
 #include "run/RunController.h"
 #include "run/StartupImage.h"
+#include "run/TaskPrompt.h"
 #include "widgets/CompareView.h"
 #include "widgets/ControlPanel.h"
 #include "widgets/ImageView.h"
 #include "widgets/LatencyChart.h"
 #include "widgets/ResultsPanel.h"
 
-#include <florence/image.h>
-#include <florence/package.h>
-#include <florence/paths.h>
 #include <florence/tasks.h>
 
 #include <QAction>
 #include <QActionGroup>
 #include <QApplication>
-#include <QBuffer>
 #include <QClipboard>
 #include <QCloseEvent>
-#include <QComboBox>
 #include <QDir>
 #include <QDragEnterEvent>
 #include <QDropEvent>
-#include <QFileDialog>
 #include <QFileInfo>
-#include <QLabel>
-#include <QLineEdit>
-#include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
-#include <QScreen>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
-#include <QToolBar>
 
 // The icons live in a static library, whose resource initializer the linker would drop.
 static void initUiResources() {
@@ -57,23 +50,24 @@ namespace florence::ui {
 
 namespace {
 
-QImage toQImage(const RgbImage& img) {
-    const QImage view(img.pixels.data(), img.width, img.height, img.width * 3,
-                      QImage::Format_RGB888);
-    return view.copy();
-}
-
-// "OD", "REGION_TO_CATEGORY": a task token as a file name part.
-QString taskFilePart(const QString& task) {
-    QString t = task;
-    return t.remove(QLatin1Char('<')).remove(QLatin1Char('>'));
+// Two panes that keep a minimum size each, sharing space by the given stretch factors.
+QSplitter* splitter(Qt::Orientation orientation, const char* name, QWidget* first, int firstStretch,
+                    QWidget* second, int secondStretch, QWidget* parent) {
+    auto* split = new QSplitter(orientation, parent);
+    split->setObjectName(QString::fromLatin1(name));
+    split->addWidget(first);
+    split->addWidget(second);
+    split->setStretchFactor(0, firstStretch);
+    split->setStretchFactor(1, secondStretch);
+    split->setChildrenCollapsible(false);
+    return split;
 }
 
 } // namespace
 
 MainWindow::MainWindow(QWidget* parent)
     : QMainWindow(parent), m_run(std::make_unique<RunController>()),
-      m_models(std::make_unique<ModelCatalog>()) {
+      m_models(std::make_unique<ModelCatalog>()), m_files(std::make_unique<FileDialogs>(this)) {
     setObjectName(QStringLiteral("mainWindow"));
     registerWorkerTypes();
     initUiResources();
@@ -83,11 +77,7 @@ MainWindow::MainWindow(QWidget* parent)
     m_actions = std::make_unique<MainActions>(this);
     createCentral();
     m_actions->addMenus(menuBar());
-    QToolBar* tb = addToolBar(tr("Main"));
-    tb->setObjectName(QStringLiteral("mainToolBar"));
-    tb->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-    tb->setMovable(false);
-    m_actions->addToolBarActions(tb);
+    m_actions->addToolBar(this);
     m_recent = new RecentFiles(m_actions->recent, this);
     connect(m_recent, &RecentFiles::chosen, this, &MainWindow::openImageFile);
     connectActions();
@@ -95,7 +85,8 @@ MainWindow::MainWindow(QWidget* parent)
     m_worker = std::make_unique<EngineWorker>();
     m_thread = makeWorkerThread(QStringLiteral("engine"));
     m_worker->moveToThread(m_thread.get());
-    m_modelCtl = new ModelController(m_models.get(), m_panel, m_statusModel, m_worker.get(), this);
+    m_modelCtl =
+        new ModelController(m_models.get(), m_panel, m_status->model, m_worker.get(), this);
     connect(m_modelCtl, &ModelController::switching, this, [this] {
         if (isRunning()) {
             cancelRun();
@@ -109,7 +100,7 @@ MainWindow::MainWindow(QWidget* parent)
     });
     connect(m_modelCtl, &ModelController::ready, this, &MainWindow::modelReady);
     connect(m_modelCtl, &ModelController::failed, this, &MainWindow::modelFailed);
-    connectWorker();
+    m_runView->follow(m_worker.get());
     m_thread->start();
 
     restoreSettings();
@@ -133,13 +124,27 @@ MainWindow::~MainWindow() {
 
 void MainWindow::connectActions() {
     const MainActions& a = *m_actions;
-    connect(a.open, &QAction::triggered, this, &MainWindow::chooseAndOpenImage);
+    connect(a.open, &QAction::triggered, this, [this] {
+        if (const QString path = m_files->openImage(); !path.isEmpty())
+            openImageFile(path);
+    });
     connect(a.paste, &QAction::triggered, this,
             [this] { openMimeData(QApplication::clipboard()->mimeData()); });
-    connect(a.openModel, &QAction::triggered, this, &MainWindow::chooseAndOpenModel);
+    connect(a.openModel, &QAction::triggered, this, [this] {
+        if (const QString dir = m_files->openModel(); !dir.isEmpty())
+            openModelPackage(dir);
+    });
     connect(a.import, &QAction::triggered, this, &MainWindow::showImportDialog);
-    connect(a.exportJson, &QAction::triggered, this, &MainWindow::chooseAndExportJson);
-    connect(a.savePng, &QAction::triggered, this, &MainWindow::chooseAndSavePng);
+    connect(a.exportJson, &QAction::triggered, this, [this] {
+        const QString path = m_files->saveJson(m_run->answerImageName(), m_run->answerTask());
+        if (!path.isEmpty())
+            exportJson(path);
+    });
+    connect(a.savePng, &QAction::triggered, this, [this] {
+        const QString path = m_files->savePng(m_run->answerImageName(), m_run->answerTask());
+        if (!path.isEmpty())
+            saveAnnotatedImage(path);
+    });
     connect(a.copyText, &QAction::triggered, this, &MainWindow::copyResultText);
     connect(a.quit, &QAction::triggered, this, &QWidget::close);
     connect(a.run, &QAction::triggered, this, &MainWindow::startRun);
@@ -155,13 +160,8 @@ void MainWindow::connectActions() {
     connect(a.zoomIn, &QAction::triggered, m_view, &ImageView::zoomIn);
     connect(a.zoomOut, &QAction::triggered, m_view, &ImageView::zoomOut);
     connect(a.fit, &QAction::triggered, m_view, &ImageView::fitToWindow);
-    connect(a.theme, &QActionGroup::triggered, this, [this](QAction* chosen) {
-        const Theme t = chosen == m_actions->themeDark    ? Theme::Dark
-                        : chosen == m_actions->themeLight ? Theme::Light
-                                                          : Theme::System;
-        m_theme = themeName(t);
-        applyTheme(t);
-    });
+    connect(a.theme, &QActionGroup::triggered, this,
+            [this] { applyTheme(m_actions->checkedTheme()); });
     connect(a.shortcuts, &QAction::triggered, this, [this] {
         QMessageBox box(QMessageBox::NoIcon, tr("Keyboard Shortcuts"), shortcutsText(),
                         QMessageBox::Close, this);
@@ -197,50 +197,21 @@ void MainWindow::createCentral() {
     m_bottomTabs->addTab(m_latency, tr("Live latency"));
     m_bottomTabs->addTab(m_compare, tr("Cached vs uncached"));
 
-    m_topSplit = new QSplitter(Qt::Horizontal, this);
-    m_topSplit->setObjectName(QStringLiteral("topSplitter"));
-    m_topSplit->addWidget(m_view);
-    m_topSplit->addWidget(m_panel);
-    m_topSplit->setStretchFactor(0, 1);
-    m_topSplit->setStretchFactor(1, 0);
-    m_topSplit->setChildrenCollapsible(false);
-
-    auto* bottomSplit = new QSplitter(Qt::Horizontal, this);
-    bottomSplit->setObjectName(QStringLiteral("bottomSplitter"));
-    bottomSplit->addWidget(m_results);
-    bottomSplit->addWidget(m_bottomTabs);
-    bottomSplit->setStretchFactor(0, 1);
-    bottomSplit->setStretchFactor(1, 1);
-    bottomSplit->setChildrenCollapsible(false);
-
-    m_mainSplit = new QSplitter(Qt::Vertical, this);
-    m_mainSplit->setObjectName(QStringLiteral("mainSplitter"));
-    m_mainSplit->addWidget(m_topSplit);
-    m_mainSplit->addWidget(bottomSplit);
-    m_mainSplit->setStretchFactor(0, 3);
-    m_mainSplit->setStretchFactor(1, 2);
-    m_mainSplit->setChildrenCollapsible(false);
+    m_topSplit = splitter(Qt::Horizontal, "topSplitter", m_view, 1, m_panel, 0, this);
+    QSplitter* bottomSplit =
+        splitter(Qt::Horizontal, "bottomSplitter", m_results, 1, m_bottomTabs, 1, this);
+    m_mainSplit = splitter(Qt::Vertical, "mainSplitter", m_topSplit, 3, bottomSplit, 2, this);
     setCentralWidget(m_mainSplit);
 
     // Tab: image, then the panel (model, task, text, generation, Run…), then the answer.
     setTabOrder(m_view, m_panel->firstInFocusChain());
     setTabOrder(m_panel->lastInFocusChain(), m_results);
 
-    m_statusModel = new QLabel(this);
-    m_statusModel->setTextFormat(Qt::PlainText); // task tokens look like HTML tags
-    m_statusModel->setObjectName(QStringLiteral("statusModel"));
-    m_statusZoom = new QLabel(this);
-    m_statusRun = new QLabel(tr("Idle"), this);
-    m_statusRun->setTextFormat(Qt::PlainText);
-    m_statusRun->setObjectName(QStringLiteral("statusRun"));
-    statusBar()->addPermanentWidget(m_statusRun);
-    statusBar()->addPermanentWidget(m_statusZoom);
-    statusBar()->addPermanentWidget(m_statusModel);
-    connect(m_view, &ImageView::zoomChanged, this,
-            [this](double f) { m_statusZoom->setText(tr("Zoom %1%").arg(qRound(f * 100))); });
+    m_status = std::make_unique<StatusLabels>(statusBar());
+    connect(m_view, &ImageView::zoomChanged, this, [this](double f) { m_status->showZoom(f); });
 
     m_runView = new RunView(
-        m_run.get(), {m_results, m_view, m_latency, m_compare, m_bottomTabs, m_statusRun}, this);
+        m_run.get(), {m_results, m_view, m_latency, m_compare, m_bottomTabs, m_status->run}, this);
     connect(m_runView, &RunView::tokenArrived, this, &MainWindow::tokenArrived);
     connect(m_runView, &RunView::runCompleted, this, &MainWindow::runCompleted);
     connect(m_runView, &RunView::comparisonCompleted, this, &MainWindow::comparisonCompleted);
@@ -249,16 +220,6 @@ void MainWindow::createCentral() {
     });
     connect(m_runView, &RunView::runErrored, this, &MainWindow::runErrored);
     connect(m_runView, &RunView::runEnded, this, &MainWindow::updateActions);
-}
-
-void MainWindow::connectWorker() {
-    EngineWorker* w = m_worker.get();
-    connect(w, &EngineWorker::runStarted, m_runView, &RunView::onRunStarted);
-    connect(w, &EngineWorker::tokenReady, m_runView, &RunView::onToken);
-    connect(w, &EngineWorker::runFinished, m_runView, &RunView::onRunFinished);
-    connect(w, &EngineWorker::compareFinished, m_runView, &RunView::onCompareFinished);
-    connect(w, &EngineWorker::compareProgress, m_runView, &RunView::onCompareProgress);
-    connect(w, &EngineWorker::runFailed, m_runView, &RunView::onRunFailed);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -271,33 +232,17 @@ void MainWindow::restoreSettings() {
     restoreState(p.windowState);
     m_mainSplit->restoreState(p.mainSplit);
     m_topSplit->restoreState(p.topSplit);
-    m_lastFolder = p.lastFolder;
-    m_exportFolder = p.exportFolder;
+    m_files->setLastFolder(p.lastFolder);
+    m_files->setExportFolder(p.exportFolder);
     m_recent->setPaths(p.recentFiles);
     m_models->setExtraFolders(p.extraModels);
-    m_panel->setTask(p.task);
-    m_panel->setTaskText(p.taskText);
-    m_panel->setBeams(p.beams);
-    m_panel->setMaxNewTokens(p.maxNewTokens);
-    m_panel->setUseCache(p.useCache);
-    m_panel->setPrecisionText(p.precision);
+    m_panel->restorePreferences(p);
     // "system" leaves the application's look alone (the command line may have chosen one).
-    m_theme = p.theme;
-    const Theme theme = themeFromName(p.theme);
-    (theme == Theme::Dark    ? m_actions->themeDark
-     : theme == Theme::Light ? m_actions->themeLight
-                             : m_actions->themeSystem)
-        ->setChecked(true);
-    if (theme != Theme::System)
-        applyTheme(theme);
-    if (!p.lastImage.isEmpty() && QFileInfo::exists(p.lastImage)) {
-        // Not an image that froze or failed the last time it was opened here.
-        QSettings s;
-        if (mayReopenAtStartup(s, p.lastImage)) {
-            beginStartupOpen(s, p.lastImage);
-            endStartupOpen(s, openImageFile(p.lastImage));
-        }
-    }
+    m_actions->checkTheme(themeFromName(p.theme));
+    if (m_actions->checkedTheme() != Theme::System)
+        applyTheme(m_actions->checkedTheme());
+    // Not an image that froze or failed the last time it was opened here.
+    reopenAtStartup(p.lastImage, [this](const QString& path) { return openImageFile(path); });
 }
 
 void MainWindow::saveSettings() const {
@@ -306,18 +251,13 @@ void MainWindow::saveSettings() const {
     p.windowState = saveState();
     p.mainSplit = m_mainSplit->saveState();
     p.topSplit = m_topSplit->saveState();
-    p.lastFolder = m_lastFolder;
-    p.exportFolder = m_exportFolder;
+    p.lastFolder = m_files->lastFolder();
+    p.exportFolder = m_files->exportFolder();
     p.recentFiles = m_recent->paths();
     p.lastImage = m_imagePath;
     p.extraModels = m_models->extraFolders();
-    p.task = currentTask();
-    p.taskText = m_panel->taskText();
-    p.beams = m_panel->beams();
-    p.maxNewTokens = m_panel->maxNewTokens();
-    p.useCache = m_panel->useCache();
-    p.precision = m_panel->precisionText();
-    p.theme = m_theme;
+    m_panel->savePreferences(p);
+    p.theme = themeName(m_actions->checkedTheme());
     Settings::save(p);
 }
 
@@ -333,23 +273,7 @@ void MainWindow::showEvent(QShowEvent* event) {
 }
 
 void MainWindow::fitToScreen() {
-    // A saved or default size can exceed a smaller or more scaled screen (1360x900 logical is
-    // 2720x1800 pixels at a scale factor of 2): shrink into the available area, then move in.
-    const QScreen* screen = this->screen() ? this->screen() : QGuiApplication::primaryScreen();
-    if (!screen || isMaximized() || isFullScreen())
-        return;
-    const QRect avail = screen->availableGeometry();
-    const QSize frame = frameGeometry().size() - geometry().size();
-    const QSize most = avail.size() - frame;
-    if (width() > most.width() || height() > most.height())
-        resize(std::min(width(), most.width()), std::min(height(), most.height()));
-    QRect g = frameGeometry();
-    g.moveLeft(
-        std::clamp(g.left(), avail.left(), std::max(avail.left(), avail.right() - g.width() + 1)));
-    g.moveTop(
-        std::clamp(g.top(), avail.top(), std::max(avail.top(), avail.bottom() - g.height() + 1)));
-    if (g.topLeft() != frameGeometry().topLeft())
-        move(g.topLeft());
+    ui::fitToScreen(this);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -411,55 +335,29 @@ QSize MainWindow::imageSize() const {
 }
 
 bool MainWindow::openImageFile(const QString& path) {
-    RgbImage img;
-    try {
-        img = loadImage(path.toStdString());
-    } catch (const std::exception& e) {
-        // The image, task and results on screen stay as they were.
-        showMessage(tr("Cannot open the image: %1").arg(QString::fromStdString(e.what())), true);
-        return false;
-    }
-    const QFileInfo fi(path);
-    m_lastFolder = fi.absolutePath();
-    m_recent->add(fi.absoluteFilePath());
-    setImage(std::make_shared<const RgbImage>(std::move(img)), fi.absoluteFilePath(),
-             fi.fileName());
-    return true;
+    return showOpened(readImageFile(path));
 }
 
 bool MainWindow::openImageData(const QImage& image, const QString& name) {
-    if (image.isNull()) {
-        showMessage(tr("The clipboard or drop holds no readable image."), true);
-        return false;
-    }
-    // Through PNG and the engine's decoder, so alpha and color handling match opened files.
-    QByteArray bytes;
-    QBuffer buffer(&bytes);
-    buffer.open(QIODevice::WriteOnly);
-    image.save(&buffer, "PNG");
-    RgbImage img;
-    try {
-        img = decodeImage(std::vector<uint8_t>(bytes.begin(), bytes.end()), name.toStdString());
-    } catch (const std::exception& e) {
-        showMessage(tr("Cannot use the image: %1").arg(QString::fromStdString(e.what())), true);
-        return false;
-    }
-    setImage(std::make_shared<const RgbImage>(std::move(img)), QString(), name);
-    return true;
+    return showOpened(readImageData(image, name));
 }
 
 bool MainWindow::openMimeData(const QMimeData* mime) {
-    if (!mime)
+    return mime && showOpened(readMimeData(*mime));
+}
+
+bool MainWindow::showOpened(const OpenedImage& opened) {
+    if (!opened.image) {
+        // The image, task and results on screen stay as they were.
+        showMessage(opened.error, true);
         return false;
-    if (mime->hasUrls()) {
-        for (const QUrl& url : mime->urls())
-            if (url.isLocalFile())
-                return openImageFile(url.toLocalFile());
     }
-    if (mime->hasImage())
-        return openImageData(qvariant_cast<QImage>(mime->imageData()), tr("pasted image"));
-    showMessage(tr("Nothing to open: drop or paste an image or an image file."), true);
-    return false;
+    if (!opened.path.isEmpty()) {
+        m_files->setLastFolder(QFileInfo(opened.path).absolutePath());
+        m_recent->add(opened.path);
+    }
+    setImage(opened.image, opened.path, opened.name);
+    return true;
 }
 
 void MainWindow::setImage(std::shared_ptr<const RgbImage> image, const QString& path,
@@ -520,28 +418,8 @@ void MainWindow::clearRegion() {
     onTaskInputChanged();
 }
 
-std::optional<std::string> MainWindow::buildCurrentPrompt(QString* error) const {
-    TaskRequest request;
-    request.task = currentTask().toStdString();
-    const TaskInfo& info = taskInfo(request.task);
-    if (info.input == TaskInput::Text)
-        request.text = m_panel->taskText().trimmed().toStdString();
-    if (info.input == TaskInput::Region) {
-        if (!m_region) {
-            *error = tr("Drag a rectangle on the image to choose the region for %1 first.")
-                         .arg(QString::fromStdString(info.name));
-            return std::nullopt;
-        }
-        request.region =
-            Box{m_region->left(), m_region->top(), m_region->right(), m_region->bottom()};
-    }
-    try {
-        return buildPrompt(request, m_image ? m_image->width : 1000,
-                           m_image ? m_image->height : 1000);
-    } catch (const std::exception& e) {
-        *error = QString::fromStdString(e.what());
-        return std::nullopt;
-    }
+std::optional<std::string> MainWindow::currentPrompt(QString* error) const {
+    return promptFor(currentTask(), m_panel->taskText(), m_region, m_image.get(), error);
 }
 
 void MainWindow::onTaskInputChanged() {
@@ -552,7 +430,7 @@ void MainWindow::onTaskInputChanged() {
     m_panel->setRegion(m_region);
     // The Prompt line always shows what Run would send for the task as it is set now.
     QString error;
-    const std::optional<std::string> prompt = buildCurrentPrompt(&error);
+    const std::optional<std::string> prompt = currentPrompt(&error);
     m_panel->setPrompt(prompt ? QString::fromStdString(*prompt) : tr("(%1)").arg(error));
     updateActions();
 }
@@ -574,7 +452,7 @@ bool MainWindow::startRequest(RunKind kind) {
         return false;
     }
     QString error;
-    const std::optional<std::string> prompt = buildCurrentPrompt(&error);
+    const std::optional<std::string> prompt = currentPrompt(&error);
     if (!prompt) {
         showMessage(error, true);
         return false;
@@ -583,12 +461,8 @@ bool MainWindow::startRequest(RunKind kind) {
     opts.numBeams = m_panel->beams();
     opts.maxNewTokens = m_panel->maxNewTokens();
     opts.useCache = m_panel->useCache();
-    std::optional<Box> region;
-    if (taskInfo(currentTask().toStdString()).input == TaskInput::Region && m_region)
-        region = Box{m_region->left(), m_region->top(), m_region->right(), m_region->bottom()};
-
-    const RunRequest r =
-        m_run->start(kind, currentTask(), *prompt, m_image, m_imageName, opts, region);
+    const RunRequest r = m_run->start(kind, currentTask(), *prompt, m_image, m_imageName, opts,
+                                      taskRegion(currentTask(), m_region));
     m_panel->setPrompt(QString::fromStdString(*prompt));
     QMetaObject::invokeMethod(
         m_worker.get(), [w = m_worker.get(), r] { w->run(r); }, Qt::QueuedConnection);
@@ -607,62 +481,6 @@ void MainWindow::cancelRun() {
 
 // ------------------------------------------------------------------------------------------
 // Files and export
-
-QString MainWindow::chooseFile(FileChoice choice, const QString& caption, const QString& filter) {
-    QString dir = m_lastFolder;
-    if (choice == FileChoice::SaveJson || choice == FileChoice::SavePng) {
-        // Exports go where the last one went (not into the install's samples), named after
-        // the image and the task so two tasks' exports do not overwrite each other.
-        const QString name = m_run->answerImageName();
-        const QString base =
-            QFileInfo(name.isEmpty() ? QStringLiteral("result") : name).completeBaseName() +
-            QLatin1Char('-') + taskFilePart(m_run->answerTask());
-        const QString folder = !m_exportFolder.isEmpty() ? m_exportFolder : QDir::homePath();
-        dir = QDir(folder).filePath(base + (choice == FileChoice::SaveJson
-                                                ? QStringLiteral(".json")
-                                                : QStringLiteral("-annotated.png")));
-    }
-    QString chosen;
-    if (m_fileChooser)
-        chosen = m_fileChooser(choice, caption, dir, filter);
-    else if (choice == FileChoice::OpenImage)
-        chosen = QFileDialog::getOpenFileName(this, caption, dir, filter);
-    else if (choice == FileChoice::OpenModel)
-        chosen = QFileDialog::getExistingDirectory(this, caption, dir);
-    else
-        chosen = QFileDialog::getSaveFileName(this, caption, dir, filter);
-    if (!chosen.isEmpty() && (choice == FileChoice::SaveJson || choice == FileChoice::SavePng))
-        m_exportFolder = QFileInfo(chosen).absolutePath();
-    return chosen;
-}
-
-void MainWindow::chooseAndOpenImage() {
-    const QString path =
-        chooseFile(FileChoice::OpenImage, tr("Open Image"),
-                   tr("Images (*.png *.jpg *.jpeg *.bmp *.tif *.tiff *.webp);;All files (*)"));
-    if (!path.isEmpty())
-        openImageFile(path);
-}
-
-void MainWindow::chooseAndOpenModel() {
-    const QString dir =
-        chooseFile(FileChoice::OpenModel, tr("Open Model Package Folder"), QString());
-    if (!dir.isEmpty())
-        openModelPackage(dir);
-}
-
-void MainWindow::chooseAndExportJson() {
-    const QString path = chooseFile(FileChoice::SaveJson, tr("Export JSON"), tr("JSON (*.json)"));
-    if (!path.isEmpty())
-        exportJson(path);
-}
-
-void MainWindow::chooseAndSavePng() {
-    const QString path =
-        chooseFile(FileChoice::SavePng, tr("Save Annotated Image"), tr("PNG image (*.png)"));
-    if (!path.isEmpty())
-        saveAnnotatedImage(path);
-}
 
 bool MainWindow::exportJson(const QString& path) {
     if (!m_run->answerImage() || !m_run->hasAnswer()) {
@@ -746,9 +564,7 @@ bool MainWindow::openFirstRunSample(const QString& samplesDir) {
     const QString sample = firstRunImage(samplesDir);
     if (sample.isEmpty() || !openImageFile(sample))
         return false;
-    // Only the sample scenes are images the bundled demo model understands; a photograph would
-    // get a caption of coloured shapes.
-    if (QFileInfo(sample).dir().dirName() == QLatin1String("scenes")) {
+    if (isSampleScene(sample)) {
         setTask(QStringLiteral("<CAPTION>"));
         startRun(); // queued behind the model load on the engine thread
     }
@@ -756,18 +572,7 @@ bool MainWindow::openFirstRunSample(const QString& samplesDir) {
 }
 
 QString MainWindow::firstRunImage(const QString& samplesDir) {
-    if (samplesDir.isEmpty())
-        return {};
-    const QDir samples(samplesDir);
-    const QDir scenes(samples.filePath(QStringLiteral("scenes")));
-    if (scenes.exists()) {
-        const QStringList pngs =
-            scenes.entryList({QStringLiteral("*.png")}, QDir::Files | QDir::Readable, QDir::Name);
-        if (!pngs.isEmpty())
-            return scenes.filePath(pngs.constFirst());
-    }
-    const QString pier = samples.filePath(QStringLiteral("pier.png"));
-    return QFileInfo::exists(pier) ? pier : QString();
+    return ui::firstRunImage(samplesDir);
 }
 
 QString MainWindow::aboutText() const {

@@ -14,6 +14,7 @@
 // lays them out and wires them together.
 #pragma once
 
+#include "FileDialogs.h"
 #include "run/WorkerThread.h"
 #include "run/WorkerTypes.h"
 
@@ -27,7 +28,6 @@
 #include <optional>
 #include <string>
 
-class QLabel;
 class QMimeData;
 class QSplitter;
 class QTabWidget;
@@ -47,20 +47,21 @@ class RunController;
 class RecentFiles;
 class RunView;
 struct MainActions;
+struct OpenedImage;
+struct StatusLabels;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
 
 public:
-    enum class FileChoice { OpenImage, OpenModel, SaveJson, SavePng };
+    using FileChoice = FileDialogs::Choice;
     // Returns the chosen path, or "" when the user cancelled. Replaces the modal file dialogs.
-    using FileChooser = std::function<QString(FileChoice choice, const QString& caption,
-                                              const QString& dir, const QString& filter)>;
+    using FileChooser = FileDialogs::Chooser;
 
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
 
-    void setFileChooser(FileChooser chooser) { m_fileChooser = std::move(chooser); }
+    void setFileChooser(FileChooser chooser) { m_files->setChooser(std::move(chooser)); }
 
     bool hasImage() const { return static_cast<bool>(m_image); }
     QString imagePath() const { return m_imagePath; }
@@ -142,19 +143,14 @@ protected:
 private:
     void connectActions();
     void createCentral();
-    void connectWorker();
     void restoreSettings();
     void saveSettings() const;
     void onTaskInputChanged();
     void updateActions();
-    QString chooseFile(FileChoice choice, const QString& caption, const QString& filter);
-    std::optional<std::string> buildCurrentPrompt(QString* error) const;
+    std::optional<std::string> currentPrompt(QString* error) const;
     bool startRequest(RunKind kind);
+    bool showOpened(const OpenedImage& opened);
     void setImage(std::shared_ptr<const RgbImage> image, const QString& path, const QString& name);
-    void chooseAndOpenImage();
-    void chooseAndOpenModel();
-    void chooseAndExportJson();
-    void chooseAndSavePng();
 
     // Widgets (owned by Qt parents).
     ImageView* m_view = nullptr;
@@ -165,9 +161,7 @@ private:
     QTabWidget* m_bottomTabs = nullptr;
     QSplitter* m_mainSplit = nullptr;
     QSplitter* m_topSplit = nullptr;
-    QLabel* m_statusModel = nullptr;
-    QLabel* m_statusZoom = nullptr;
-    QLabel* m_statusRun = nullptr;
+    std::unique_ptr<StatusLabels> m_status;
     RunView* m_runView = nullptr; // how runs show in the widgets above
     RecentFiles* m_recent = nullptr;
     ModelController* m_modelCtl = nullptr; // the model in use
@@ -183,10 +177,7 @@ private:
     std::unique_ptr<RunController> m_run;
     std::unique_ptr<ModelCatalog> m_models;
 
-    QString m_lastFolder;   // images
-    QString m_exportFolder; // exports
-    QString m_theme;
-    FileChooser m_fileChooser;
+    std::unique_ptr<FileDialogs> m_files; // and the folders they start in
 
     // Declared last so they are destroyed first: the thread is stopped (after the run in flight
     // was cancelled) before the worker it runs, and both before the members above.

@@ -1,5 +1,6 @@
 #include "RunView.h"
 
+#include "run/EngineWorker.h"
 #include "run/RunController.h"
 #include "run/StepStats.h"
 #include "widgets/CompareView.h"
@@ -39,6 +40,15 @@ RunView::RunView(RunController* run, const Widgets& widgets, QObject* parent)
     m_refreshTimer = new QTimer(this);
     m_refreshTimer->setInterval(kRefreshMs);
     connect(m_refreshTimer, &QTimer::timeout, this, &RunView::refresh);
+}
+
+void RunView::follow(EngineWorker* w) {
+    connect(w, &EngineWorker::runStarted, this, &RunView::onRunStarted);
+    connect(w, &EngineWorker::tokenReady, this, &RunView::onToken);
+    connect(w, &EngineWorker::runFinished, this, &RunView::onRunFinished);
+    connect(w, &EngineWorker::compareFinished, this, &RunView::onCompareFinished);
+    connect(w, &EngineWorker::compareProgress, this, &RunView::onCompareProgress);
+    connect(w, &EngineWorker::runFailed, this, &RunView::onRunFailed);
 }
 
 void RunView::started(RunKind kind, const QString& task) {

@@ -19,6 +19,7 @@ class QTimer;
 namespace florence::ui {
 
 class CompareView;
+class EngineWorker;
 class ImageView;
 class LatencyChart;
 class ResultsPanel;
@@ -38,6 +39,9 @@ public:
     };
 
     RunView(RunController* run, const Widgets& widgets, QObject* parent = nullptr);
+
+    // Takes `worker`'s reports (queued: the worker lives on the engine thread).
+    void follow(EngineWorker* worker);
 
     // A run was just started with RunController::start.
     void started(RunKind kind, const QString& task);

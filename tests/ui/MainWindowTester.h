@@ -10,10 +10,8 @@
 #include "RunView.h"
 #include "run/EngineWorker.h"
 #include "run/RunController.h"
+#include "run/TaskPrompt.h"
 
-#include <florence/tasks.h>
-
-#include <optional>
 #include <string>
 
 namespace florence::ui {
@@ -34,12 +32,9 @@ public:
         if (!m_w->m_image)
             return;
         // The region asked about, as a real run of a region task sends it.
-        std::optional<Box> region;
-        const std::optional<QRectF>& q = m_w->m_region;
-        if (q && taskInfo(task.toStdString()).input == TaskInput::Region)
-            region = Box{q->left(), q->top(), q->right(), q->bottom()};
-        const RunRequest r = m_w->m_run->start(RunKind::Single, task, m_w->m_run->lastPrompt(),
-                                               m_w->m_image, m_w->m_imageName, {}, region);
+        const RunRequest r =
+            m_w->m_run->start(RunKind::Single, task, m_w->m_run->lastPrompt(), m_w->m_image,
+                              m_w->m_imageName, {}, taskRegion(task, m_w->m_region));
         TokenUpdate u;
         u.runId = r.runId;
         int step = 0;

@@ -11,6 +11,8 @@
 #include <QSettings>
 #include <QString>
 
+#include <functional>
+
 namespace florence::ui {
 
 // False when `path` is the image a previous start began to open and did not finish, or failed.
@@ -19,5 +21,7 @@ bool mayReopenAtStartup(const QSettings& settings, const QString& path);
 void beginStartupOpen(QSettings& settings, const QString& path);
 // Clears the record when the image opened; keeps it when it failed.
 void endStartupOpen(QSettings& settings, bool opened);
+// All of the above: opens `path` with `open` when it exists and may be reopened.
+void reopenAtStartup(const QString& path, const std::function<bool(const QString&)>& open);
 
 } // namespace florence::ui

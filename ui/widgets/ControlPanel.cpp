@@ -345,6 +345,24 @@ bool ControlPanel::setPrecisionText(const QString& name) {
     return index >= 0;
 }
 
+void ControlPanel::restorePreferences(const Preferences& p) {
+    setTask(p.task);
+    setTaskText(p.taskText);
+    setBeams(p.beams);
+    setMaxNewTokens(p.maxNewTokens);
+    setUseCache(p.useCache);
+    setPrecisionText(p.precision);
+}
+
+void ControlPanel::savePreferences(Preferences& p) const {
+    p.task = task();
+    p.taskText = taskText();
+    p.beams = beams();
+    p.maxNewTokens = maxNewTokens();
+    p.useCache = useCache();
+    p.precision = precisionText();
+}
+
 void ControlPanel::setRunState(bool canRun, bool running) {
     m_runButton->setEnabled(canRun);
     m_compareButton->setEnabled(canRun);

@@ -7,6 +7,8 @@
 //   panel->showMessage(tr("Cannot open the image: …"), true);
 #pragma once
 
+#include "Settings.h"
+
 #include <florence/engine.h>
 
 #include <QRectF>
@@ -63,6 +65,9 @@ public:
     // Emits precisionChanged unless `silently`.
     void setPrecision(Precision p, bool silently = false);
     bool setPrecisionText(const QString& name);
+    // The task and generation settings kept between sessions.
+    void restorePreferences(const Preferences& p);
+    void savePreferences(Preferences& p) const;
 
     void setRunState(bool canRun, bool running);
 
