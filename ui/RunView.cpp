@@ -3,6 +3,7 @@
 #include "run/EngineWorker.h"
 #include "run/RunController.h"
 #include "run/StepStats.h"
+#include "widgets/ChartStyle.h"
 #include "widgets/CompareView.h"
 #include "widgets/ImageView.h"
 #include "widgets/LatencyChart.h"
@@ -20,11 +21,6 @@ namespace {
 // a tiny model produces hundreds of tokens a second and repainting for each would make the
 // window sluggish while it generates.
 constexpr int kRefreshMs = 40;
-
-QString ms(double v) {
-    return v >= 1000 ? QStringLiteral("%1 s").arg(v / 1000.0, 0, 'f', 2)
-                     : QStringLiteral("%1 ms").arg(v, 0, 'f', 0);
-}
 
 QString itemCountText(const ParsedAnswer& a) {
     if (a.type == AnswerType::PureText)
@@ -172,11 +168,11 @@ void RunView::onRunFinished(const RunOutcome& o) {
     const QString summary = tr("%1 · %2 answer tokens · %3 · %4")
                                 .arg(o.task)
                                 .arg(o.generatedTokens())
-                                .arg(itemCountText(m_run->shownAnswer()), ms(t.totalMs));
+                                .arg(itemCountText(m_run->shownAnswer()), formatMs(t.totalMs));
     m_w.results->setSummary(o.cancelled() ? summary + tr(" · cancelled") : summary);
     end(o.cancelled()
             ? tr("Cancelled after %1 decoding steps").arg(s.count)
-            : tr("Done: %1 answer tokens in %2").arg(o.generatedTokens()).arg(ms(t.totalMs)),
+            : tr("Done: %1 answer tokens in %2").arg(o.generatedTokens()).arg(formatMs(t.totalMs)),
         o.cancelled());
 }
 

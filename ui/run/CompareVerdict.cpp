@@ -1,5 +1,7 @@
 #include "run/CompareVerdict.h"
 
+#include <florence/stats.h>
+
 #include <QObject>
 
 #include <algorithm>
@@ -8,9 +10,8 @@ namespace florence::ui {
 
 namespace {
 
-QString msText(double v) {
-    return v >= 1000 ? QStringLiteral("%1 s").arg(v / 1000.0, 0, 'f', 2)
-                     : QStringLiteral("%1 ms").arg(v, 0, 'f', 0);
+QString msText(double ms) {
+    return QString::fromStdString(formatMs(ms));
 }
 
 } // namespace
@@ -20,12 +21,10 @@ Spread spreadOf(const std::vector<double>& ms) {
     s.count = static_cast<int>(ms.size());
     if (ms.empty())
         return s;
-    std::vector<double> v = ms;
-    std::sort(v.begin(), v.end());
-    s.minMs = v.front();
-    s.maxMs = v.back();
-    const size_t n = v.size();
-    s.medianMs = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    const auto [lo, hi] = std::minmax_element(ms.begin(), ms.end());
+    s.minMs = *lo;
+    s.maxMs = *hi;
+    s.medianMs = median(ms);
     return s;
 }
 

@@ -1,5 +1,7 @@
 #include "widgets/ChartStyle.h"
 
+#include <florence/stats.h>
+
 #include <QAbstractAxis>
 #include <QAbstractSeries>
 #include <QChart>
@@ -34,10 +36,8 @@ void applyChartPalette(QChart* chart, const QPalette& palette) {
     }
 }
 
-QString formatMs(double v) {
-    if (v >= 10000)
-        return QStringLiteral("%1 s").arg(v / 1000.0, 0, 'f', 2);
-    return QStringLiteral("%1 ms").arg(v, 0, 'f', v < 10 ? 2 : 1);
+QString formatMs(double ms) {
+    return QString::fromStdString(florence::formatMs(ms));
 }
 
 void setUpLatencyChart(QChart* chart, QValueAxis*& axisX, QValueAxis*& axisY) {

@@ -17,7 +17,7 @@ namespace florence::ui {
 void applyChartPalette(QChart* chart, const QPalette& palette);
 bool isDarkPalette(const QPalette& palette);
 
-// "0.84 ms", "12.3 ms", "10.52 s": the latency panels' format.
+// "0.84 ms", "12.3 ms", "10.52 s": <florence/stats.h>'s florence::formatMs, as a QString.
 QString formatMs(double ms);
 
 // The latency charts' common frame: no animation (it lags behind fast streams), small margins,
