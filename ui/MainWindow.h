@@ -170,7 +170,7 @@ private:
     // Image and region.
     std::shared_ptr<const RgbImage> m_image;
     QString m_imagePath; // "" for pasted images
-    QString m_imageName; // for titles and COCO export
+    QString m_imageName; // for titles and export file names
     std::optional<QRectF> m_region;
 
     // The run in flight and the answer on screen; the model list.
