@@ -49,6 +49,7 @@ struct MainActions {
     QAction* shortcuts = nullptr;
     QAction* about = nullptr;
     QMenu* recent = nullptr; // filled by the window
+    QMenu* view = nullptr;   // the window adds its panels' toggles
 
 private:
     QList<QAction*> m_all;

@@ -37,6 +37,8 @@ namespace florence::ui {
 class CompareView;
 class ControlPanel;
 class EngineWorker;
+class History;
+class HistoryPanel;
 class ImageView;
 class ImportDialog;
 class LatencyChart;
@@ -99,6 +101,8 @@ public:
     ResultsPanel* resultsPanel() const { return m_results; }
     LatencyChart* latencyChart() const { return m_latency; }
     CompareView* compareView() const { return m_compare; }
+    History* history() const { return m_history; }
+    HistoryPanel* historyPanel() const { return m_historyPanel; }
 
 public slots:
     bool openImageFile(const QString& path);
@@ -124,6 +128,9 @@ public slots:
     void showMessage(const QString& text, bool isError = false);
     // Opens the import dialog (window-modal, not blocking); the imported package is loaded.
     ImportDialog* showImportDialog();
+    // Shows history entry `row` (0 = newest) again: its image, task, answer and latency, with
+    // a note when its image file is gone. Nothing is rerun.
+    void showHistoryEntry(int row);
 
 signals:
     void modelReady(const QString& name);
@@ -155,6 +162,8 @@ private:
     void chooseAndOpenModel();
     void chooseAndExportJson();
     void chooseAndSavePng();
+    void createHistoryDock();
+    void recordRun(const RunOutcome& outcome);
 
     // Widgets (owned by Qt parents).
     ImageView* m_view = nullptr;
@@ -169,6 +178,8 @@ private:
     QLabel* m_statusZoom = nullptr;
     QLabel* m_statusRun = nullptr;
     RunView* m_runView = nullptr; // how runs show in the widgets above
+    History* m_history = nullptr; // the runs remembered across restarts
+    HistoryPanel* m_historyPanel = nullptr;
     RecentFiles* m_recent = nullptr;
     ModelController* m_modelCtl = nullptr; // the model in use
     std::unique_ptr<MainActions> m_actions;
@@ -178,6 +189,7 @@ private:
     QString m_imagePath; // "" for pasted images
     QString m_imageName; // for titles and COCO export
     std::optional<QRectF> m_region;
+    QString m_runTaskText; // the task's text input when the run in flight started
 
     // The run in flight and the answer on screen; the model list.
     std::unique_ptr<RunController> m_run;

@@ -58,10 +58,11 @@ void RunController::beginResults() {
     m_shown = ParsedAnswer();
 }
 
-void RunController::setAnswerText(const std::string& text) {
+void RunController::setAnswerText(const std::string& text, const ParsedAnswer* scored) {
     m_answerText = text;
-    m_answer =
-        parseAnswer(m_answerTask.toStdString(), text, m_answerImage->width, m_answerImage->height);
+    m_answer = scored ? *scored
+                      : parseAnswer(m_answerTask.toStdString(), text, m_answerImage->width,
+                                    m_answerImage->height);
     m_shown = displayAnswer(m_answer, m_answerAskedRegion);
 }
 
@@ -85,8 +86,20 @@ RunController::Accepted RunController::acceptOutcome(const RunOutcome& o) {
     if (first)
         beginResults();
     if (m_resultsStarted && o.pass == 0)
-        setAnswerText(o.result.text);
+        setAnswerText(o.result.text, o.scored ? &*o.scored : nullptr);
     return first ? Accepted::FirstOfRun : Accepted::Next;
+}
+
+void RunController::showRecorded(const QString& task, const std::string& text,
+                                 const ParsedAnswer& answer, std::shared_ptr<const RgbImage> image,
+                                 const QString& imageName, const std::optional<Box>& askedRegion) {
+    m_answerImage = std::move(image);
+    m_answerImageName = imageName;
+    m_answerTask = task;
+    m_answerAskedRegion = askedRegion;
+    m_answerText = text;
+    m_answer = answer;
+    m_shown = displayAnswer(m_answer, m_answerAskedRegion);
 }
 
 void RunController::clearAnswer() {

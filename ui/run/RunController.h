@@ -58,6 +58,10 @@ public:
 
     // Drops the answer (a new image was opened).
     void clearAnswer();
+    // Shows an answer recorded earlier (History) as if its run had just finished on `image`.
+    void showRecorded(const QString& task, const std::string& text, const ParsedAnswer& answer,
+                      std::shared_ptr<const RgbImage> image, const QString& imageName,
+                      const std::optional<Box>& askedRegion);
     // The parser's answer (exports) and what a person reads (table, overlay, copied text).
     const ParsedAnswer& answer() const { return m_answer; }
     const ParsedAnswer& shownAnswer() const { return m_shown; }
@@ -67,6 +71,8 @@ public:
     // The image the shown answer belongs to (not necessarily the one on screen).
     const std::shared_ptr<const RgbImage>& answerImage() const { return m_answerImage; }
     QString answerImageName() const { return m_answerImageName; }
+    // The region the shown answer's run asked about (region tasks).
+    const std::optional<Box>& answerAskedRegion() const { return m_answerAskedRegion; }
 
     // The prompt and options of the last request started.
     const std::string& lastPrompt() const { return m_lastPrompt; }
@@ -78,7 +84,8 @@ public:
 
 private:
     void beginResults();
-    void setAnswerText(const std::string& text);
+    // `scored`: the worker's answer with confidence scores (a finished pass), else parsed here.
+    void setAnswerText(const std::string& text, const ParsedAnswer* scored = nullptr);
 
     quint64 m_lastRunId = 0;
     quint64 m_activeRunId = 0;
