@@ -308,6 +308,12 @@ void TestScoresHistory::historySurvivesRestartAndRestores() {
     QCOMPARE(child<QPlainTextEdit>(w.get(), "rawText")->toPlainText(), QString::fromStdString(raw));
     QCOMPARE(w->latencyChart()->pointCount(), steps);
     QVERIFY2(!w->messageText().contains("gone"), qPrintable(w->messageText()));
+    // Another image opened meanwhile: a second click on the same (current) entry shows it again.
+    QVERIFY(w->openImageFile(scenePath("scene_01.png")));
+    QCOMPARE(w->imageView()->overlayItemCount(), 0);
+    QTest::mouseClick(list->viewport(), Qt::LeftButton, {}, row.center());
+    QCOMPARE(w->imagePath(), QFileInfo(scenePath("scene_00.png")).absoluteFilePath());
+    QCOMPARE(w->imageView()->overlayItemCount(), static_cast<int>(items.size()));
     QTest::qWait(50);
     QCOMPARE(started.count(), 0);
     QVERIFY(!w->isRunning());

@@ -5,6 +5,7 @@
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QItemSelectionModel>
 #include <QLabel>
@@ -37,10 +38,14 @@ HistoryPanel::HistoryPanel(History* history, QWidget* parent)
     m_list->setUniformItemSizes(true);
     m_list->setToolTip(tr("Earlier runs: choose one to see its image, answer and latency "
                           "again without rerunning; Ctrl or Shift selects several to export"));
-    // The current row is the one shown; the rest of a multiple selection is for exporting.
+    // The current row is the one shown; the rest of a multiple selection is for exporting. A
+    // click shows its entry even when it is already current (something else may be on screen
+    // since), so clicks go by `pressed` and only the keys by the current row.
+    connect(m_list, &QAbstractItemView::pressed, this,
+            [this](const QModelIndex& index) { emit entryChosen(index.row()); });
     connect(m_list->selectionModel(), &QItemSelectionModel::currentChanged, this,
             [this](const QModelIndex& current) {
-                if (current.isValid())
+                if (current.isValid() && QGuiApplication::mouseButtons() == Qt::NoButton)
                     emit entryChosen(current.row());
             });
     connect(m_list->selectionModel(), &QItemSelectionModel::selectionChanged, this,
