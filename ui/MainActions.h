@@ -26,6 +26,8 @@ struct MainActions {
     void addToolBarActions(QToolBar* bar);
     // Every action that has a shortcut, as "Ctrl+R\tRun" lines (plain text).
     QString shortcutsText() const;
+    // Lists an action the window made (a panel's toggle) in shortcutsText() too.
+    void listShortcut(QAction* action) { m_all << action; }
 
     QAction* open = nullptr;
     QAction* paste = nullptr;

@@ -275,6 +275,7 @@ void MainWindow::createHistoryDock() {
     toggle->setShortcut(QKeySequence(tr("Ctrl+H")));
     toggle->setToolTip(tr("Show or hide the runs of earlier sessions (Ctrl+H)"));
     addAction(toggle);
+    m_actions->listShortcut(toggle);
     m_actions->view->addSeparator();
     m_actions->view->addAction(toggle);
 }

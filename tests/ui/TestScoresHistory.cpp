@@ -21,6 +21,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLineEdit>
 #include <QListView>
 #include <QPlainTextEdit>
 #include <QSettings>
@@ -100,7 +101,9 @@ private slots:
     void minScoreHidesItemsEverywhere();
     void scoreToggleChangesLabelsAndIsRemembered();
 
+    void unscoredItemsAlwaysShow();
     void historySurvivesRestartAndRestores();
+    void taskTextAndRegionAreRestored();
     void deletedImageGivesNote();
     void boundIsEnforced();
     void clearEmptiesHistory();
@@ -261,6 +264,15 @@ void TestScoresHistory::scoreToggleChangesLabelsAndIsRemembered() {
     QCOMPARE(again->imageView()->overlayLabels(), plain);
 }
 
+void TestScoresHistory::unscoredItemsAlwaysShow() {
+    auto w = makeWindow();
+    child<QSlider>(w.get(), "minScoreSlider")->setValue(900);
+    // Parsed from text alone (as while streaming): no scores, nothing to compare.
+    showKnownAnswer(w.get(), scenePath("scene_00.png"));
+    QCOMPARE(w->imageView()->overlayItemCount(), 2);
+    QCOMPARE(tableScores(child<QTableWidget>(w.get(), "itemsTable")), QStringList({"", ""}));
+}
+
 // ------------------------------------------------------------------------------------------
 // History
 
@@ -288,6 +300,7 @@ void TestScoresHistory::historySurvivesRestartAndRestores() {
     const QString display = list->model()->index(0, 0).data().toString();
     QVERIFY2(display.startsWith("<OD> · "), qPrintable(display));
     QVERIFY(!list->model()->index(0, 0).data(Qt::DecorationRole).value<QImage>().isNull());
+    QVERIFY2(w->shortcutsText().contains("Ctrl+H\tHistory"), qPrintable(w->shortcutsText()));
 
     // Choosing it shows the image, overlay, answer and latency again, without a run.
     QSignalSpy started(MainWindowTester(w.get()).engineWorker(),
@@ -317,6 +330,42 @@ void TestScoresHistory::historySurvivesRestartAndRestores() {
     QTest::qWait(50);
     QCOMPARE(started.count(), 0);
     QVERIFY(!w->isRunning());
+}
+
+void TestScoresHistory::taskTextAndRegionAreRestored() {
+    auto w = makeWindow();
+    w->openImageFile(scenePath("scene_00.png"));
+    w->setTaskText("red circle");
+    QVERIFY(runTask(w.get(), scenePath("scene_00.png"), "<CAPTION_TO_PHRASE_GROUNDING>"));
+    const QRectF region(40, 60, 200, 220);
+    QVERIFY(w->openImageFile(scenePath("scene_01.png")));
+    w->setTask("<REGION_TO_CATEGORY>");
+    w->setRegion(region);
+    QSignalSpy done(w.get(), &MainWindow::runCompleted);
+    QVERIFY(w->startRun());
+    QVERIFY(done.wait(kRunTimeoutMs));
+    QCOMPARE(w->history()->count(), 2);
+    const std::string regionAnswer = w->history()->entry(0).rawText;
+    w->setTaskText("something else");
+
+    w->historyPanel()->chooseEntry(1);
+    QCOMPARE(w->currentTask(), QString("<CAPTION_TO_PHRASE_GROUNDING>"));
+    QCOMPARE(w->history()->entry(1).taskText, QString("red circle"));
+    QCOMPARE(child<QLineEdit>(w.get(), "inputEdit")->text(), QString("red circle"));
+    QVERIFY(!w->region());
+
+    w->historyPanel()->chooseEntry(0);
+    QCOMPARE(w->currentTask(), QString("<REGION_TO_CATEGORY>"));
+    QCOMPARE(w->imagePath(), QFileInfo(scenePath("scene_01.png")).absoluteFilePath());
+    QVERIFY(w->region());
+    QCOMPARE(*w->region(), region);
+    QCOMPARE(w->imageView()->region(), std::optional<QRectF>(region));
+    // A region task's answer is one row for the region asked about, with the answer's score.
+    auto* table = child<QTableWidget>(w.get(), "itemsTable");
+    QCOMPARE(table->rowCount(), 1);
+    QVERIFY(!table->item(0, kScoreColumn)->text().isEmpty());
+    QCOMPARE(child<QPlainTextEdit>(w.get(), "rawText")->toPlainText(),
+             QString::fromStdString(regionAnswer));
 }
 
 void TestScoresHistory::deletedImageGivesNote() {
