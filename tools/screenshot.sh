@@ -6,7 +6,8 @@
 #   tools/screenshot.sh build docs/screenshot.png "" "<CAPTION>" --compare
 #   QT_SCALE_FACTOR=2 tools/screenshot.sh build docs/screenshot-2x.png "" "<OD>" --dark
 # The app runs the task, waits until the run ends, grabs its window with QWidget::grab() and
-# exits; settings go to a throwaway folder so the shot never depends on (or changes) yours.
+# exits; settings and the run history go to a throwaway folder so the shot never depends on
+# (or changes) yours.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$here/build}
@@ -24,7 +25,7 @@ mkdir -p "$(dirname "$out")"
 # has the same logical size and every pixel is doubled.
 scale=${QT_SCALE_FACTOR:-1}
 screen=$(awk -v s="$scale" 'BEGIN { printf "%dx%d", 1600 * s, 1000 * s }')
-XDG_CONFIG_HOME=$settings QT_QPA_PLATFORM=xcb QT_SCALE_FACTOR=$scale \
+XDG_CONFIG_HOME=$settings XDG_DATA_HOME=$settings QT_QPA_PLATFORM=xcb QT_SCALE_FACTOR=$scale \
     xvfb-run -a -s "-screen 0 ${screen}x24 -dpi 96" \
     "$build/bin/florence-studio" --size 1440x900 --image "$image" --task "$task" \
     --screenshot "$out" "$@"

@@ -109,7 +109,7 @@ void MainActions::addMenus(QMenuBar* bar) {
     edit->addAction(copyText);
     edit->addAction(paste);
 
-    QMenu* view = bar->addMenu(QObject::tr("&View"));
+    view = bar->addMenu(QObject::tr("&View"));
     view->addAction(zoomIn);
     view->addAction(zoomOut);
     view->addAction(fit);

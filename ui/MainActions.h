@@ -32,6 +32,8 @@ struct MainActions {
     void checkTheme(Theme theme);
     // Every action that has a shortcut, as "Ctrl+R\tRun" lines (plain text).
     QString shortcutsText() const;
+    // Lists an action the window made (a panel's toggle) in shortcutsText() too.
+    void listShortcut(QAction* action) { m_all << action; }
 
     QAction* open = nullptr;
     QAction* paste = nullptr;
@@ -55,6 +57,7 @@ struct MainActions {
     QAction* shortcuts = nullptr;
     QAction* about = nullptr;
     QMenu* recent = nullptr; // filled by the window
+    QMenu* view = nullptr;   // the window adds its panels' toggles
 
 private:
     QList<QAction*> m_all;

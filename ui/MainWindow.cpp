@@ -14,14 +14,18 @@
 #include "dialogs/AboutDialog.h"
 #include "dialogs/ImportDialog.h"
 #include "run/EngineWorker.h"
+#include "run/History.h"
 #include "run/RunController.h"
+#include "run/Scores.h"
 #include "run/StartupImage.h"
 #include "run/TaskPrompt.h"
 #include "widgets/CompareView.h"
 #include "widgets/ControlPanel.h"
+#include "widgets/HistoryPanel.h"
 #include "widgets/ImageView.h"
 #include "widgets/LatencyChart.h"
 #include "widgets/ResultsPanel.h"
+#include "widgets/ScoreControls.h"
 
 #include <florence/tasks.h>
 
@@ -31,6 +35,7 @@
 #include <QClipboard>
 #include <QCloseEvent>
 #include <QDir>
+#include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileInfo>
@@ -78,6 +83,7 @@ MainWindow::MainWindow(QWidget* parent)
     createCentral();
     m_actions->addMenus(menuBar());
     m_actions->addToolBar(this);
+    createHistoryDock();
     m_recent = new RecentFiles(m_actions->recent, this);
     connect(m_recent, &RecentFiles::chosen, this, &MainWindow::openImageFile);
     connectActions();
@@ -104,6 +110,10 @@ MainWindow::MainWindow(QWidget* parent)
     m_thread->start();
 
     restoreSettings();
+    if (!m_history->load()) {
+        m_historyPanel->setNote(m_history->loadMessage());
+        showMessage(m_history->loadMessage(), true);
+    }
     m_models->refresh();
     onTaskInputChanged();
     updateActions();
@@ -220,6 +230,24 @@ void MainWindow::createCentral() {
     });
     connect(m_runView, &RunView::runErrored, this, &MainWindow::runErrored);
     connect(m_runView, &RunView::runEnded, this, &MainWindow::updateActions);
+    connect(m_runView, &RunView::runAnswered, this, &MainWindow::recordRun);
+}
+
+void MainWindow::createHistoryDock() {
+    m_history = new History(History::defaultPath(), kMaxHistoryEntries, this);
+    m_historyPanel = new HistoryPanel(m_history, this);
+    connect(m_historyPanel, &HistoryPanel::entryChosen, this, &MainWindow::showHistoryEntry);
+    auto* dock = new QDockWidget(tr("History"), this);
+    dock->setObjectName(QStringLiteral("historyDock"));
+    dock->setWidget(m_historyPanel);
+    addDockWidget(Qt::LeftDockWidgetArea, dock);
+    QAction* toggle = dock->toggleViewAction();
+    toggle->setShortcut(QKeySequence(tr("Ctrl+H")));
+    toggle->setToolTip(tr("Show or hide the runs of earlier sessions (Ctrl+H)"));
+    addAction(toggle);
+    m_actions->listShortcut(toggle);
+    m_actions->view->addSeparator();
+    m_actions->view->addAction(toggle);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -237,6 +265,7 @@ void MainWindow::restoreSettings() {
     m_recent->setPaths(p.recentFiles);
     m_models->setExtraFolders(p.extraModels);
     m_panel->restorePreferences(p);
+    m_results->scoreControls()->setShowScores(p.showScores);
     // "system" leaves the application's look alone (the command line may have chosen one).
     m_actions->checkTheme(themeFromName(p.theme));
     if (m_actions->checkedTheme() != Theme::System)
@@ -258,6 +287,7 @@ void MainWindow::saveSettings() const {
     p.extraModels = m_models->extraFolders();
     m_panel->savePreferences(p);
     p.theme = themeName(m_actions->checkedTheme());
+    p.showScores = m_results->scoreControls()->showScores();
     Settings::save(p);
 }
 
@@ -463,6 +493,9 @@ bool MainWindow::startRequest(RunKind kind) {
     opts.useCache = m_panel->useCache();
     const RunRequest r = m_run->start(kind, currentTask(), *prompt, m_image, m_imageName, opts,
                                       taskRegion(currentTask(), m_region));
+    m_runTaskText = taskInfo(currentTask().toStdString()).input == TaskInput::Text
+                        ? m_panel->taskText().trimmed()
+                        : QString();
     m_panel->setPrompt(QString::fromStdString(*prompt));
     QMetaObject::invokeMethod(
         m_worker.get(), [w = m_worker.get(), r] { w->run(r); }, Qt::QueuedConnection);
@@ -488,7 +521,10 @@ bool MainWindow::exportJson(const QString& path) {
         return false;
     }
     try {
-        ExportDocument::ofAnswer(*m_run, modelInfo(), m_imagePath).write(path);
+        ExportDocument doc = ExportDocument::ofAnswer(*m_run, modelInfo(), m_imagePath);
+        // The items the minimum score hides on screen are left out here too.
+        doc.answer = withMinScore(doc.answer, m_runView->minScore());
+        doc.write(path);
     } catch (const std::exception& e) {
         showMessage(QString::fromStdString(e.what()), true);
         return false;
@@ -511,6 +547,48 @@ bool MainWindow::saveAnnotatedImage(const QString& path) {
     }
     showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(path)));
     return true;
+}
+
+void MainWindow::recordRun(const RunOutcome& outcome) {
+    HistoryRecord r;
+    r.outcome = &outcome;
+    r.answer = m_run->answer();
+    r.prompt = m_run->lastPrompt();
+    r.options = m_run->lastOptions();
+    r.model = modelInfo().name();
+    r.precision = modelInfo().precision();
+    r.imagePath = m_imagePath;
+    r.imageName = m_run->answerImageName();
+    r.taskText = m_runTaskText;
+    r.region = m_run->answerAskedRegion();
+    r.image = m_run->answerImage();
+    QString error;
+    if (!m_history->add(makeHistoryDocument(r), &error))
+        m_historyPanel->setNote(error);
+}
+
+void MainWindow::showHistoryEntry(int row) {
+    if (row < 0 || row >= m_history->count())
+        return;
+    const HistoryEntry& e = m_history->entry(row);
+    const RecordedImage img = recordedImage(e);
+    setImage(img.image, img.fromFile ? e.imagePath : QString(), e.imageName);
+    if (!img.fromFile)
+        m_image.reset(); // a thumbnail stands in: nothing to run on
+    m_panel->setTask(e.task);
+    m_panel->setTaskText(e.taskText);
+    m_region = e.region ? std::optional<QRectF>(QRectF(QPointF(e.region->x1, e.region->y1),
+                                                       QPointF(e.region->x2, e.region->y2)))
+                        : std::nullopt;
+    onTaskInputChanged();
+    m_run->showRecorded(e.task, e.rawText, e.answer, img.image, e.imageName, e.region);
+    const QString when = QLocale().toString(e.time.toLocalTime(), QLocale::ShortFormat);
+    m_runView->showRecorded(e.timings, tr("From the history: %1 at %2").arg(e.task, when));
+    showMessage(img.note.isEmpty()
+                    ? tr("%1 on %2, run at %3 (from the history)").arg(e.task, e.imageName, when)
+                    : img.note,
+                !img.note.isEmpty());
+    updateActions();
 }
 
 void MainWindow::copyResultText() {

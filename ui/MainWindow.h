@@ -37,6 +37,8 @@ namespace florence::ui {
 class CompareView;
 class ControlPanel;
 class EngineWorker;
+class History;
+class HistoryPanel;
 class ImageView;
 class ImportDialog;
 class LatencyChart;
@@ -100,6 +102,8 @@ public:
     ResultsPanel* resultsPanel() const { return m_results; }
     LatencyChart* latencyChart() const { return m_latency; }
     CompareView* compareView() const { return m_compare; }
+    History* history() const { return m_history; }
+    HistoryPanel* historyPanel() const { return m_historyPanel; }
 
 public slots:
     bool openImageFile(const QString& path);
@@ -125,6 +129,9 @@ public slots:
     void showMessage(const QString& text, bool isError = false);
     // Opens the import dialog (window-modal, not blocking); the imported package is loaded.
     ImportDialog* showImportDialog();
+    // Shows history entry `row` (0 = newest) again: its image, task, answer and latency, with
+    // a note when its image file is gone. Nothing is rerun.
+    void showHistoryEntry(int row);
 
 signals:
     void modelReady(const QString& name);
@@ -151,6 +158,8 @@ private:
     bool startRequest(RunKind kind);
     bool showOpened(const OpenedImage& opened);
     void setImage(std::shared_ptr<const RgbImage> image, const QString& path, const QString& name);
+    void createHistoryDock();
+    void recordRun(const RunOutcome& outcome);
 
     // Widgets (owned by Qt parents).
     ImageView* m_view = nullptr;
@@ -163,6 +172,8 @@ private:
     QSplitter* m_topSplit = nullptr;
     std::unique_ptr<StatusLabels> m_status;
     RunView* m_runView = nullptr; // how runs show in the widgets above
+    History* m_history = nullptr; // the runs remembered across restarts
+    HistoryPanel* m_historyPanel = nullptr;
     RecentFiles* m_recent = nullptr;
     ModelController* m_modelCtl = nullptr; // the model in use
     std::unique_ptr<MainActions> m_actions;
@@ -172,6 +183,7 @@ private:
     QString m_imagePath; // "" for pasted images
     QString m_imageName; // for titles and export file names
     std::optional<QRectF> m_region;
+    QString m_runTaskText; // the task's text input when the run in flight started
 
     // The run in flight and the answer on screen; the model list.
     std::unique_ptr<RunController> m_run;

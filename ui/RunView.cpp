@@ -2,12 +2,14 @@
 
 #include "run/EngineWorker.h"
 #include "run/RunController.h"
+#include "run/Scores.h"
 #include "run/StepStats.h"
 #include "widgets/ChartStyle.h"
 #include "widgets/CompareView.h"
 #include "widgets/ImageView.h"
 #include "widgets/LatencyChart.h"
 #include "widgets/ResultsPanel.h"
+#include "widgets/ScoreControls.h"
 
 #include <QLabel>
 #include <QTabWidget>
@@ -36,6 +38,43 @@ RunView::RunView(RunController* run, const Widgets& widgets, QObject* parent)
     m_refreshTimer = new QTimer(this);
     m_refreshTimer->setInterval(kRefreshMs);
     connect(m_refreshTimer, &QTimer::timeout, this, &RunView::refresh);
+    ScoreControls* scores = m_w.results->scoreControls();
+    connect(scores, &ScoreControls::minScoreChanged, this, &RunView::setMinScore);
+    connect(scores, &ScoreControls::showScoresChanged, m_w.image, &ImageView::setShowScores);
+    m_w.image->setShowScores(scores->showScores());
+    m_minScore = scores->minScore();
+}
+
+ParsedAnswer RunView::visibleAnswer() const {
+    return withMinScore(m_run->shownAnswer(), m_minScore);
+}
+
+void RunView::setMinScore(double score) {
+    if (score == m_minScore)
+        return;
+    m_minScore = score;
+    if (m_run->isRunning()) {
+        m_dirty = true; // the next refresh applies it
+        return;
+    }
+    if (m_run->hasAnswer()) {
+        const ParsedAnswer shown = visibleAnswer();
+        m_w.results->setAnswer(shown);
+        m_w.image->setAnswer(shown);
+    }
+}
+
+void RunView::showRecorded(const Timings& timings, const QString& status) {
+    m_refreshTimer->stop();
+    m_w.compare->clear();
+    m_w.tabs->setCurrentWidget(m_w.latency);
+    m_w.latency->startRun();
+    m_w.latency->finishRun(timings, false);
+    showFinalAnswer();
+    m_w.results->setSummary(
+        tr("%1 · %2 · %3 · from the history")
+            .arg(m_run->answerTask(), itemCountText(m_run->shownAnswer()), formatMs(timings.totalMs)));
+    m_w.status->setText(status);
 }
 
 void RunView::follow(EngineWorker* w) {
@@ -121,7 +160,7 @@ void RunView::refresh() {
     if (!m_dirty)
         return;
     m_dirty = false;
-    const ParsedAnswer& shown = m_run->shownAnswer();
+    const ParsedAnswer shown = visibleAnswer();
     m_w.results->setRawText(m_run->answerText());
     m_w.results->setAnswer(shown);
     if (m_w.image->overlayItemCount() != static_cast<int>(shown.items.size()) ||
@@ -133,13 +172,14 @@ void RunView::refresh() {
     if (m_run->isRunning() && m_run->kind() == RunKind::Single)
         m_w.status->setText(tr("Generating… %1 decoding steps").arg(m_run->tokensReceived()));
     m_w.results->setSummary(
-        tr("%1 · generating… · %2").arg(m_run->answerTask(), itemCountText(shown)));
+        tr("%1 · generating… · %2").arg(m_run->answerTask(), itemCountText(m_run->shownAnswer())));
 }
 
 void RunView::showFinalAnswer() {
     m_w.results->setRawText(m_run->answerText());
-    m_w.results->setAnswer(m_run->shownAnswer());
-    m_w.image->setAnswer(m_run->shownAnswer());
+    const ParsedAnswer shown = visibleAnswer();
+    m_w.results->setAnswer(shown);
+    m_w.image->setAnswer(shown);
     m_dirty = false;
 }
 
@@ -170,6 +210,8 @@ void RunView::onRunFinished(const RunOutcome& o) {
                                 .arg(o.generatedTokens())
                                 .arg(itemCountText(m_run->shownAnswer()), formatMs(t.totalMs));
     m_w.results->setSummary(o.cancelled() ? summary + tr(" · cancelled") : summary);
+    if (!o.cancelled())
+        emit runAnswered(o);
     end(o.cancelled()
             ? tr("Cancelled after %1 decoding steps").arg(s.count)
             : tr("Done: %1 answer tokens in %2").arg(o.generatedTokens()).arg(formatMs(t.totalMs)),

@@ -59,6 +59,12 @@ public:
     void onRunFailed(quint64 runId, const QString& message);
     // Pushes what arrived since the last redraw into the widgets.
     void refresh();
+    // Items scored below `score` leave the table and the overlay (the exports ask minScore()).
+    void setMinScore(double score);
+    double minScore() const { return m_minScore; }
+    // Shows the answer RunController::showRecorded holds, with its run's latency, as a
+    // finished run; `status` replaces the run's line.
+    void showRecorded(const Timings& timings, const QString& status);
 
 signals:
     void tokenArrived(quint64 runId, int step);
@@ -68,16 +74,21 @@ signals:
     void runErrored(const QString& message);
     // Any run ended, whichever way: the window updates its actions.
     void runEnded();
+    // A single run finished (not cancelled) with an answer: the history records it.
+    void runAnswered(const florence::ui::RunOutcome& outcome);
 
 private:
     void clearResultViews();
     void showFinalAnswer();
+    // The answer as the widgets show it: clean labels, items below the minimum score hidden.
+    ParsedAnswer visibleAnswer() const;
     void finish(const QString& status);
 
     RunController* m_run;
     Widgets m_w;
     QTimer* m_refreshTimer = nullptr;
     bool m_dirty = false; // the answer changed since the widgets last showed it
+    double m_minScore = 0;
 };
 
 } // namespace florence::ui

@@ -23,6 +23,7 @@ const QString kBeams = QStringLiteral("generation/beams");
 const QString kMaxNewTokens = QStringLiteral("generation/maxNewTokens");
 const QString kUseCache = QStringLiteral("generation/useCache");
 const QString kPrecision = QStringLiteral("generation/precision");
+const QString kShowScores = QStringLiteral("view/showScores");
 
 } // namespace
 
@@ -45,6 +46,7 @@ Preferences Settings::load() {
     p.maxNewTokens = s.value(kMaxNewTokens, p.maxNewTokens).toInt();
     p.useCache = s.value(kUseCache, p.useCache).toBool();
     p.precision = s.value(kPrecision, p.precision).toString();
+    p.showScores = s.value(kShowScores, p.showScores).toBool();
     return p;
 }
 
@@ -66,6 +68,7 @@ void Settings::save(const Preferences& p) {
     s.setValue(kMaxNewTokens, p.maxNewTokens);
     s.setValue(kUseCache, p.useCache);
     s.setValue(kPrecision, p.precision);
+    s.setValue(kShowScores, p.showScores);
 }
 
 } // namespace florence::ui

@@ -33,6 +33,8 @@ struct Preferences {
     QString precision = QStringLiteral("float32");
     // Appearance: "system" (follow the desktop), "light" or "dark".
     QString theme = QStringLiteral("system");
+    // Confidence scores in the overlay's labels.
+    bool showScores = false;
 };
 
 class Settings {

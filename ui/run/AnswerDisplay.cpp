@@ -60,6 +60,7 @@ ParsedAnswer displayAnswer(const ParsedAnswer& answer, const std::optional<Box>&
         item.kind = AnswerItem::Kind::Box;
         item.label = shown.text;
         item.box = *askedRegion;
+        item.score = answer.score; // the answer's confidence is this row's
         shown.items.push_back(item);
         if (shown.type == AnswerType::PureText)
             shown.type = AnswerType::DescriptionWithBboxes;

@@ -1,5 +1,6 @@
 #include "run/EngineWorker.h"
 
+#include <florence/answer.h>
 #include <florence/engine.h>
 #include <florence/stats.h>
 
@@ -68,6 +69,10 @@ RunOutcome EngineWorker::runPass(const RunRequest& request, const GenerationOpti
             return true;
         },
         request.cancel.get());
+    // Scores need the tokens and the tokenizer, which only this thread has.
+    if (!out.result.generatedIds.empty())
+        out.scored = parseResult(m_model->tokenizer(), request.task.toStdString(), out.result,
+                                 out.imageWidth, out.imageHeight);
     return out;
 }
 

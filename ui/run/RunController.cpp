@@ -61,11 +61,12 @@ void RunController::beginResults() {
     m_shown = ParsedAnswer();
 }
 
-void RunController::setAnswerText(const std::string& text) {
+void RunController::setAnswerText(const std::string& text, const ParsedAnswer* scored) {
     m_answerText = text;
     m_answerResult.text = text;
-    m_answer =
-        parseAnswer(m_answerTask.toStdString(), text, m_answerImage->width, m_answerImage->height);
+    m_answer = scored ? *scored
+                      : parseAnswer(m_answerTask.toStdString(), text, m_answerImage->width,
+                                    m_answerImage->height);
     m_shown = displayAnswer(m_answer, m_answerAskedRegion);
 }
 
@@ -92,9 +93,21 @@ RunController::Accepted RunController::acceptOutcome(const RunOutcome& o) {
         m_answerResult = o.result;
         // A comparison's shown pass is its cached one, whatever the Generation group says.
         m_answerOptions.useCache = o.useCache;
-        setAnswerText(o.result.text);
+        setAnswerText(o.result.text, o.scored ? &*o.scored : nullptr);
     }
     return first ? Accepted::FirstOfRun : Accepted::Next;
+}
+
+void RunController::showRecorded(const QString& task, const std::string& text,
+                                 const ParsedAnswer& answer, std::shared_ptr<const RgbImage> image,
+                                 const QString& imageName, const std::optional<Box>& askedRegion) {
+    m_answerImage = std::move(image);
+    m_answerImageName = imageName;
+    m_answerTask = task;
+    m_answerAskedRegion = askedRegion;
+    m_answerText = text;
+    m_answer = answer;
+    m_shown = displayAnswer(m_answer, m_answerAskedRegion);
 }
 
 void RunController::clearAnswer() {

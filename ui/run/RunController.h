@@ -58,6 +58,10 @@ public:
 
     // Drops the answer (a new image was opened).
     void clearAnswer();
+    // Shows an answer recorded earlier (History) as if its run had just finished on `image`.
+    void showRecorded(const QString& task, const std::string& text, const ParsedAnswer& answer,
+                      std::shared_ptr<const RgbImage> image, const QString& imageName,
+                      const std::optional<Box>& askedRegion);
     // The parser's answer (exports) and what a person reads (table, overlay, copied text).
     const ParsedAnswer& answer() const { return m_answer; }
     const ParsedAnswer& shownAnswer() const { return m_shown; }
@@ -72,6 +76,8 @@ public:
     const Result& answerResult() const { return m_answerResult; }
     const std::string& answerPrompt() const { return m_answerPrompt; }
     const GenerationOptions& answerOptions() const { return m_answerOptions; }
+    // The region the shown answer's run asked about (region tasks).
+    const std::optional<Box>& answerAskedRegion() const { return m_answerAskedRegion; }
 
     // The prompt and options of the last request started.
     const std::string& lastPrompt() const { return m_lastPrompt; }
@@ -83,7 +89,8 @@ public:
 
 private:
     void beginResults();
-    void setAnswerText(const std::string& text);
+    // `scored`: the worker's answer with confidence scores (a finished pass), else parsed here.
+    void setAnswerText(const std::string& text, const ParsedAnswer* scored = nullptr);
 
     quint64 m_lastRunId = 0;
     quint64 m_activeRunId = 0;

@@ -8,6 +8,7 @@
 //   QMetaObject::invokeMethod(worker, [=] { worker->run(r); }, Qt::QueuedConnection);
 #pragma once
 
+#include <florence/answer.h>
 #include <florence/engine.h>
 #include <florence/package.h>
 
@@ -16,6 +17,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +56,9 @@ struct RunOutcome {
     int pass = 0;
     QString task;
     Result result; // result.text is decoded with special tokens kept
+    // The answer parsed from the generated tokens, with the confidence scores of
+    // result.tokenLogprobs (florence::parseResult); unset when the run produced nothing.
+    std::optional<ParsedAnswer> scored;
     bool useCache = true;
     int numBeams = 1;
     int imageWidth = 0, imageHeight = 0;

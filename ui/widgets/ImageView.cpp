@@ -1,5 +1,7 @@
 #include "widgets/ImageView.h"
 
+#include "run/Scores.h"
+
 #include <QApplication>
 #include <QBrush>
 #include <QGraphicsPixmapItem>
@@ -172,8 +174,9 @@ void ImageView::setAnswer(const ParsedAnswer& answer) {
             }
             shape = group;
         }
-        if (!label.isEmpty())
-            makeLabel(label, color, shape, labelAt);
+        const QString tag = tagText(label, it.score);
+        if (!tag.isEmpty())
+            makeLabel(tag, color, shape, labelAt);
         shape->setData(kItemIndexKey, static_cast<int>(i));
         shape->setZValue(5);
         scene()->addItem(shape);
@@ -183,6 +186,20 @@ void ImageView::setAnswer(const ParsedAnswer& answer) {
     if (keepHighlight >= 0 && keepHighlight < static_cast<int>(m_overlays.size()))
         m_highlighted = keepHighlight;
     applyHighlight();
+}
+
+QString ImageView::tagText(const QString& label, double score) const {
+    if (!m_showScores || !isScored(score))
+        return label;
+    return label.isEmpty() ? scoreText(score) : label + QLatin1Char(' ') + scoreText(score);
+}
+
+void ImageView::setShowScores(bool on) {
+    if (on == m_showScores)
+        return;
+    m_showScores = on;
+    const ParsedAnswer answer = m_answer;
+    setAnswer(answer);
 }
 
 QStringList ImageView::overlayLabels() const {

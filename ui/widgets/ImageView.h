@@ -39,6 +39,9 @@ public:
     QImage renderAnnotated() const;
     // The labels drawn on the overlay, in item order.
     QStringList overlayLabels() const;
+    // Each label followed by the item's confidence score ("circle 0.982"), where it has one.
+    void setShowScores(bool on);
+    bool showScores() const { return m_showScores; }
     void clearAnswer();
     int overlayItemCount() const { return static_cast<int>(m_overlays.size()); }
     // -1 removes the highlight.
@@ -81,6 +84,7 @@ private:
     QRectF clampToImage(const QRectF& r) const;
     void applyHighlight();
     void updateRegionItem();
+    QString tagText(const QString& label, double score) const;
 
     QImage m_image;
     QGraphicsPixmapItem* m_pixmapItem = nullptr; // owned by the scene
@@ -91,6 +95,7 @@ private:
     int m_highlighted = -1;
     bool m_fitMode = true;
     bool m_regionMode = false;
+    bool m_showScores = false;
     bool m_selecting = false;
     QPointF m_selectStart;
     std::optional<QRectF> m_region;

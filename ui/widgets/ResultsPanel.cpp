@@ -1,6 +1,8 @@
 #include "widgets/ResultsPanel.h"
 
 #include "run/AnswerDisplay.h"
+#include "run/Scores.h"
+#include "widgets/ScoreControls.h"
 
 #include <QAction>
 #include <QApplication>
@@ -67,8 +69,11 @@ QString coordinates(const AnswerItem& it) {
 }
 
 bool sameItem(const AnswerItem& a, const AnswerItem& b) {
-    return a.kind == b.kind && a.label == b.label && a.bins == b.bins;
+    // The score too: the streamed rows have none until the finished run brings them.
+    return a.kind == b.kind && a.label == b.label && a.bins == b.bins && a.score == b.score;
 }
+
+constexpr int kScoreColumn = 4;
 
 } // namespace
 
@@ -96,11 +101,15 @@ ResultsPanel::ResultsPanel(QWidget* parent) : QWidget(parent) {
     m_text->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
     m_text->setLineWrapMode(QPlainTextEdit::WidgetWidth);
 
-    m_table = new QTableWidget(0, 4, this);
+    m_table = new QTableWidget(0, 5, this);
     // Tab leaves the table (arrow keys move between cells) instead of cycling its cells.
     m_table->setTabKeyNavigation(false);
     m_table->setObjectName(QStringLiteral("itemsTable"));
-    m_table->setHorizontalHeaderLabels({tr("#"), tr("Label"), tr("Kind"), tr("Coordinates (px)")});
+    m_table->setHorizontalHeaderLabels(
+        {tr("#"), tr("Label"), tr("Kind"), tr("Coordinates (px)"), tr("Score")});
+    m_table->horizontalHeaderItem(kScoreColumn)
+        ->setToolTip(tr("Confidence: the mean probability of the item's tokens (its label and "
+                        "location tokens; an OCR line's text and corners), in (0, 1]"));
     m_table->verticalHeader()->hide();
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_table->setSelectionMode(QAbstractItemView::ExtendedSelection);
@@ -109,7 +118,9 @@ ResultsPanel::ResultsPanel(QWidget* parent) : QWidget(parent) {
     m_table->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
     m_table->horizontalHeader()->setSectionResizeMode(1, QHeaderView::Interactive);
     m_table->horizontalHeader()->setSectionResizeMode(2, QHeaderView::ResizeToContents);
-    m_table->horizontalHeader()->setStretchLastSection(true);
+    // Coordinates take the room left; the score stays in view at the right.
+    m_table->horizontalHeader()->setSectionResizeMode(3, QHeaderView::Stretch);
+    m_table->horizontalHeader()->setSectionResizeMode(kScoreColumn, QHeaderView::ResizeToContents);
     m_table->setColumnWidth(1, 140);
     m_table->setWordWrap(false);
     connect(m_table, &QTableWidget::itemSelectionChanged, this, &ResultsPanel::onSelectionChanged);
@@ -131,7 +142,9 @@ ResultsPanel::ResultsPanel(QWidget* parent) : QWidget(parent) {
 
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
+    m_scores = new ScoreControls(this);
     layout->addWidget(m_summary);
+    layout->addWidget(m_scores);
     layout->addWidget(split, 1);
     layout->addLayout(m_header);
 }
@@ -193,6 +206,9 @@ void ResultsPanel::setAnswer(const ParsedAnswer& answer) {
         auto* coords = new QTableWidgetItem(coordinates(it));
         coords->setToolTip(coords->text());
         m_table->setItem(row, 3, coords);
+        auto* score = new QTableWidgetItem(scoreText(it.score));
+        score->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        m_table->setItem(row, kScoreColumn, score);
     }
     if (selected >= static_cast<int>(answer.items.size()))
         m_table->clearSelection();

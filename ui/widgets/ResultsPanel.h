@@ -1,6 +1,7 @@
 // The answer as text and as a table: the raw generated text with its location tokens, and one
-// row per parsed item (label, kind, pixel coordinates). Selecting a row emits itemSelected so
-// the image view can highlight the shape.
+// row per parsed item (label, kind, pixel coordinates, confidence score). Selecting a row emits
+// itemSelected so the image view can highlight the shape. Above the table, the score row
+// (scoreControls()): scores on the image and the minimum score.
 //
 //   panel->setRawText(outcome.text);          // streamed: called again as the text grows
 //   panel->setAnswer(florence::parseAnswer(task, text, w, h));
@@ -21,6 +22,8 @@ class QAction;
 
 namespace florence::ui {
 
+class ScoreControls;
+
 class ResultsPanel : public QWidget {
     Q_OBJECT
 
@@ -36,6 +39,7 @@ public:
     // Puts buttons for these actions in the panel's header row.
     void addHeaderActions(const QList<QAction*>& actions);
     void setSummary(const QString& text);
+    ScoreControls* scoreControls() const { return m_scores; }
 
 public slots:
     void selectItem(int index);
@@ -52,6 +56,7 @@ private:
     QHBoxLayout* m_header = nullptr;
     QPlainTextEdit* m_text = nullptr;
     QTableWidget* m_table = nullptr;
+    ScoreControls* m_scores = nullptr;
     std::string m_shownText;
     ParsedAnswer m_answer;
 };

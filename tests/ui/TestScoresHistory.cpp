@@ -1,0 +1,548 @@
+// Confidence scores in the window (Score column, scores on the overlay, the minimum-score
+// slider) and the History panel (kept across restarts, restored without rerunning, bounded,
+// clearable, exported, and robust to a damaged file). The real MainWindow offscreen, with the
+// bundled model; the history file lives in QStandardPaths' test location under a temporary
+// HOME.
+#include "MainWindow.h"
+#include "MainWindowTester.h"
+#include "run/EngineWorker.h"
+#include "run/History.h"
+#include "widgets/HistoryPanel.h"
+#include "widgets/ImageView.h"
+#include "widgets/LatencyChart.h"
+#include "widgets/ScoreControls.h"
+
+#include <florence/paths.h>
+
+#include <QAbstractButton>
+#include <QCheckBox>
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLineEdit>
+#include <QListView>
+#include <QPlainTextEdit>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSlider>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cmath>
+#include <memory>
+
+using florence::ui::History;
+using florence::ui::HistoryPanel;
+using florence::ui::MainWindow;
+using florence::ui::MainWindowTester;
+
+namespace {
+
+constexpr int kRunTimeoutMs = 180'000; // two shared cores, colleagues compiling
+constexpr int kScoreColumn = 4;
+
+template <typename T> T* child(QWidget* w, const char* name) {
+    T* c = w->findChild<T*>(QString::fromLatin1(name));
+    if (!c)
+        qWarning("no child %s", name);
+    return c;
+}
+
+QString scenePath(const char* name) {
+    return QString::fromStdString(florence::samplesDir()) + QStringLiteral("/scenes/") +
+           QLatin1String(name);
+}
+
+QtMessageHandler g_defaultHandler = nullptr;
+void filterMessages(QtMsgType type, const QMessageLogContext& ctx, const QString& msg) {
+    if (msg.contains(QLatin1String("propagateSizeHints")))
+        return;
+    g_defaultHandler(type, ctx, msg);
+}
+
+QJsonObject readJson(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly))
+        return {};
+    return QJsonDocument::fromJson(f.readAll()).object();
+}
+
+void writeFile(const QString& path, const QByteArray& bytes) {
+    QDir().mkpath(QFileInfo(path).absolutePath());
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    QCOMPARE(f.write(bytes), bytes.size());
+}
+
+// The Score column's cells, top to bottom.
+QStringList tableScores(QTableWidget* table) {
+    QStringList scores;
+    for (int r = 0; r < table->rowCount(); ++r)
+        scores << (table->item(r, kScoreColumn) ? table->item(r, kScoreColumn)->text() : QString());
+    return scores;
+}
+
+} // namespace
+
+class TestScoresHistory : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase();
+    void init();
+    void cleanup();
+
+    void detectionHasScoreColumn();
+    void minScoreHidesItemsEverywhere();
+    void scoreToggleChangesLabelsAndIsRemembered();
+
+    void unscoredItemsAlwaysShow();
+    void historySurvivesRestartAndRestores();
+    void taskTextAndRegionAreRestored();
+    void deletedImageGivesNote();
+    void boundIsEnforced();
+    void clearEmptiesHistory();
+    void exportSelectedEntries();
+    void damagedFileIsSetAside_data();
+    void damagedFileIsSetAside();
+    void damagedEntryIsSkipped();
+
+private:
+    std::unique_ptr<MainWindow> makeWindow();
+    // Runs `task` on `image` with greedy search and waits for the end.
+    bool runTask(MainWindow* w, const QString& image, const char* task);
+    // Shows a synthetic detection answer through the window's run path (no model run).
+    void showKnownAnswer(MainWindow* w, const QString& image);
+
+    QTemporaryDir m_tmp;
+};
+
+void TestScoresHistory::initTestCase() {
+    QVERIFY(m_tmp.isValid());
+    g_defaultHandler = qInstallMessageHandler(filterMessages);
+    qputenv("HOME", m_tmp.filePath("home").toUtf8());
+    QDir().mkpath(m_tmp.filePath("home"));
+    QStandardPaths::setTestModeEnabled(true);
+    QSettings::setDefaultFormat(QSettings::IniFormat);
+    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, m_tmp.filePath("settings"));
+    QCoreApplication::setOrganizationName("FlorenceStudioTest");
+    QCoreApplication::setApplicationName("florence-studio-history-test");
+    if (qEnvironmentVariableIsEmpty("FLORENCE_STUDIO_DATA"))
+        qputenv("FLORENCE_STUDIO_DATA", FLORENCE_BUILD_DATA_DIR);
+    QVERIFY2(!florence::bundledModelDir().empty(), "build the florence_data target first");
+    // The state folder is the temporary one, never the user's.
+    QVERIFY2(History::defaultPath().startsWith(m_tmp.path()), qPrintable(History::defaultPath()));
+}
+
+void TestScoresHistory::init() {
+    QSettings().clear();
+    QFile::remove(History::defaultPath());
+    QFile::remove(History::defaultPath() + ".bad");
+}
+
+void TestScoresHistory::cleanup() {}
+
+std::unique_ptr<MainWindow> TestScoresHistory::makeWindow() {
+    auto w = std::make_unique<MainWindow>();
+    w->resize(1280, 860);
+    w->show();
+    QSignalSpy ready(w.get(), &MainWindow::modelReady);
+    w->loadDefaultModel();
+    if (!ready.wait(60'000))
+        qWarning("model did not load");
+    return w;
+}
+
+bool TestScoresHistory::runTask(MainWindow* w, const QString& image, const char* task) {
+    if (!w->openImageFile(image))
+        return false;
+    w->setTask(QString::fromLatin1(task));
+    child<QSpinBox>(w, "beamsSpin")->setValue(1);
+    QSignalSpy done(w, &MainWindow::runCompleted);
+    if (!w->startRun())
+        return false;
+    return done.wait(kRunTimeoutMs) && !done.at(0).at(0).toBool();
+}
+
+void TestScoresHistory::showKnownAnswer(MainWindow* w, const QString& image) {
+    QVERIFY(w->openImageFile(image));
+    MainWindowTester(w).showAnswerText(
+        "<OD>", "</s><s>circle<loc_52><loc_333><loc_932><loc_774>star<loc_10>"
+                "<loc_10><loc_100><loc_200></s>");
+}
+
+// ------------------------------------------------------------------------------------------
+// Scores
+
+void TestScoresHistory::detectionHasScoreColumn() {
+    auto w = makeWindow();
+    QVERIFY(runTask(w.get(), scenePath("scene_00.png"), "<OD>"));
+    auto* table = child<QTableWidget>(w.get(), "itemsTable");
+    QCOMPARE(table->horizontalHeaderItem(kScoreColumn)->text(), QString("Score"));
+    QVERIFY(table->rowCount() > 0);
+    QCOMPARE(table->rowCount(), static_cast<int>(w->answer().items.size()));
+    for (const QString& text : tableScores(table)) {
+        bool ok = false;
+        const double score = text.toDouble(&ok);
+        QVERIFY2(ok && score > 0 && score <= 1, qPrintable(text));
+    }
+    // The table shows the parser's score of each item.
+    for (int r = 0; r < table->rowCount(); ++r)
+        QCOMPARE(table->item(r, kScoreColumn)->text(),
+                 QString::number(w->answer().items[static_cast<size_t>(r)].score, 'f', 3));
+}
+
+void TestScoresHistory::minScoreHidesItemsEverywhere() {
+    auto w = makeWindow();
+    // A photograph the shapes model does not understand: its boxes are less certain.
+    const QString pier = QString::fromStdString(florence::samplesDir()) + "/pier.png";
+    QVERIFY(runTask(w.get(), pier, "<OD>"));
+    const auto& items = w->answer().items;
+    QVERIFY(items.size() >= 2);
+    double lowest = 1, highest = 0;
+    for (const auto& it : items) {
+        lowest = std::min(lowest, it.score);
+        highest = std::max(highest, it.score);
+    }
+    QVERIFY2(lowest < highest, "every item scored alike: nothing for the slider to separate");
+    // Just above the lowest score, on the slider's thousandths.
+    const int step = static_cast<int>(std::floor(lowest * 1000)) + 1;
+    QVERIFY(step / 1000.0 <= highest);
+    int below = 0;
+    for (const auto& it : items)
+        below += it.score < step / 1000.0 ? 1 : 0;
+    auto* slider = child<QSlider>(w.get(), "minScoreSlider");
+    auto* table = child<QTableWidget>(w.get(), "itemsTable");
+    const int all = static_cast<int>(items.size());
+    QCOMPARE(table->rowCount(), all);
+    slider->setValue(step);
+    QCOMPARE(table->rowCount(), all - below);
+    QCOMPARE(w->imageView()->overlayItemCount(), all - below);
+    for (const QString& text : tableScores(table))
+        QVERIFY2(text.toDouble() >= step / 1000.0, qPrintable(text));
+
+    // The export leaves them out too.
+    const QString json = m_tmp.filePath("min-score.json");
+    QVERIFY2(w->exportJson(json), qPrintable(w->messageText()));
+    const QJsonArray exported = readJson(json)["native"].toObject()["items"].toArray();
+    QCOMPARE(exported.size(), all - below);
+    for (const QJsonValue& v : exported)
+        QVERIFY(v.toObject()["score"].toDouble() >= step / 1000.0);
+
+    slider->setValue(0);
+    QCOMPARE(table->rowCount(), all);
+    QCOMPARE(w->imageView()->overlayItemCount(), all);
+}
+
+void TestScoresHistory::scoreToggleChangesLabelsAndIsRemembered() {
+    auto w = makeWindow();
+    QVERIFY(runTask(w.get(), scenePath("scene_00.png"), "<OD>"));
+    const QStringList plain = w->imageView()->overlayLabels();
+    QVERIFY(!plain.isEmpty());
+    auto* check = child<QCheckBox>(w.get(), "showScoresCheck");
+    QVERIFY(!check->isChecked());
+    QTest::mouseClick(check, Qt::LeftButton, {}, QPoint(8, check->height() / 2));
+    QVERIFY(check->isChecked());
+    const QStringList scored = w->imageView()->overlayLabels();
+    QCOMPARE(scored.size(), plain.size());
+    for (int i = 0; i < plain.size(); ++i)
+        QCOMPARE(scored[i],
+                 plain[i] + " " +
+                     QString::number(w->answer().items[static_cast<size_t>(i)].score, 'f', 3));
+    // Remembered across a restart.
+    w->close();
+    w.reset();
+    auto again = makeWindow();
+    QVERIFY(child<QCheckBox>(again.get(), "showScoresCheck")->isChecked());
+    child<QCheckBox>(again.get(), "showScoresCheck")->setChecked(false);
+    QVERIFY(runTask(again.get(), scenePath("scene_00.png"), "<OD>"));
+    QCOMPARE(again->imageView()->overlayLabels(), plain);
+}
+
+void TestScoresHistory::unscoredItemsAlwaysShow() {
+    auto w = makeWindow();
+    child<QSlider>(w.get(), "minScoreSlider")->setValue(900);
+    // Parsed from text alone (as while streaming): no scores, nothing to compare.
+    showKnownAnswer(w.get(), scenePath("scene_00.png"));
+    QCOMPARE(w->imageView()->overlayItemCount(), 2);
+    QCOMPARE(tableScores(child<QTableWidget>(w.get(), "itemsTable")), QStringList({"", ""}));
+}
+
+// ------------------------------------------------------------------------------------------
+// History
+
+void TestScoresHistory::historySurvivesRestartAndRestores() {
+    std::vector<florence::AnswerItem> items;
+    std::string raw;
+    int steps = 0;
+    {
+        auto w = makeWindow();
+        QCOMPARE(w->history()->count(), 0);
+        QVERIFY(runTask(w.get(), scenePath("scene_00.png"), "<OD>"));
+        QCOMPARE(w->history()->count(), 1);
+        items = w->answer().items;
+        raw = w->history()->entry(0).rawText;
+        steps = w->latencyChart()->pointCount();
+        QVERIFY(!items.empty());
+        QVERIFY(steps > 0);
+        w->close();
+    }
+    QVERIFY(QFile::exists(History::defaultPath()));
+    auto w = makeWindow();
+    QCOMPARE(w->history()->count(), 1);
+    auto* list = child<QListView>(w.get(), "historyList");
+    QCOMPARE(list->model()->rowCount(), 1);
+    const QString display = list->model()->index(0, 0).data().toString();
+    QVERIFY2(display.startsWith("<OD> · "), qPrintable(display));
+    QVERIFY(!list->model()->index(0, 0).data(Qt::DecorationRole).value<QImage>().isNull());
+    QVERIFY2(w->shortcutsText().contains("Ctrl+H\tHistory"), qPrintable(w->shortcutsText()));
+
+    // Choosing it shows the image, overlay, answer and latency again, without a run.
+    QSignalSpy started(MainWindowTester(w.get()).engineWorker(),
+                       &florence::ui::EngineWorker::runStarted);
+    const QRect row = list->visualRect(list->model()->index(0, 0));
+    QTest::mouseClick(list->viewport(), Qt::LeftButton, {}, row.center());
+    QCOMPARE(w->imagePath(), QFileInfo(scenePath("scene_00.png")).absoluteFilePath());
+    QCOMPARE(w->currentTask(), QString("<OD>"));
+    QCOMPARE(w->answer().items.size(), items.size());
+    for (size_t i = 0; i < items.size(); ++i) {
+        QCOMPARE(w->answer().items[i].label, items[i].label);
+        QCOMPARE(w->answer().items[i].bins, items[i].bins);
+        QCOMPARE(w->answer().items[i].score, items[i].score);
+    }
+    QCOMPARE(w->imageView()->overlayItemCount(), static_cast<int>(items.size()));
+    QCOMPARE(child<QTableWidget>(w.get(), "itemsTable")->rowCount(),
+             static_cast<int>(items.size()));
+    QCOMPARE(child<QPlainTextEdit>(w.get(), "rawText")->toPlainText(), QString::fromStdString(raw));
+    QCOMPARE(w->latencyChart()->pointCount(), steps);
+    QVERIFY2(!w->messageText().contains("gone"), qPrintable(w->messageText()));
+    // Another image opened meanwhile: a second click on the same (current) entry shows it again.
+    QVERIFY(w->openImageFile(scenePath("scene_01.png")));
+    QCOMPARE(w->imageView()->overlayItemCount(), 0);
+    QTest::mouseClick(list->viewport(), Qt::LeftButton, {}, row.center());
+    QCOMPARE(w->imagePath(), QFileInfo(scenePath("scene_00.png")).absoluteFilePath());
+    QCOMPARE(w->imageView()->overlayItemCount(), static_cast<int>(items.size()));
+    QTest::qWait(50);
+    QCOMPARE(started.count(), 0);
+    QVERIFY(!w->isRunning());
+}
+
+void TestScoresHistory::taskTextAndRegionAreRestored() {
+    auto w = makeWindow();
+    w->openImageFile(scenePath("scene_00.png"));
+    w->setTaskText("red circle");
+    QVERIFY(runTask(w.get(), scenePath("scene_00.png"), "<CAPTION_TO_PHRASE_GROUNDING>"));
+    const QRectF region(40, 60, 200, 220);
+    QVERIFY(w->openImageFile(scenePath("scene_01.png")));
+    w->setTask("<REGION_TO_CATEGORY>");
+    w->setRegion(region);
+    QSignalSpy done(w.get(), &MainWindow::runCompleted);
+    QVERIFY(w->startRun());
+    QVERIFY(done.wait(kRunTimeoutMs));
+    QCOMPARE(w->history()->count(), 2);
+    const std::string regionAnswer = w->history()->entry(0).rawText;
+    w->setTaskText("something else");
+
+    w->historyPanel()->chooseEntry(1);
+    QCOMPARE(w->currentTask(), QString("<CAPTION_TO_PHRASE_GROUNDING>"));
+    QCOMPARE(w->history()->entry(1).taskText, QString("red circle"));
+    QCOMPARE(child<QLineEdit>(w.get(), "inputEdit")->text(), QString("red circle"));
+    QVERIFY(!w->region());
+
+    w->historyPanel()->chooseEntry(0);
+    QCOMPARE(w->currentTask(), QString("<REGION_TO_CATEGORY>"));
+    QCOMPARE(w->imagePath(), QFileInfo(scenePath("scene_01.png")).absoluteFilePath());
+    QVERIFY(w->region());
+    QCOMPARE(*w->region(), region);
+    QCOMPARE(w->imageView()->region(), std::optional<QRectF>(region));
+    // A region task's answer is one row for the region asked about, with the answer's score.
+    auto* table = child<QTableWidget>(w.get(), "itemsTable");
+    QCOMPARE(table->rowCount(), 1);
+    QVERIFY(!table->item(0, kScoreColumn)->text().isEmpty());
+    QCOMPARE(child<QPlainTextEdit>(w.get(), "rawText")->toPlainText(),
+             QString::fromStdString(regionAnswer));
+}
+
+void TestScoresHistory::deletedImageGivesNote() {
+    const QString copy = m_tmp.filePath("gone/scene_copy.png");
+    QDir().mkpath(m_tmp.filePath("gone"));
+    QFile::remove(copy);
+    QVERIFY(QFile::copy(scenePath("scene_01.png"), copy));
+    auto w = makeWindow();
+    showKnownAnswer(w.get(), copy);
+    QCOMPARE(w->history()->count(), 1);
+    QVERIFY(QFile::remove(copy));
+    w->openImageFile(scenePath("scene_00.png"));
+    w->historyPanel()->chooseEntry(0);
+    QVERIFY2(w->messageText().contains("is gone"), qPrintable(w->messageText()));
+    QVERIFY(w->messageText().contains(QDir::toNativeSeparators(copy)));
+    // The answer still shows, on the run's thumbnail at the recorded size; Run has no image.
+    QCOMPARE(w->imageView()->overlayItemCount(), 2);
+    QCOMPARE(w->imageView()->imageSize(), QSize(512, 512));
+    QVERIFY(!w->hasImage());
+    QVERIFY(!w->startRun());
+}
+
+void TestScoresHistory::boundIsEnforced() {
+    const QString path = m_tmp.filePath("bound/history.json");
+    QFile::remove(path);
+    florence::ui::RunOutcome outcome;
+    outcome.task = "<CAPTION>";
+    outcome.result.text = "</s><s>A red circle.</s>";
+    outcome.result.generatedIds = {2, 0, 10, 11, 2};
+    outcome.result.tokenLogprobs = {-0.1f, -0.2f, -0.3f, 0.0f};
+    outcome.result.timings.stepMs = {1, 2, 3, 4};
+    florence::ui::HistoryRecord record;
+    record.outcome = &outcome;
+    record.answer = florence::parseAnswer("<CAPTION>", outcome.result.text, 64, 48);
+    record.imageName = "a.png";
+    record.imagePath = "/nowhere/a.png";
+    {
+        History h(path);
+        QCOMPARE(h.maxEntries(), florence::ui::kMaxHistoryEntries);
+        for (int i = 0; i <= florence::ui::kMaxHistoryEntries; ++i) {
+            record.taskText = QString("run %1").arg(i);
+            QString error;
+            QVERIFY2(h.add(makeHistoryDocument(record), &error), qPrintable(error));
+        }
+        QCOMPARE(h.count(), florence::ui::kMaxHistoryEntries);
+        // Newest first; run 0, the oldest, went.
+        QCOMPARE(h.entry(0).taskText, QString("run %1").arg(florence::ui::kMaxHistoryEntries));
+        QCOMPARE(h.entry(h.count() - 1).taskText, QString("run 1"));
+    }
+    History reloaded(path);
+    QVERIFY2(reloaded.load(), qPrintable(reloaded.loadMessage()));
+    QCOMPARE(reloaded.count(), florence::ui::kMaxHistoryEntries);
+    QCOMPARE(reloaded.entry(reloaded.count() - 1).taskText, QString("run 1"));
+    // A file holding more than the bound (written by hand) is cut to it on load.
+    History small(path, 5);
+    QVERIFY(small.load());
+    QCOMPARE(small.count(), 5);
+}
+
+void TestScoresHistory::clearEmptiesHistory() {
+    {
+        auto w = makeWindow();
+        showKnownAnswer(w.get(), scenePath("scene_00.png"));
+        showKnownAnswer(w.get(), scenePath("scene_01.png"));
+        QCOMPARE(w->history()->count(), 2);
+        auto* clear = child<QAbstractButton>(w.get(), "historyClearButton");
+        QVERIFY(clear->isEnabled());
+        QTest::mouseClick(clear, Qt::LeftButton);
+        QCOMPARE(w->history()->count(), 0);
+        QCOMPARE(child<QListView>(w.get(), "historyList")->model()->rowCount(), 0);
+        QVERIFY(!clear->isEnabled());
+        w->close();
+    }
+    QCOMPARE(readJson(History::defaultPath())["entries"].toArray().size(), 0);
+    auto w = makeWindow();
+    QCOMPARE(w->history()->count(), 0);
+}
+
+void TestScoresHistory::exportSelectedEntries() {
+    auto w = makeWindow();
+    QVERIFY(runTask(w.get(), scenePath("scene_00.png"), "<OD>"));
+    showKnownAnswer(w.get(), scenePath("scene_01.png"));
+    QCOMPARE(w->history()->count(), 2);
+    auto* list = child<QListView>(w.get(), "historyList");
+    list->selectAll();
+    const QString out = m_tmp.filePath("history-export.json");
+    QFile::remove(out);
+    w->historyPanel()->setFileChooser([&](const QString&) { return out; });
+    QTest::mouseClick(child<QAbstractButton>(w.get(), "historyExportButton"), Qt::LeftButton);
+    QFile f(out);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QJsonArray docs = QJsonDocument::fromJson(f.readAll()).array();
+    QCOMPARE(docs.size(), 2);
+    // Newest first: the synthetic answer, then the model's run with its scores.
+    const QJsonObject known = docs[0].toObject();
+    const QJsonObject run = docs[1].toObject();
+    for (const QJsonObject& doc : {known, run}) {
+        QCOMPARE(doc["format"].toString(), QString("florence-studio-answer"));
+        QCOMPARE(doc["task"].toString(), QString("<OD>"));
+        QVERIFY(doc["history"].toObject()["time"].isString());
+        QVERIFY(!doc["history"].toObject().contains("thumbnail"));
+        QVERIFY(doc["timings"].toObject()["step_ms"].isArray());
+        QVERIFY(doc["generation"].toObject()["beams"].isDouble());
+    }
+    QCOMPARE(known["history"].toObject()["image_path"].toString(),
+             QFileInfo(scenePath("scene_01.png")).absoluteFilePath());
+    QCOMPARE(known["huggingface"].toObject()["<OD>"].toObject()["labels"].toArray().size(), 2);
+    QCOMPARE(run["model"].toString(), w->modelInfo().name());
+    const QJsonArray items = run["native"].toObject()["items"].toArray();
+    QVERIFY(!items.isEmpty());
+    for (const QJsonValue& v : items) {
+        const double score = v.toObject()["score"].toDouble();
+        QVERIFY(score > 0 && score <= 1);
+    }
+    QVERIFY(w->historyPanel()->note().contains("2 run"));
+}
+
+void TestScoresHistory::damagedFileIsSetAside_data() {
+    QTest::addColumn<QByteArray>("content");
+    QTest::newRow("garbage") << QByteArray("\x89PNG\r\n\x1a\n\0\0\0 not a history", 24);
+    QTest::newRow("truncated") << QByteArray(R"({"format": "florence-studio-history", "entr)");
+    QTest::newRow("other format") << QByteArray(R"({"format": "something-else", "entries": []})");
+    QTest::newRow("newer version")
+        << QByteArray(R"({"format": "florence-studio-history", "format_version": 99, )"
+                      R"("entries": []})");
+    QTest::newRow("entries not a list")
+        << QByteArray(R"({"format": "florence-studio-history", "format_version": 1, )"
+                      R"("entries": {"a": 1}})");
+    QTest::newRow("a JSON array") << QByteArray("[1, 2, 3]");
+    QTest::newRow("empty") << QByteArray();
+}
+
+void TestScoresHistory::damagedFileIsSetAside() {
+    QFETCH(QByteArray, content);
+    writeFile(History::defaultPath(), content);
+    auto w = makeWindow();
+    QCOMPARE(w->history()->count(), 0);
+    const QString note = w->historyPanel()->note();
+    QVERIFY2(note.contains("could not be read"), qPrintable(note));
+    QVERIFY(QFile::exists(History::defaultPath() + ".bad"));
+    // The history still works: the next run is recorded and saved.
+    showKnownAnswer(w.get(), scenePath("scene_00.png"));
+    QCOMPARE(w->history()->count(), 1);
+    QCOMPARE(readJson(History::defaultPath())["entries"].toArray().size(), 1);
+}
+
+void TestScoresHistory::damagedEntryIsSkipped() {
+    // One good entry, written by the app, and hostile ones beside it.
+    {
+        auto w = makeWindow();
+        showKnownAnswer(w.get(), scenePath("scene_00.png"));
+        w->close();
+    }
+    QJsonObject root = readJson(History::defaultPath());
+    QJsonArray entries = root["entries"].toArray();
+    QCOMPARE(entries.size(), 1);
+    QJsonObject huge = entries[0].toObject();
+    huge["image"] = QJsonObject{{"width", 1e6}, {"height", 1e6}};
+    QJsonObject steps = entries[0].toObject();
+    QJsonObject timings = steps["timings"].toObject();
+    timings["step_ms"] = QJsonArray{1, "two", 3};
+    steps["timings"] = timings;
+    QJsonObject unknownTask = entries[0].toObject();
+    unknownTask["task"] = "<RM_RF>";
+    entries.append(huge);
+    entries.append(steps);
+    entries.append(unknownTask);
+    entries.append(QJsonValue(42));
+    root["entries"] = entries;
+    writeFile(History::defaultPath(), QJsonDocument(root).toJson());
+    auto w = makeWindow();
+    QCOMPARE(w->history()->count(), 1);
+    const QString note = w->historyPanel()->note();
+    QVERIFY2(note.contains("4 damaged entries"), qPrintable(note));
+    w->historyPanel()->chooseEntry(0);
+    QCOMPARE(w->imageView()->overlayItemCount(), 2);
+}
+
+QTEST_MAIN(TestScoresHistory)
+#include "TestScoresHistory.moc"

@@ -1,0 +1,476 @@
+#include "run/History.h"
+
+#include "run/AnswerDisplay.h"
+
+#include <florence/answer_json.h>
+#include <florence/image.h>
+#include <florence/stats.h>
+#include <florence/tasks.h>
+
+#include <QBuffer>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QLocale>
+#include <QSaveFile>
+#include <QStandardPaths>
+
+#include <cmath>
+#include <stdexcept>
+
+namespace florence::ui {
+
+namespace {
+
+const QString kFormat = QStringLiteral("florence-studio-history");
+constexpr int kFormatVersion = 1;
+// Bounds on what a history file may hold, so a damaged or hostile file cannot make the app
+// allocate without limit: far above what 200 real runs write.
+constexpr qint64 kMaxFileBytes = 256ll << 20;
+constexpr int kMaxTextChars = 1 << 20;
+constexpr int kMaxSteps = 100'000;
+constexpr int kMaxThumbnailChars = 256 * 1024;
+constexpr int kThumbnailSide = 96;
+
+QImage toQImage(const RgbImage& img) {
+    const QImage view(img.pixels.data(), img.width, img.height, img.width * 3,
+                      QImage::Format_RGB888);
+    return view.copy();
+}
+
+RgbImage toRgbImage(const QImage& image) {
+    const QImage rgb = image.convertToFormat(QImage::Format_RGB888);
+    RgbImage out;
+    out.width = rgb.width();
+    out.height = rgb.height();
+    out.pixels.resize(static_cast<size_t>(out.width) * out.height * 3);
+    for (int y = 0; y < out.height; ++y)
+        std::copy_n(rgb.constScanLine(y), out.width * 3,
+                    out.pixels.begin() + static_cast<ptrdiff_t>(y) * out.width * 3);
+    return out;
+}
+
+QString thumbnailBase64(const RgbImage& image) {
+    if (image.empty())
+        return {};
+    const QImage small = toQImage(image).scaled(kThumbnailSide, kThumbnailSide, Qt::KeepAspectRatio,
+                                                Qt::SmoothTransformation);
+    QByteArray bytes;
+    QBuffer buffer(&bytes);
+    buffer.open(QIODevice::WriteOnly);
+    small.save(&buffer, "JPEG", 85);
+    return QString::fromLatin1(bytes.toBase64());
+}
+
+QJsonArray boxJson(const Box& b) {
+    return QJsonArray{b.x1, b.y1, b.x2, b.y2};
+}
+
+bool isKnownTask(const QString& token) {
+    for (const TaskInfo& t : allTasks())
+        if (QString::fromStdString(t.token) == token)
+            return true;
+    return false;
+}
+
+// Reads fields of one document, keeping the first problem met.
+class Reader {
+public:
+    QString error;
+
+    bool fail(const QString& what) {
+        if (error.isEmpty())
+            error = what;
+        return false;
+    }
+    QJsonObject object(const QJsonObject& o, const char* key, bool required = true) {
+        const QJsonValue v = o.value(QLatin1String(key));
+        if (v.isObject())
+            return v.toObject();
+        if (required || !v.isUndefined())
+            fail(QStringLiteral("\"%1\" is not an object").arg(QLatin1String(key)));
+        return {};
+    }
+    QString string(const QJsonObject& o, const char* key, bool required = true) {
+        const QJsonValue v = o.value(QLatin1String(key));
+        if (v.isString() && v.toString().size() <= kMaxTextChars)
+            return v.toString();
+        if (required || !v.isUndefined())
+            fail(QStringLiteral("\"%1\" is not a string of at most %2 characters")
+                     .arg(QLatin1String(key))
+                     .arg(kMaxTextChars));
+        return {};
+    }
+    double number(const QJsonObject& o, const char* key, double lo, double hi, double fallback = 0,
+                  bool required = true) {
+        const QJsonValue v = o.value(QLatin1String(key));
+        if (v.isDouble() && std::isfinite(v.toDouble()) && v.toDouble() >= lo && v.toDouble() <= hi)
+            return v.toDouble();
+        if (required || !v.isUndefined())
+            fail(QStringLiteral("\"%1\" is not a number in [%2, %3]")
+                     .arg(QLatin1String(key))
+                     .arg(lo)
+                     .arg(hi));
+        return fallback;
+    }
+    std::vector<double> numbers(const QJsonObject& o, const char* key, int maxCount) {
+        const QJsonValue v = o.value(QLatin1String(key));
+        std::vector<double> out;
+        if (!v.isArray() || v.toArray().size() > maxCount) {
+            fail(QStringLiteral("\"%1\" is not a list of at most %2 numbers")
+                     .arg(QLatin1String(key))
+                     .arg(maxCount));
+            return out;
+        }
+        for (const QJsonValue& x : v.toArray()) {
+            if (!x.isDouble() || !std::isfinite(x.toDouble())) {
+                fail(QStringLiteral("\"%1\" holds something that is not a number")
+                         .arg(QLatin1String(key)));
+                return {};
+            }
+            out.push_back(x.toDouble());
+        }
+        return out;
+    }
+};
+
+Timings readTimings(Reader& r, const QJsonObject& doc) {
+    const QJsonObject t = r.object(doc, "timings");
+    constexpr double kDay = 86'400'000;
+    Timings out;
+    out.preprocessMs = r.number(t, "preprocess_ms", 0, kDay);
+    out.visionMs = r.number(t, "vision_ms", 0, kDay);
+    out.textEncoderMs = r.number(t, "text_encoder_ms", 0, kDay);
+    out.firstTokenMs = r.number(t, "first_token_ms", 0, kDay);
+    out.decodeMs = r.number(t, "decode_ms", 0, kDay);
+    out.totalMs = r.number(t, "total_ms", 0, kDay);
+    out.featuresReused = t.value(QLatin1String("features_reused")).toBool();
+    out.stepMs = r.numbers(t, "step_ms", kMaxSteps);
+    for (double ms : out.stepMs)
+        if (ms < 0 || ms > kDay)
+            r.fail(QStringLiteral("\"step_ms\" holds a negative or huge time"));
+    return out;
+}
+
+// The run's scores, written by toNativeJson, put back on the answer parsed from its text.
+void readScores(Reader& r, const QJsonObject& doc, ParsedAnswer* answer) {
+    const QJsonObject native = r.object(doc, "native");
+    answer->score = r.number(native, "score", 0, 1, -1, false);
+    const QJsonArray items = native.value(QLatin1String("items")).toArray();
+    if (items.size() != static_cast<qsizetype>(answer->items.size()))
+        return; // written by another parser: the items have no scores then
+    for (qsizetype i = 0; i < items.size(); ++i)
+        answer->items[static_cast<size_t>(i)].score =
+            r.number(items[i].toObject(), "score", 0, 1, -1, false);
+}
+
+void readHistoryObject(Reader& r, const QJsonObject& doc, HistoryEntry* e) {
+    const QJsonObject h = r.object(doc, "history");
+    e->time = QDateTime::fromString(r.string(h, "time"), Qt::ISODateWithMs);
+    if (!e->time.isValid())
+        r.fail(QStringLiteral("\"time\" is not an ISO 8601 date and time"));
+    e->imagePath = r.string(h, "image_path");
+    e->imageName = r.string(h, "image_name");
+    e->taskText = r.string(h, "task_text");
+    if (h.contains(QLatin1String("region"))) {
+        const std::vector<double> b = r.numbers(h, "region", 4);
+        if (b.size() == 4)
+            e->region = Box{b[0], b[1], b[2], b[3]};
+        else
+            r.fail(QStringLiteral("\"region\" is not four numbers"));
+    }
+    const QString thumb = h.value(QLatin1String("thumbnail")).toString();
+    if (!thumb.isEmpty() && thumb.size() <= kMaxThumbnailChars) {
+        const QImage t = QImage::fromData(QByteArray::fromBase64(thumb.toLatin1()), "JPEG");
+        if (t.width() <= kThumbnailSide * 2 && t.height() <= kThumbnailSide * 2)
+            e->thumbnail = t;
+    }
+}
+
+} // namespace
+
+QString HistoryEntry::firstWords() const {
+    const QString clean = QString::fromStdString(cleanAnswerText(rawText));
+    constexpr int kChars = 60;
+    if (clean.size() <= kChars)
+        return clean;
+    const int cut = clean.lastIndexOf(QLatin1Char(' '), kChars);
+    return clean.left(cut > 20 ? cut : kChars) + QStringLiteral("…");
+}
+
+QJsonObject makeHistoryDocument(const HistoryRecord& record) {
+    AnswerContext context;
+    context.imageFile =
+        (record.imagePath.isEmpty() ? record.imageName : record.imagePath).toStdString();
+    context.prompt = record.prompt;
+    context.model = record.model.toStdString();
+    context.options = &record.options;
+    context.precision = record.precision.toStdString();
+    QJsonObject doc = answerJson(record.answer, record.outcome->result, context);
+    QJsonObject h{{"time", record.time.toUTC().toString(Qt::ISODateWithMs)},
+                  {"image_path", record.imagePath},
+                  {"image_name", record.imageName},
+                  {"task_text", record.taskText}};
+    if (record.region)
+        h[QStringLiteral("region")] = boxJson(*record.region);
+    if (record.image)
+        h[QStringLiteral("thumbnail")] = thumbnailBase64(*record.image);
+    doc[QStringLiteral("history")] = h;
+    return doc;
+}
+
+std::optional<HistoryEntry> entryFromDocument(const QJsonObject& doc, QString* error) {
+    Reader r;
+    HistoryEntry e;
+    e.document = doc;
+    if (doc.value(QLatin1String("format")).toString() != QLatin1String("florence-studio-answer"))
+        r.fail(QStringLiteral("not an answer document (\"format\")"));
+    e.task = r.string(doc, "task");
+    if (r.error.isEmpty() && !isKnownTask(e.task))
+        r.fail(QStringLiteral("unknown task %1").arg(e.task));
+    e.rawText = r.string(doc, "raw_text").toStdString();
+    e.prompt = r.string(doc, "prompt", false).toStdString();
+    e.model = r.string(doc, "model", false);
+    const QJsonObject image = r.object(doc, "image");
+    e.imageWidth = static_cast<int>(r.number(image, "width", 1, 1e6));
+    e.imageHeight = static_cast<int>(r.number(image, "height", 1, 1e6));
+    if (r.error.isEmpty() && double(e.imageWidth) * e.imageHeight > double(kMaxImagePixels))
+        r.fail(QStringLiteral("the image is larger than %1 pixels").arg(kMaxImagePixels));
+    const QJsonObject generation = r.object(doc, "generation", false);
+    e.beams = static_cast<int>(r.number(generation, "beams", 1, 64, 0, false));
+    e.precision = r.string(generation, "precision", false);
+    e.timings = readTimings(r, doc);
+    readHistoryObject(r, doc, &e);
+    if (!r.error.isEmpty()) {
+        if (error)
+            *error = r.error;
+        return std::nullopt;
+    }
+    e.answer = parseAnswer(e.task.toStdString(), e.rawText, e.imageWidth, e.imageHeight);
+    readScores(r, doc, &e.answer);
+    if (!r.error.isEmpty()) {
+        if (error)
+            *error = r.error;
+        return std::nullopt;
+    }
+    return e;
+}
+
+RecordedImage recordedImage(const HistoryEntry& e) {
+    RecordedImage out;
+    const QString path = QDir::toNativeSeparators(e.imagePath);
+    if (e.imagePath.isEmpty()) {
+        out.note = QObject::tr("This run's image was pasted, not opened from a file: showing "
+                               "its thumbnail.");
+    } else if (!QFileInfo::exists(e.imagePath)) {
+        out.note = QObject::tr("The image file %1 is gone (moved or deleted): showing the run's "
+                               "thumbnail. Open the image again to run on it.")
+                       .arg(path);
+    } else {
+        try {
+            RgbImage img = loadImage(e.imagePath.toStdString());
+            if (img.width == e.imageWidth && img.height == e.imageHeight) {
+                out.image = std::make_shared<const RgbImage>(std::move(img));
+                out.fromFile = true;
+                return out;
+            }
+            out.note = QObject::tr("The image file %1 has changed since this run (%2 × %3 "
+                                   "pixels, then %4 × %5): showing the run's thumbnail.")
+                           .arg(path)
+                           .arg(img.width)
+                           .arg(img.height)
+                           .arg(e.imageWidth)
+                           .arg(e.imageHeight);
+        } catch (const std::exception& ex) {
+            out.note = QObject::tr("Cannot open the image file %1 (%2): showing the run's "
+                                   "thumbnail.")
+                           .arg(path, QString::fromStdString(ex.what()));
+        }
+    }
+    // At the recorded size, so the answer's pixel coordinates still fall where they did.
+    QImage standIn(e.imageWidth, e.imageHeight, QImage::Format_RGB888);
+    if (e.thumbnail.isNull())
+        standIn.fill(Qt::gray);
+    else
+        standIn = e.thumbnail.scaled(e.imageWidth, e.imageHeight, Qt::IgnoreAspectRatio,
+                                     Qt::SmoothTransformation);
+    out.image = std::make_shared<const RgbImage>(toRgbImage(standIn));
+    return out;
+}
+
+// ------------------------------------------------------------------------------------------
+
+History::History(QString path, int maxEntries, QObject* parent)
+    : QAbstractListModel(parent), m_path(std::move(path)), m_maxEntries(std::max(1, maxEntries)) {
+    setObjectName(QStringLiteral("history"));
+}
+
+QString History::defaultPath() {
+    return QDir(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation))
+        .filePath(QStringLiteral("history.json"));
+}
+
+bool History::load() {
+    beginResetModel();
+    m_entries.clear();
+    m_loadMessage.clear();
+    const QString shown = QDir::toNativeSeparators(m_path);
+    QFile f(m_path);
+    QString problem;
+    QJsonArray docs;
+    if (!f.exists()) {
+        endResetModel();
+        return true; // the first start
+    }
+    if (f.size() > kMaxFileBytes) {
+        problem = tr("it is larger than %1 MB").arg(kMaxFileBytes >> 20);
+    } else if (!f.open(QIODevice::ReadOnly)) {
+        problem = f.errorString();
+    } else {
+        QJsonParseError parseError{};
+        const QJsonDocument json = QJsonDocument::fromJson(f.readAll(), &parseError);
+        f.close();
+        const QJsonObject root = json.object();
+        if (parseError.error != QJsonParseError::NoError)
+            problem = tr("not JSON: %1").arg(parseError.errorString());
+        else if (root.value(QLatin1String("format")).toString() != kFormat ||
+                 root.value(QLatin1String("format_version")).toInt() != kFormatVersion ||
+                 !root.value(QLatin1String("entries")).isArray())
+            problem = tr("not a history file of this version");
+        else
+            docs = root.value(QLatin1String("entries")).toArray();
+    }
+    if (!problem.isEmpty()) {
+        const QString aside = m_path + QStringLiteral(".bad");
+        QFile::remove(aside);
+        const bool moved = QFile::rename(m_path, aside);
+        m_loadMessage =
+            moved ? tr("The history file %1 could not be read (%2); it was set aside as %3 and "
+                       "the history starts empty.")
+                        .arg(shown, problem, QDir::toNativeSeparators(aside))
+                  : tr("The history file %1 could not be read (%2); the history starts empty.")
+                        .arg(shown, problem);
+        endResetModel();
+        return false;
+    }
+    int damaged = 0;
+    QString firstError;
+    for (const QJsonValue& v : docs) {
+        if (static_cast<int>(m_entries.size()) >= m_maxEntries)
+            break;
+        QString error;
+        std::optional<HistoryEntry> e = entryFromDocument(v.toObject(), &error);
+        if (!e) {
+            if (damaged++ == 0)
+                firstError = error;
+            continue;
+        }
+        m_entries.push_back(std::make_unique<HistoryEntry>(std::move(*e)));
+    }
+    endResetModel();
+    if (damaged == 1)
+        m_loadMessage =
+            tr("A damaged entry of the history file %1 was skipped (%2).").arg(shown, firstError);
+    else if (damaged > 1)
+        m_loadMessage = tr("%1 damaged entries of the history file %2 were skipped (the first: "
+                           "%3).")
+                            .arg(damaged)
+                            .arg(shown, firstError);
+    return damaged == 0;
+}
+
+int History::rowCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : count();
+}
+
+QVariant History::data(const QModelIndex& index, int role) const {
+    if (!index.isValid() || index.row() < 0 || index.row() >= count())
+        return {};
+    const HistoryEntry& e = entry(index.row());
+    const QDateTime local = e.time.toLocalTime();
+    const QString when = local.date() == QDate::currentDate()
+                             ? QLocale().toString(local.time(), QLocale::ShortFormat)
+                             : QLocale().toString(local, QLocale::ShortFormat);
+    switch (role) {
+    case Qt::DisplayRole:
+        return tr("%1 · %2\n%3").arg(e.task, when, e.firstWords());
+    case Qt::DecorationRole:
+        return e.thumbnail;
+    case Qt::ToolTipRole:
+        return tr("%1 on %2\n%3\nModel: %4 (%5, %6 beams)\nTotal %7")
+            .arg(e.task, e.imagePath.isEmpty() ? e.imageName : e.imagePath,
+                 QLocale().toString(local, QLocale::LongFormat), e.model, e.precision)
+            .arg(e.beams)
+            .arg(QString::fromStdString(formatMs(e.timings.totalMs)));
+    case TimeRole:
+        return e.time;
+    case TaskRole:
+        return e.task;
+    default:
+        return {};
+    }
+}
+
+bool History::add(const QJsonObject& document, QString* error) {
+    std::optional<HistoryEntry> e = entryFromDocument(document, error);
+    if (!e)
+        return false;
+    beginInsertRows(QModelIndex(), 0, 0);
+    m_entries.insert(m_entries.begin(), std::make_unique<HistoryEntry>(std::move(*e)));
+    endInsertRows();
+    if (count() > m_maxEntries) {
+        beginRemoveRows(QModelIndex(), m_maxEntries, count() - 1);
+        m_entries.resize(static_cast<size_t>(m_maxEntries));
+        endRemoveRows();
+    }
+    return save(error);
+}
+
+bool History::clear(QString* error) {
+    beginResetModel();
+    m_entries.clear();
+    endResetModel();
+    return save(error);
+}
+
+bool History::save(QString* error) const {
+    QJsonArray docs;
+    for (const auto& e : m_entries)
+        docs.append(e->document);
+    const QJsonObject root{
+        {"format", kFormat}, {"format_version", kFormatVersion}, {"entries", docs}};
+    QDir().mkpath(QFileInfo(m_path).absolutePath());
+    // Written whole to a temporary file and renamed: a crash mid-write keeps the old history.
+    QSaveFile f(m_path);
+    if (!f.open(QIODevice::WriteOnly) ||
+        f.write(QJsonDocument(root).toJson(QJsonDocument::Compact)) < 0 || !f.commit()) {
+        if (error)
+            *error = tr("Cannot save the history to %1: %2")
+                         .arg(QDir::toNativeSeparators(m_path), f.errorString());
+        return false;
+    }
+    return true;
+}
+
+void History::exportEntries(const QList<int>& rows, const QString& path) const {
+    QJsonArray docs;
+    for (int row : rows) {
+        if (row < 0 || row >= count())
+            continue;
+        QJsonObject doc = entry(row).document;
+        QJsonObject h = doc.value(QLatin1String("history")).toObject();
+        h.remove(QStringLiteral("thumbnail"));
+        doc[QStringLiteral("history")] = h;
+        docs.append(doc);
+    }
+    QSaveFile f(path);
+    if (!f.open(QIODevice::WriteOnly) ||
+        f.write(QJsonDocument(docs).toJson(QJsonDocument::Indented)) < 0 || !f.commit())
+        throw std::runtime_error(QStringLiteral("Cannot write %1: %2")
+                                     .arg(QDir::toNativeSeparators(path), f.errorString())
+                                     .toStdString());
+}
+
+} // namespace florence::ui
