@@ -245,6 +245,8 @@ def detailed_caption(scene):
 
 
 def text_box_unit(scene, size):
+    if "image" in scene:  # scenes_wide.py measured the ink box on its rendering
+        return tuple(scene["text"]["box"])
     x1, y1, x2, y2 = text_box_pixels(scene, size)
     return (x1 / size, y1 / size, x2 / size, y2 / size)
 

@@ -34,10 +34,11 @@ from torch import nn
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "engine", "exporter"))
 sys.path.insert(0, HERE)
-from florence2.checkpoint import write_safetensors  # noqa: E402
+from florence2.checkpoint import read_safetensors, write_safetensors  # noqa: E402
 from florence2.model import Florence2, padding_mask  # noqa: E402
 import bpe  # noqa: E402
 import scenes  # noqa: E402
+import scenes_wide  # noqa: E402
 
 RES = os.path.normpath(os.path.join(HERE, "..", "..", "resources", "florence2"))
 VOCAB = 51289
@@ -178,6 +179,23 @@ class Trainer:
         self.step = 0
         self.elapsed = 0.0
 
+    def init_from(self, folder):
+        """The weights of a Hugging Face-style folder written by write_hf: every tensor but the
+        shared embedding by name, the embedding's rows of the trained token subset."""
+        tensors = read_safetensors(os.path.join(folder, "model.safetensors"))
+        shared = tensors.pop("language_model.model.shared.weight").float()
+        state = {Florence2.map_name(k): v.float() for k, v in tensors.items()}
+        state = {k: v for k, v in state.items() if k != "dec.final_logits_bias"}
+        missing, unexpected = self.model.load_state_dict(state, strict=False)
+        allowed = ("text.encoder.embed_tokens", "dec.decoder.embed_tokens", "dec.lm_head",
+                   "dec.final_logits_bias")
+        bad = [k for k in missing if not k.startswith(allowed)] + list(unexpected)
+        if bad:
+            raise SystemExit(f"{folder} does not fit this model's settings: {bad[:5]}")
+        with torch.no_grad():
+            self.emb.weight.copy_(shared[torch.tensor(self.sub)])
+        print(f"initialised from {folder} ({len(state)} tensors)", flush=True)
+
     # ------------------------------------------------------------------ data
     def batch(self):
         a = self.args
@@ -193,10 +211,17 @@ class Trainer:
         aux_cellword = torch.full((a.images, g * g), -100, dtype=torch.long)
         aux_loc = torch.full((a.images, g * g, 4), -1, dtype=torch.long)
         for i in range(a.images):
-            sc = scenes.make_scene(self.rng, text_prob=a.text_prob, number_prob=a.number_prob)
-            rs = size if self.rng.random() < 0.7 else self.rng.choice([320, 384, 512])
-            img = scenes.render(sc, rs)
-            if rs != size:
+            if a.wide_share and self.rng.random() < a.wide_share:
+                # what users draw (scenes_wide.py): any aspect ratio, squashed like the engine does
+                sc = scenes_wide.make_scene(self.rng, text_prob=a.text_prob,
+                                            number_prob=a.number_prob)
+                rs = size
+                img = sc["image"]
+            else:
+                sc = scenes.make_scene(self.rng, text_prob=a.text_prob, number_prob=a.number_prob)
+                rs = size if self.rng.random() < 0.7 else self.rng.choice([320, 384, 512])
+                img = scenes.render(sc, rs)
+            if img.size != (size, size):
                 img = img.resize((size, size), resample=3)  # bicubic, as the engine does
             pix.append(torch.frombuffer(bytearray(img.tobytes()), dtype=torch.uint8)
                        .view(size, size, 3).permute(2, 0, 1).float() / 255.0)
@@ -436,6 +461,12 @@ def main():
     p.add_argument("--threads", type=int, default=1,
                    help="1 is ~10x faster than 2 when the cores are shared (OpenMP spin-waits)")
     p.add_argument("--resume", action="store_true")
+    p.add_argument("--wide-share", type=float, default=0.0,
+                   help="share of training scenes from scenes_wide.py (what users draw) instead of "
+                        "scenes.py")
+    p.add_argument("--init-from", metavar="HF_DIR",
+                   help="start from the weights of a folder train.py wrote (e.g. the committed "
+                        "resources/models/florence2-demo-shapes); probes and optimizer start fresh")
     p.add_argument("--bench", type=int, default=0, help="time this many steps and exit")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
@@ -448,6 +479,8 @@ def main():
         tr.step, tr.elapsed = ck["step"], ck["elapsed"]
         # a fresh data stream for the resumed part (not a replay of the first steps' scenes)
         tr.rng = random.Random(args.seed * 1000003 + tr.step)
+    elif args.init_from:
+        tr.init_from(args.init_from)
     n_params = sum(p_.numel() for n_, p_ in tr.model.named_parameters() if not n_.startswith("dec.lm_head"))
     print(f"vocabulary subset {len(tr.sub)} tokens; trained parameters {n_params}", flush=True)
     if args.bench:
