@@ -20,6 +20,7 @@
 #include <florence/answer.h>
 
 #include <QMainWindow>
+#include <QPointer>
 #include <QStringList>
 
 #include <functional>
@@ -39,6 +40,7 @@ class ControlPanel;
 class EngineWorker;
 class ImageView;
 class ImportDialog;
+class ProcessFolderDialog;
 class LatencyChart;
 class ModelCatalog;
 class ModelController;
@@ -124,6 +126,9 @@ public slots:
     void showMessage(const QString& text, bool isError = false);
     // Opens the import dialog (window-modal, not blocking); the imported package is loaded.
     ImportDialog* showImportDialog();
+    // File › Process Folder… (not modal: the window stays usable; Run waits until it ends).
+    ProcessFolderDialog* showProcessFolderDialog();
+    bool isProcessingFolder() const;
 
 signals:
     void modelReady(const QString& name);
@@ -187,6 +192,7 @@ private:
     QString m_exportFolder; // exports
     QString m_theme;
     FileChooser m_fileChooser;
+    QPointer<ProcessFolderDialog> m_folderDialog;
 
     // Declared last so they are destroyed first: the thread is stopped (after the run in flight
     // was cancelled) before the worker it runs, and both before the members above.
