@@ -42,6 +42,7 @@ ProcessFolderDialog::ProcessFolderDialog(EngineWorker* worker, QWidget* parent)
     setWindowTitle(tr("Process Folder"));
     registerFolderTypes();
     buildForm();
+    buildRunArea();
     const FolderPreferences p = Settings::loadFolder();
     m_folder->setText(p.folder);
     m_recursive->setChecked(p.recursive);
@@ -110,7 +111,12 @@ void ProcessFolderDialog::buildForm() {
                                 m_form);
     m_overwrite->setObjectName(QStringLiteral("overwriteCheck"));
     form->addRow(QString(), m_overwrite);
+    connect(m_elsewhere, &QRadioButton::toggled, this, &ProcessFolderDialog::updateForm);
+    connect(m_task, qOverload<int>(&QComboBox::currentIndexChanged), this,
+            &ProcessFolderDialog::updateForm);
+}
 
+void ProcessFolderDialog::buildRunArea() {
     m_thumbnail = new QLabel(this);
     m_thumbnail->setObjectName(QStringLiteral("folderThumbnail"));
     m_thumbnail->setFixedSize(160, 160);
@@ -158,11 +164,6 @@ void ProcessFolderDialog::buildForm() {
     layout->addLayout(progressRow);
     layout->addWidget(m_failed, 1);
     layout->addLayout(buttons);
-
-    // Toggling one radio button toggles the other: one connection is enough.
-    connect(m_elsewhere, &QRadioButton::toggled, this, &ProcessFolderDialog::updateForm);
-    connect(m_task, qOverload<int>(&QComboBox::currentIndexChanged), this,
-            &ProcessFolderDialog::updateForm);
 }
 
 void ProcessFolderDialog::setTask(const QString& token, const QString& text) {

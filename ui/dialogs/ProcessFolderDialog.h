@@ -68,6 +68,7 @@ signals:
 
 private:
     void buildForm();
+    void buildRunArea(); // progress, failures, buttons, and the layout of both
     void updateForm();
     void browse(QLineEdit* edit, const QString& caption);
     void setRunning(bool running);
