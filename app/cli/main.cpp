@@ -231,6 +231,11 @@ void reportAnswer(Args& a, const RunInputs& in, size_t i, const florence::Result
         documents.append(resultJson(path, in.requests[i].prompt, r, answer, opts, model));
         return;
     }
+    if (a.has("jsonl")) {
+        std::cout << florence::cli::jsonLine(
+            resultJson(path, in.requests[i].prompt, r, answer, opts, model));
+        return;
+    }
     if (in.paths.size() > 1)
         std::cout << path << "\t";
     std::cout << QJsonDocument(florence::toHuggingFaceJson(answer))

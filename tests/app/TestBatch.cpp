@@ -343,6 +343,14 @@ void TestBatch::runStreamsOneLinePerImage() {
     QVERIFY2(lines[1]["error"].toString().contains("broken.png"),
              qPrintable(lines[1]["error"].toString()));
     QCOMPARE(lines[2]["image"]["file"].toString(), m_dir + "/scene_01.png");
+    // One image: the same one line.
+    const Output one = runCli(
+        QStringList{"run", "--image", m_dir + "/scene_02.png", "--task", "<CAPTION>", "--jsonl"} +
+            kFast,
+        300000);
+    QCOMPARE(one.exitCode, 0);
+    QCOMPARE(one.out.count('\n'), 1);
+    QCOMPARE(jsonLines(one.out).size(), 1);
 }
 
 void TestBatch::fileListShard() {
