@@ -215,7 +215,7 @@ void FolderBatch::writeResult(const std::string& image, const ParsedAnswer& answ
     // The text first: a run killed between the two leaves no JSON, so the image is not done.
     const std::string text = textPath(image);
     if (!text.empty())
-        writeFileAtomically(text, QByteArray::fromStdString(answer.text));
+        writeFileAtomically(text, QByteArray::fromStdString(readableText(answer.text)));
     const std::string json = jsonPath(image);
     if (!json.empty())
         writeFileAtomically(json, QJsonDocument(document).toJson(QJsonDocument::Indented));

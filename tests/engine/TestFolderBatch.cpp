@@ -55,6 +55,7 @@ private slots:
     void existingResults();
     void sameNameIsRefused();
     void writesWholeFilesOnly();
+    void textSidecarIsReadable();
     void cocoFromSidecars();
     void progressAndEta();
 
@@ -198,6 +199,25 @@ void TestFolderBatch::writesWholeFilesOnly() {
         QVERIFY2(QString(e.what()).contains("taken.txt"), e.what());
     }
     QVERIFY(QFileInfo(m_dir + "/taken.txt").isDir());
+}
+
+void TestFolderBatch::textSidecarIsReadable() {
+    // A region's answer as a person reads it: no location or other model tokens.
+    florence::FolderJob job;
+    job.dir = m_dir.toStdString();
+    job.task = {"<REGION_TO_CATEGORY>", "", florence::Box{10, 10, 90, 90}};
+    job.formats = florence::kTextSidecar;
+    const florence::FolderBatch batch(job);
+    const std::string a = (m_dir + "/a.png").toStdString();
+    const florence::ParsedAnswer answer = florence::parseAnswer(
+        "<REGION_TO_CATEGORY>", "</s><s>yellow  star<loc_19><loc_19><loc_390><loc_390></s>", 100,
+        100);
+    batch.writeResult(a, answer, document(answer, a));
+    QFile f(QString::fromStdString(batch.textPath(a)));
+    QVERIFY(f.fileName().endsWith("/a.region_to_category.txt"));
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QCOMPARE(f.readAll(), QByteArray("yellow star"));
+    QVERIFY(batch.jsonPath(a).empty());
 }
 
 void TestFolderBatch::cocoFromSidecars() {

@@ -34,7 +34,7 @@ namespace florence {
 // Sidecar formats, or-ed together. Each applies only where it makes sense: text to answers
 // that are text (captions, OCR, region descriptions), COCO to answers with geometry.
 enum SidecarFormat : unsigned {
-    kTextSidecar = 1, // photo.caption.txt (caption tasks), photo.ocr.txt, … : the answer's text
+    kTextSidecar = 1, // photo.caption.txt (caption tasks), photo.ocr.txt, …: readableText()
     kJsonSidecar = 2, // photo.florence.json: the answer document of <florence/answer_json.h>
     kCocoFile = 4,    // one COCO file for the folder, <OUT>/<TASK>.coco.json, e.g. OD.coco.json
 };
