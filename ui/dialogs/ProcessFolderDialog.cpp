@@ -34,6 +34,16 @@ QWidget* withBrowse(QWidget* parent, QLineEdit* edit, QPushButton* browse) {
     return row;
 }
 
+// "sub/a.jpg: not an image in a supported format …": the image relative to the folder, and the
+// reason without the full path the engine's message starts with.
+QString failureText(const QString& folder, const QString& path, const QString& why) {
+    QString reason = why;
+    if (reason.startsWith(path + QStringLiteral(": ")))
+        reason.remove(0, path.size() + 2);
+    const QString name = folder.isEmpty() ? path : QDir(folder).relativeFilePath(path);
+    return QStringLiteral("%1: %2").arg(QDir::toNativeSeparators(name), reason);
+}
+
 } // namespace
 
 ProcessFolderDialog::ProcessFolderDialog(EngineWorker* worker, QWidget* parent)
@@ -287,7 +297,8 @@ void ProcessFolderDialog::onProgress(const FolderProgress& p) {
         text += tr("  (%n skipped: results exist)", nullptr, static_cast<int>(p.skipped));
     m_status->setText(text);
     if (!p.error.isEmpty()) {
-        m_failed->addItem(QStringLiteral("%1: %2").arg(QFileInfo(p.path).fileName(), p.error));
+        m_failed->addItem(failureText(m_folder->text().trimmed(), p.path, p.error));
+        m_failed->item(m_failed->count() - 1)->setToolTip(p.error);
         m_failed->show();
     }
 }
@@ -307,8 +318,10 @@ void ProcessFolderDialog::onFinished(const FolderOutcome& outcome) {
     m_progress->setRange(0, 1);
     m_progress->setValue(outcome.error.isEmpty() ? 1 : 0);
     m_failed->clear();
-    for (const auto& [path, why] : outcome.failures)
-        m_failed->addItem(QStringLiteral("%1: %2").arg(QDir::toNativeSeparators(path), why));
+    for (const auto& [path, why] : outcome.failures) {
+        m_failed->addItem(failureText(m_folder->text().trimmed(), path, why));
+        m_failed->item(m_failed->count() - 1)->setToolTip(why);
+    }
     m_failed->setVisible(!outcome.failures.empty());
     QString text;
     if (!outcome.error.isEmpty())
