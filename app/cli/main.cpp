@@ -60,7 +60,7 @@ Commands:
               --json              print one JSON object with ids, text, result and timings
               --annotate OUT.png  write the image with the answer drawn on it
               --coco OUT.json     write the answer as COCO annotations
-              --jsonl             several images: one JSON line per image as it completes
+              --jsonl             one compact JSON line per image, as each completes
               --quiet             do not stream tokens to stderr
   batch     Run a task on a folder of images, writing each answer beside it (see batch --help)
               --dir DIR [--recursive] --task TOKEN [--text STR] [--out OUT]
