@@ -144,6 +144,13 @@ int runBatch(int argc, char** argv) {
         throw UsageError("--batch-size must be at least 1");
     const std::vector<std::string>& pending = folder.pendingImages();
     std::vector<std::pair<std::string, std::string>> failures = folder.refused();
+    if (jsonl) // every image that is not skipped gets its line, the refused ones too
+        for (const auto& [path, why] : failures) {
+            ImageOutcome refused;
+            refused.path = path;
+            refused.error = why;
+            std::cout << jsonLine(failureJson(refused));
+        }
     size_t answered = 0;
     if (!pending.empty()) {
         auto model = loadModel(a);

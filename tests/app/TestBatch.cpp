@@ -223,12 +223,16 @@ void TestBatch::resumeProcessesOnlyWhatIsMissing() {
     QCOMPARE(readJson(m_dir + "/OD.coco.json")["images"].toArray().size(), 4);
 
     // A result of another task is never overwritten silently.
-    const Output other = runCli(QStringList{"batch", "--dir", m_dir, "--task", "<CAPTION>",
-                                            "--format", "json", "--resume"} +
-                                    kFast,
-                                300000);
+    const Output other =
+        runCli(QStringList{"batch", "--dir", m_dir, "--recursive", "--task", "<CAPTION>",
+                           "--format", "json", "--resume", "--jsonl"} +
+                   kFast,
+               300000);
     QCOMPARE(other.exitCode, 3);
     QVERIFY2(other.err.contains("<OD>'s answer"), other.err.constData());
+    QCOMPARE(jsonLines(other.out).size(), m_locked ? 6 : 5); // each with its error
+    for (const QJsonObject& line : jsonLines(other.out))
+        QVERIFY(line.contains("error"));
     QCOMPARE(readJson(m_dir + "/scene_00.florence.json")["task"].toString(), QString("<OD>"));
 
     // --overwrite: every image again.
