@@ -38,6 +38,9 @@ MainActions::MainActions(QWidget* owner) {
     import = make(QObject::tr("&Import Hugging Face Model…"), "importAction",
                   QObject::tr("Convert a Florence-2 checkpoint folder from Hugging Face into a "
                               "model package and load it"));
+    processFolder = make(QObject::tr("Process &Folder…"), "processFolderAction",
+                         QObject::tr("Run a task on every image of a folder and write each "
+                                     "answer next to it (captions for training data, JSON, COCO)"));
     exportJson =
         make(QObject::tr("Export &JSON…"), "exportJsonAction",
              QObject::tr("Save the answer as JSON: the Hugging Face form, the app's "
@@ -96,6 +99,7 @@ void MainActions::addMenus(QMenuBar* bar) {
     recent = file->addMenu(QObject::tr("Open &Recent"));
     recent->setObjectName(QStringLiteral("recentMenu"));
     file->addAction(paste);
+    file->addAction(processFolder);
     file->addSeparator();
     file->addAction(openModel);
     file->addAction(import);

@@ -39,6 +39,7 @@ struct MainActions {
     QAction* paste = nullptr;
     QAction* openModel = nullptr;
     QAction* import = nullptr;
+    QAction* processFolder = nullptr;
     QAction* exportJson = nullptr;
     QAction* savePng = nullptr;
     QAction* copyText = nullptr;

@@ -13,6 +13,7 @@
 #include "Theme.h"
 #include "dialogs/AboutDialog.h"
 #include "dialogs/ImportDialog.h"
+#include "dialogs/ProcessFolderDialog.h"
 #include "run/EngineWorker.h"
 #include "run/History.h"
 #include "run/RunController.h"
@@ -124,7 +125,9 @@ MainWindow::~MainWindow() {
     // Closing mid-run: stop the generation at its next step, then join the thread. Nothing the
     // worker still emits reaches this object: queued calls to a destroyed receiver are dropped.
     m_run->cancel();
-    m_worker->stopLoading(); // a model load in progress ends at its next file or MB hashed
+    if (m_folderDialog)
+        m_folderDialog->cancelRun(); // a folder run ends after its current image
+    m_worker->stopLoading();         // a model load in progress ends at its next file or MB hashed
     m_thread.reset();
     m_worker.reset();
 }
@@ -145,6 +148,7 @@ void MainWindow::connectActions() {
             openModelPackage(dir);
     });
     connect(a.import, &QAction::triggered, this, &MainWindow::showImportDialog);
+    connect(a.processFolder, &QAction::triggered, this, &MainWindow::showProcessFolderDialog);
     connect(a.exportJson, &QAction::triggered, this, [this] {
         const QString path = m_files->saveJson(m_run->answerImageName(), m_run->answerTask());
         if (!path.isEmpty())
@@ -477,6 +481,10 @@ bool MainWindow::startComparison() {
 }
 
 bool MainWindow::startRequest(RunKind kind) {
+    if (isProcessingFolder()) {
+        showMessage(tr("A folder is being processed: Run is available again when it ends."), true);
+        return false;
+    }
     if (!m_image) {
         showMessage(tr("Open an image first (File > Open, drag and drop, or paste)."), true);
         return false;
@@ -616,7 +624,7 @@ void MainWindow::updateActions() {
     const bool running = isRunning();
     const bool hasAnswer = m_run->hasAnswer();
     // Not while a model loads: the run would use the old model and its defaults.
-    const bool canRun = hasImage() && !m_modelCtl->isLoading();
+    const bool canRun = hasImage() && !m_modelCtl->isLoading() && !isProcessingFolder();
     m_actions->run->setEnabled(canRun);
     m_actions->compare->setEnabled(canRun);
     m_panel->setRunState(canRun, running);
@@ -636,6 +644,27 @@ ImportDialog* MainWindow::showImportDialog() {
     });
     dlg->open();
     return dlg;
+}
+
+ProcessFolderDialog* MainWindow::showProcessFolderDialog() {
+    if (!m_folderDialog) {
+        m_folderDialog = new ProcessFolderDialog(m_worker.get(), this);
+        m_folderDialog->setTask(currentTask(), m_panel->taskText());
+        connect(m_folderDialog, &ProcessFolderDialog::runningChanged, this,
+                &MainWindow::updateActions);
+    }
+    GenerationOptions opts = isModelReady() ? modelInfo().defaults : GenerationOptions{};
+    opts.numBeams = m_panel->beams();
+    opts.maxNewTokens = m_panel->maxNewTokens();
+    opts.useCache = m_panel->useCache();
+    m_folderDialog->setOptions(opts);
+    m_folderDialog->show();
+    m_folderDialog->raise();
+    return m_folderDialog;
+}
+
+bool MainWindow::isProcessingFolder() const {
+    return m_folderDialog && m_folderDialog->isRunning();
 }
 
 bool MainWindow::openFirstRunSample(const QString& samplesDir) {

@@ -21,6 +21,7 @@
 #include <florence/answer.h>
 
 #include <QMainWindow>
+#include <QPointer>
 #include <QStringList>
 
 #include <functional>
@@ -41,6 +42,7 @@ class History;
 class HistoryPanel;
 class ImageView;
 class ImportDialog;
+class ProcessFolderDialog;
 class LatencyChart;
 class ModelCatalog;
 class ModelController;
@@ -132,6 +134,9 @@ public slots:
     // Shows history entry `row` (0 = newest) again: its image, task, answer and latency, with
     // a note when its image file is gone. Nothing is rerun.
     void showHistoryEntry(int row);
+    // File › Process Folder… (not modal: the window stays usable; Run waits until it ends).
+    ProcessFolderDialog* showProcessFolderDialog();
+    bool isProcessingFolder() const;
 
 signals:
     void modelReady(const QString& name);
@@ -190,6 +195,7 @@ private:
     std::unique_ptr<ModelCatalog> m_models;
 
     std::unique_ptr<FileDialogs> m_files; // and the folders they start in
+    QPointer<ProcessFolderDialog> m_folderDialog;
 
     // Declared last so they are destroyed first: the thread is stopped (after the run in flight
     // was cancelled) before the worker it runs, and both before the members above.

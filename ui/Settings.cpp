@@ -17,6 +17,11 @@ const QString kExportFolder = QStringLiteral("files/exportFolder");
 const QString kRecent = QStringLiteral("files/recent");
 const QString kLastImage = QStringLiteral("files/lastImage");
 const QString kExtraModels = QStringLiteral("models/extra");
+const QString kFolder = QStringLiteral("folders/folder");
+const QString kFolderRecursive = QStringLiteral("folders/recursive");
+const QString kFolderBeside = QStringLiteral("folders/besideImages");
+const QString kFolderOut = QStringLiteral("folders/outFolder");
+const QString kFolderFormats = QStringLiteral("folders/formats");
 const QString kTask = QStringLiteral("task/last");
 const QString kTaskText = QStringLiteral("task/text");
 const QString kBeams = QStringLiteral("generation/beams");
@@ -26,6 +31,26 @@ const QString kPrecision = QStringLiteral("generation/precision");
 const QString kShowScores = QStringLiteral("view/showScores");
 
 } // namespace
+
+FolderPreferences Settings::loadFolder() {
+    const QSettings s;
+    FolderPreferences p;
+    p.folder = s.value(kFolder).toString();
+    p.recursive = s.value(kFolderRecursive, p.recursive).toBool();
+    p.besideImages = s.value(kFolderBeside, p.besideImages).toBool();
+    p.outFolder = s.value(kFolderOut).toString();
+    p.formats = s.value(kFolderFormats, p.formats).toUInt();
+    return p;
+}
+
+void Settings::saveFolder(const FolderPreferences& p) {
+    QSettings s;
+    s.setValue(kFolder, p.folder);
+    s.setValue(kFolderRecursive, p.recursive);
+    s.setValue(kFolderBeside, p.besideImages);
+    s.setValue(kFolderOut, p.outFolder);
+    s.setValue(kFolderFormats, p.formats);
+}
 
 Preferences Settings::load() {
     const QSettings s;

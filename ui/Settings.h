@@ -12,6 +12,15 @@
 
 namespace florence::ui {
 
+// File › Process Folder…'s choices (not Overwrite, which must be chosen each time).
+struct FolderPreferences {
+    QString folder;           // the folder of images last processed
+    bool recursive = false;   // with its sub-folders
+    bool besideImages = true; // results next to the images, else in outFolder
+    QString outFolder;
+    unsigned formats = 7; // florence::SidecarFormat bits: text, JSON, COCO
+};
+
 struct Preferences {
     // Window layout, as QMainWindow and QSplitter save it (empty: the default layout).
     QByteArray geometry;
@@ -41,6 +50,8 @@ class Settings {
 public:
     static Preferences load();
     static void save(const Preferences& p);
+    static FolderPreferences loadFolder();
+    static void saveFolder(const FolderPreferences& p);
 };
 
 } // namespace florence::ui

@@ -1,6 +1,8 @@
 // florence-studio-cli: the engine from the command line (import, run, tokenize, parse, bench).
 #include "Args.h"
+#include "Batch.h"
 #include "Bench.h"
+#include "Common.h"
 #include <florence/annotate.h>
 #include <florence/answer.h>
 #include <florence/answer_json.h>
@@ -23,18 +25,19 @@
 #include <QJsonObject>
 
 #include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <iostream>
-#include <map>
-#include <set>
 #include <string>
 #include <vector>
 
 namespace {
 
 using florence::cli::Args;
+using florence::cli::g_cancel;
+using florence::cli::modelDir;
 using florence::cli::parseArgs;
+using florence::cli::resultJson;
+using florence::cli::runOptions;
 using florence::cli::UsageError;
 
 const char* kUsage = R"(usage: florence-studio-cli COMMAND [OPTIONS]
@@ -42,8 +45,8 @@ const char* kUsage = R"(usage: florence-studio-cli COMMAND [OPTIONS]
 Commands:
   run       Run a Florence-2 task on an image, or on many in batches
               --image FILE | --pixel-values FILE.safetensors   (one is required)
-              --image FILE --image FILE2 ... | --images DIR    several images: greedy requests
-                                  run in batches, one JSON array / one line per image
+              --image FILE --image FILE2 ... | --images DIR    several images, each printed
+                                  as it completes (--batch-size at a time in memory)
               --batch-size N      images decoded together (default 4)
               --task TOKEN        task token, e.g. "<CAPTION>" (default <CAPTION>)
               --text STR          input text for tasks that take it
@@ -57,7 +60,11 @@ Commands:
               --json              print one JSON object with ids, text, result and timings
               --annotate OUT.png  write the image with the answer drawn on it
               --coco OUT.json     write the answer as COCO annotations
+              --jsonl             one compact JSON line per image, as each completes
               --quiet             do not stream tokens to stderr
+  batch     Run a task on a folder of images, writing each answer beside it (see batch --help)
+              --dir DIR [--recursive] --task TOKEN [--text STR] [--out OUT]
+              [--resume | --overwrite] [--format txt,json,coco,jsonl] [--jsonl]
   import    Make a model package
               --hf DIR | --random-init tiny|base|large  [--seed N]  --out PKG
   tokenize  Print token ids as JSON:  tokenize [--model PKG] TEXT
@@ -68,21 +75,6 @@ Commands:
 
   --help, --version
 )";
-
-std::atomic<bool> g_cancel{false};
-
-void onSignal(int) {
-    g_cancel.store(true);
-}
-
-std::string modelDir(const Args& a) {
-    if (a.has("model"))
-        return a.get("model");
-    std::string d = florence::bundledModelDir();
-    if (d.empty())
-        throw UsageError("no bundled model found next to this program; pass --model PKG");
-    return d;
-}
 
 QJsonArray idsJson(const std::vector<int64_t>& ids) {
     QJsonArray arr;
@@ -95,34 +87,12 @@ void printJson(const QJsonObject& o) {
     std::cout << QJsonDocument(o).toJson(QJsonDocument::Indented).toStdString();
 }
 
-florence::Precision parsePrecision(const std::string& s) {
-    if (s == "float32" || s == "fp32")
-        return florence::Precision::Float32;
-    if (s == "bfloat16" || s == "bf16")
-        return florence::Precision::BFloat16;
-    throw UsageError("--precision takes float32 or bfloat16, not '" + s + "'");
-}
-
 florence::Box parseRegion(const std::string& s) {
     try {
         return florence::parseRegion(s);
     } catch (const florence::TaskError&) {
         throw UsageError("--region takes four numbers X1,Y1,X2,Y2 in pixels, not '" + s + "'");
     }
-}
-
-QJsonObject resultJson(const std::string& imageFile, const florence::Request& req,
-                       const florence::Result& r, const florence::ParsedAnswer& answer,
-                       const florence::GenerationOptions& opts, const florence::Model& model) {
-    florence::AnswerContext context;
-    context.imageFile = imageFile;
-    context.prompt = req.prompt;
-    context.model = model.manifest().name;
-    context.options = &opts;
-    context.precision = florence::precisionName(model.loadOptions().precision);
-    context.loadMs = model.loadMs();
-    context.runtime = florence::runtimeSummary();
-    return florence::answerJson(answer, r, context);
 }
 
 void writeJsonFile(const std::string& path, const QJsonObject& o) {
@@ -202,14 +172,6 @@ void buildPrompts(RunInputs& in) {
     }
 }
 
-florence::GenerationOptions runOptions(Args& a, const florence::Model& model) {
-    florence::GenerationOptions opts = model.defaultOptions();
-    opts.numBeams = a.getInt("beams", opts.numBeams);
-    opts.maxNewTokens = a.getInt("max-new-tokens", opts.maxNewTokens);
-    opts.useCache = !a.has("no-cache");
-    return opts;
-}
-
 // Runs the requests in batches, streaming the tokens of a single image to stderr; stops after
 // the batch during which Ctrl+C came.
 std::vector<florence::Result> generateAll(florence::Session& session,
@@ -267,7 +229,12 @@ void reportAnswer(Args& a, const RunInputs& in, size_t i, const florence::Result
     }
     const std::string path = in.paths.empty() ? std::string() : in.paths[i];
     if (a.has("json")) {
-        documents.append(resultJson(path, in.requests[i], r, answer, opts, model));
+        documents.append(resultJson(path, in.requests[i].prompt, r, answer, opts, model));
+        return;
+    }
+    if (a.has("jsonl")) {
+        std::cout << florence::cli::jsonLine(
+            resultJson(path, in.requests[i].prompt, r, answer, opts, model));
         return;
     }
     if (in.paths.size() > 1)
@@ -278,12 +245,64 @@ void reportAnswer(Args& a, const RunInputs& in, size_t i, const florence::Result
               << "\n";
 }
 
+// Several images: each chunk of --batch-size images is decoded, answered and printed before the
+// next is read, so memory does not grow with the number of images and the first answer comes
+// at once. A file that cannot be read is reported and the others still run (exit 1 at the end).
+int runMany(Args& a, const std::string& task, const std::vector<std::string>& paths,
+            int batchSize) {
+    florence::TaskRequest request{task, a.get("text"), std::nullopt};
+    if (a.has("region"))
+        request.region = parseRegion(a.get("region"));
+    if (florence::taskInfo(task).input == florence::TaskInput::Text)
+        florence::buildPrompt(request, 1000, 1000); // a missing text fails before the model loads
+    auto model = florence::cli::loadModel(a);
+    const florence::GenerationOptions opts = runOptions(a, *model);
+    florence::Session session(model);
+    florence::cli::installCancelHandler();
+    const bool json = a.has("json"), jsonl = a.has("jsonl"), quiet = a.has("quiet");
+    size_t failed = 0, printed = 0;
+    if (json)
+        std::cout << "[\n";
+    florence::runImages(
+        session, paths, request, opts, batchSize,
+        [&](const florence::ImageOutcome& o) {
+            if (!o.error.empty()) {
+                ++failed;
+                std::cerr << "florence-studio-cli: error: " << o.error << "\n";
+                if (jsonl)
+                    std::cout << florence::cli::jsonLine(florence::cli::failureJson(o));
+            } else if (json || jsonl) {
+                const QJsonObject doc =
+                    resultJson(o.path, o.prompt, o.result, o.answer, opts, *model);
+                if (jsonl)
+                    std::cout << florence::cli::jsonLine(doc);
+                else
+                    std::cout << (printed++ > 0 ? ",\n" : "")
+                              << QJsonDocument(doc).toJson(QJsonDocument::Indented).toStdString();
+            } else {
+                std::cout << o.path << "\t"
+                          << QJsonDocument(florence::toHuggingFaceJson(o.answer))
+                                 .toJson(QJsonDocument::Compact)
+                                 .toStdString()
+                          << "\n";
+            }
+            std::cout << std::flush;
+            if (!quiet)
+                std::cerr << "[" << o.index + 1 << "/" << paths.size() << "] images\n";
+            return true;
+        },
+        &g_cancel);
+    if (json)
+        std::cout << "]\n";
+    return g_cancel ? 130 : failed > 0 ? 1 : 0;
+}
+
 int cmdRun(int argc, char** argv) {
     Args a =
         parseArgs(argc, argv, 2,
                   {"image", "images", "pixel-values", "task", "text", "region", "model", "beams",
                    "max-new-tokens", "threads", "annotate", "precision", "batch-size", "coco"},
-                  {"no-cache", "json", "quiet"});
+                  {"no-cache", "json", "jsonl", "quiet"});
     if (!a.positional.empty())
         throw UsageError("unexpected argument '" + a.positional[0] + "'");
     std::vector<std::string> paths = runImagePaths(a);
@@ -292,13 +311,14 @@ int cmdRun(int argc, char** argv) {
         throw UsageError("--batch-size must be at least 1");
     const std::string task = a.get("task", "<CAPTION>");
     florence::taskInfo(task); // unknown task: fail before loading anything
+    if (a.has("json") && a.has("jsonl"))
+        throw UsageError("--json and --jsonl exclude each other");
+    if (paths.size() > 1)
+        return runMany(a, task, paths, batchSize);
     RunInputs in = loadRunInputs(a, task, std::move(paths));
 
-    florence::LoadOptions lo;
-    lo.threads = a.getInt("threads", 0);
-    lo.precision = parsePrecision(a.get("precision", "float32"));
     buildPrompts(in);
-    auto model = florence::Model::load(modelDir(a), lo);
+    auto model = florence::cli::loadModel(a);
     if (!in.requests[0].image) {
         in.sizes[0] = {model->manifest().imageWidth, model->manifest().imageHeight};
         in.requests[0].prompt =
@@ -307,7 +327,7 @@ int cmdRun(int argc, char** argv) {
     const florence::GenerationOptions opts = runOptions(a, *model);
 
     florence::Session session(model);
-    std::signal(SIGINT, onSignal);
+    florence::cli::installCancelHandler();
     const std::vector<florence::Result> results =
         generateAll(session, in.requests, opts, batchSize, a.has("quiet"));
 
@@ -341,7 +361,7 @@ int cmdImport(int argc, char** argv) {
         throw UsageError("--random-init takes tiny, base or large, not '" + job.randomInit + "'");
     job.seed = a.getInt("seed", 1234);
     job.outDir = a.get("out");
-    std::signal(SIGINT, onSignal);
+    florence::cli::installCancelHandler();
     florence::runImport(
         job,
         [](int percent, const std::string& msg) {
@@ -425,12 +445,14 @@ int main(int argc, char** argv) {
             return 0;
         }
         for (int i = 2; i < argc; ++i)
-            if (std::string(argv[i]) == "--help" && cmd != "bench") {
+            if (std::string(argv[i]) == "--help" && cmd != "bench" && cmd != "batch") {
                 std::cout << kUsage;
                 return 0;
             }
         if (cmd == "run")
             return cmdRun(argc, argv);
+        if (cmd == "batch")
+            return florence::cli::runBatch(argc, argv);
         if (cmd == "import")
             return cmdImport(argc, argv);
         if (cmd == "tokenize")

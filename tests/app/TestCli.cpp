@@ -5,6 +5,7 @@
 #include <florence/tasks.h>
 #include <florence/version.h>
 
+#include "app/CliProcess.h"
 #include "engine/PostprocessCases.h"
 
 #include <QRegularExpression>
@@ -21,34 +22,6 @@
 #include <cmath>
 
 namespace {
-
-const QString kCli = QStringLiteral(FLORENCE_BINARY_DIR "/bin/florence-studio-cli");
-const QString kSamples = QStringLiteral(FLORENCE_SOURCE_DIR "/resources/samples");
-
-struct Output {
-    int exitCode = -1;
-    QByteArray out;
-    QByteArray err;
-};
-
-Output runCli(const QStringList& args, int timeoutMs = 120000) {
-    QProcess p;
-    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    if (!env.contains("FLORENCE_STUDIO_DATA"))
-        env.insert("FLORENCE_STUDIO_DATA", FLORENCE_BUILD_DATA_DIR);
-    p.setProcessEnvironment(env);
-    p.start(kCli, args);
-    Output o;
-    if (!p.waitForFinished(timeoutMs)) {
-        p.kill();
-        p.waitForFinished();
-        return o;
-    }
-    o.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2;
-    o.out = p.readAllStandardOutput();
-    o.err = p.readAllStandardError();
-    return o;
-}
 
 // Numbers within 1e-3, everything else equal.
 bool sameJson(const QJsonValue& a, const QJsonValue& b, QString& where) {

@@ -12,6 +12,7 @@
 // cancels the running request (through its atomic flag) before queueing the next one.
 #pragma once
 
+#include "run/FolderTypes.h"
 #include "run/WorkerTypes.h"
 
 #include <QObject>
@@ -44,6 +45,9 @@ public slots:
                    florence::Precision precision = florence::Precision::Float32);
     // Runs a single request or a cached/uncached comparison.
     void run(const florence::ui::RunRequest& request);
+    // Answers a task on a folder of images, one at a time, writing each image's sidecars as it
+    // completes (run/FolderRun.cpp); a broken image is reported and the run goes on.
+    void processFolder(const florence::ui::FolderRequest& request);
 
 signals:
     void modelLoading(const QString& packageDir);
@@ -57,6 +61,10 @@ signals:
     // Only for RunKind::Compare, after the two runFinished signals.
     void compareFinished(const florence::ui::CompareOutcome& outcome);
     void runFailed(quint64 runId, const QString& message);
+    // processFolder: the image about to be answered, as a small picture.
+    void folderImageStarted(const QString& path, const QImage& thumbnail);
+    void folderProgress(const florence::ui::FolderProgress& progress);
+    void folderFinished(const florence::ui::FolderOutcome& outcome);
 
 private:
     // `stream`: emit tokenReady for each token (a comparison's repeats run silently).

@@ -71,6 +71,11 @@ struct ParsedAnswer {
 // "pure_text", "description_with_bboxes", … : the original's names for the answer types.
 std::string answerTypeName(AnswerType type);
 
+// What a person reads: `text` without anything in angle brackets that is a model token (<s>,
+// </s>, <pad>, <loc_N>, task tokens), whitespace runs squeezed and trimmed. The app's table and
+// copied text, and batch's text sidecars, show this.
+std::string readableText(const std::string& text);
+
 // Parses generatedText (decoded with special tokens kept, "</s><s>car<loc_52>…</s>") for task
 // on an image of imageWidth x imageHeight pixels. An unknown task is parsed as pure text, as the
 // original does.

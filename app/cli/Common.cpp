@@ -1,0 +1,82 @@
+#include "Common.h"
+
+#include <florence/answer_json.h>
+#include <florence/machine.h>
+#include <florence/paths.h>
+
+#include <QJsonDocument>
+
+#include <csignal>
+
+namespace florence::cli {
+
+std::atomic<bool> g_cancel{false};
+
+namespace {
+
+void onSignal(int) {
+    g_cancel.store(true);
+}
+
+} // namespace
+
+void installCancelHandler() {
+    std::signal(SIGINT, onSignal);
+}
+
+std::string modelDir(const Args& a) {
+    if (a.has("model"))
+        return a.get("model");
+    std::string d = florence::bundledModelDir();
+    if (d.empty())
+        throw UsageError("no bundled model found next to this program; pass --model PKG");
+    return d;
+}
+
+florence::Precision parsePrecision(const std::string& s) {
+    if (s == "float32" || s == "fp32")
+        return florence::Precision::Float32;
+    if (s == "bfloat16" || s == "bf16")
+        return florence::Precision::BFloat16;
+    throw UsageError("--precision takes float32 or bfloat16, not '" + s + "'");
+}
+
+std::shared_ptr<const florence::Model> loadModel(const Args& a) {
+    florence::LoadOptions lo;
+    lo.threads = a.getInt("threads", 0);
+    lo.precision = parsePrecision(a.get("precision", "float32"));
+    return florence::Model::load(modelDir(a), lo);
+}
+
+florence::GenerationOptions runOptions(const Args& a, const florence::Model& model) {
+    florence::GenerationOptions opts = model.defaultOptions();
+    opts.numBeams = a.getInt("beams", opts.numBeams);
+    opts.maxNewTokens = a.getInt("max-new-tokens", opts.maxNewTokens);
+    opts.useCache = !a.has("no-cache");
+    return opts;
+}
+
+QJsonObject resultJson(const std::string& imageFile, const std::string& prompt,
+                       const florence::Result& r, const florence::ParsedAnswer& answer,
+                       const florence::GenerationOptions& opts, const florence::Model& model) {
+    florence::AnswerContext context;
+    context.imageFile = imageFile;
+    context.prompt = prompt;
+    context.model = model.manifest().name;
+    context.options = &opts;
+    context.precision = florence::precisionName(model.loadOptions().precision);
+    context.loadMs = model.loadMs();
+    context.runtime = florence::runtimeSummary();
+    return florence::answerJson(answer, r, context);
+}
+
+QJsonObject failureJson(const florence::ImageOutcome& outcome) {
+    return QJsonObject{{"image", QJsonObject{{"file", QString::fromStdString(outcome.path)}}},
+                       {"error", QString::fromStdString(outcome.error)}};
+}
+
+std::string jsonLine(const QJsonObject& o) {
+    return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString() + "\n";
+}
+
+} // namespace florence::cli

@@ -1,0 +1,41 @@
+// What the CLI's commands that run a model share: the model folder, the precision, the answer
+// document of one image, and the Ctrl+C flag.
+#pragma once
+
+#include "Args.h"
+
+#include <florence/answer.h>
+#include <florence/batch.h>
+#include <florence/engine.h>
+
+#include <QJsonObject>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+namespace florence::cli {
+
+// Set by SIGINT once installCancelHandler() ran; runs stop at their next step.
+extern std::atomic<bool> g_cancel;
+void installCancelHandler();
+
+// --model, else the bundled model; UsageError when there is neither.
+std::string modelDir(const Args& a);
+// --precision float32|bfloat16 (fp32, bf16).
+florence::Precision parsePrecision(const std::string& s);
+// The model of modelDir() with --threads and --precision.
+std::shared_ptr<const florence::Model> loadModel(const Args& a);
+// The model's generation defaults with --beams, --max-new-tokens and --no-cache.
+florence::GenerationOptions runOptions(const Args& a, const florence::Model& model);
+// The answer document (<florence/answer_json.h>) of one image's run.
+QJsonObject resultJson(const std::string& imageFile, const std::string& prompt,
+                       const florence::Result& r, const florence::ParsedAnswer& answer,
+                       const florence::GenerationOptions& opts, const florence::Model& model);
+
+// The --jsonl line of an image without an answer: {"image": {"file": …}, "error": "…"}.
+QJsonObject failureJson(const florence::ImageOutcome& outcome);
+// One compact JSON line, newline included.
+std::string jsonLine(const QJsonObject& o);
+
+} // namespace florence::cli

@@ -1,0 +1,302 @@
+#include <florence/batch.h>
+
+#include <QDir>
+#include <QDirIterator>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QSaveFile>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+namespace florence {
+
+namespace {
+
+QString qstr(const std::string& s) {
+    return QString::fromStdString(s);
+}
+
+bool isImageName(const QString& name) {
+    static const QStringList kSuffixes = {QStringLiteral("png"),  QStringLiteral("jpg"),
+                                          QStringLiteral("jpeg"), QStringLiteral("bmp"),
+                                          QStringLiteral("tif"),  QStringLiteral("tiff"),
+                                          QStringLiteral("webp")};
+    return kSuffixes.contains(QFileInfo(name).suffix().toLower());
+}
+
+bool isCaptionTask(const std::string& task) {
+    return task.find("CAPTION>") != std::string::npos &&
+           taskInfo(task).answerType == AnswerType::PureText;
+}
+
+// "caption" for the caption tasks, else the task's token in lower case ("ocr").
+std::string textKind(const std::string& task) {
+    if (isCaptionTask(task))
+        return "caption";
+    QString t = qstr(task);
+    return t.remove(QLatin1Char('<')).remove(QLatin1Char('>')).toLower().toStdString();
+}
+
+std::string taskFilePart(const std::string& task) {
+    QString t = qstr(task);
+    return t.remove(QLatin1Char('<')).remove(QLatin1Char('>')).toStdString();
+}
+
+// The task an existing JSON sidecar answers, "" when it cannot be read as one.
+std::string sidecarTask(const std::string& path) {
+    QFile f(qstr(path));
+    if (!f.open(QIODevice::ReadOnly))
+        return {};
+    const QJsonObject doc = QJsonDocument::fromJson(f.readAll()).object();
+    return doc.value(QStringLiteral("task")).toString().toStdString();
+}
+
+} // namespace
+
+unsigned parseSidecarFormats(const std::string& list) {
+    unsigned formats = 0;
+    for (const QString& part : qstr(list).split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+        const QString p = part.trimmed().toLower();
+        if (p == QLatin1String("txt"))
+            formats |= kTextSidecar;
+        else if (p == QLatin1String("json"))
+            formats |= kJsonSidecar;
+        else if (p == QLatin1String("coco"))
+            formats |= kCocoFile;
+        else
+            throw Error("unknown format '" + part.toStdString() +
+                        "'; formats are txt, json and coco");
+    }
+    return formats;
+}
+
+unsigned applicableFormats(const std::string& task, unsigned formats) {
+    const bool text = taskInfo(task).answerType == AnswerType::PureText;
+    unsigned out = formats & kJsonSidecar;
+    if (text)
+        out |= formats & kTextSidecar;
+    else if (formats & kCocoFile)
+        out |= kCocoFile | kJsonSidecar; // the COCO file is assembled from the JSON sidecars
+    return out;
+}
+
+std::vector<std::string> listImages(const std::string& dir, bool recursive) {
+    const QFileInfo info(qstr(dir));
+    if (!info.exists())
+        throw Error("folder " + dir + " does not exist");
+    if (!info.isDir())
+        throw Error(dir + " is not a folder");
+    QDirIterator it(qstr(dir), QDir::Files | QDir::NoDotAndDotDot,
+                    recursive ? QDirIterator::Subdirectories : QDirIterator::NoIteratorFlags);
+    std::vector<std::string> files;
+    while (it.hasNext()) {
+        const QString path = it.next();
+        if (isImageName(path))
+            files.push_back(path.toStdString());
+    }
+    std::sort(files.begin(), files.end());
+    return files;
+}
+
+FolderBatch::FolderBatch(FolderJob job) : m_job(std::move(job)) {
+    taskInfo(m_job.task.task); // unknown task: TaskError
+    // A task missing its text fails here, before any image is read.
+    if (taskInfo(m_job.task.task).input == TaskInput::Text)
+        buildPrompt(m_job.task, 1000, 1000);
+    if (taskInfo(m_job.task.task).input == TaskInput::Region && !m_job.task.region &&
+        m_job.task.text.empty())
+        throw TaskError(m_job.task.task + " needs a region");
+    m_formats = applicableFormats(m_job.task.task, m_job.formats);
+    if (m_formats == 0 && m_job.formats != 0)
+        throw Error("none of the formats asked for applies to " + m_job.task.task +
+                    " (txt: text answers; coco: answers with boxes or polygons; json: every task)");
+    m_images = m_job.files.empty() ? listImages(m_job.dir, m_job.recursive) : m_job.files;
+    if (m_images.empty())
+        throw Error("folder " + m_job.dir + " holds no images (PNG, JPEG, BMP, TIFF, WebP)");
+    if (!m_job.outDir.empty() && !QDir().mkpath(qstr(m_job.outDir)))
+        throw Error("cannot make the output folder " + m_job.outDir);
+    checkExisting();
+}
+
+void FolderBatch::checkExisting() {
+    std::map<std::string, std::string> byBase; // sidecar base → the image that has it
+    size_t existing = 0;
+    for (const std::string& image : m_images) {
+        const auto [it, fresh] = byBase.emplace(sidecarBase(image), image);
+        if (!fresh) {
+            m_refused.emplace_back(image, "its results would have the same names as " + it->second +
+                                              "'s; rename one of them");
+            continue;
+        }
+        const std::string json = jsonPath(image);
+        if (!json.empty() && m_job.existing != ExistingResults::Overwrite &&
+            QFileInfo::exists(qstr(json))) {
+            const std::string other = sidecarTask(json);
+            if (other != m_job.task.task) {
+                m_refused.emplace_back(image, json + " holds " +
+                                                  (other.empty() ? "something else" : other) +
+                                                  "'s answer; choose Overwrite or another "
+                                                  "output folder");
+                continue;
+            }
+        }
+        if (hasResult(image)) {
+            ++existing;
+            if (m_job.existing == ExistingResults::Skip)
+                continue;
+        }
+        m_pending.push_back(image);
+    }
+    if (existing > 0 && m_job.existing == ExistingResults::Refuse)
+        throw Error(std::to_string(existing) + " of the " + std::to_string(m_images.size()) +
+                    " images already have results; resume to skip them or overwrite them");
+    if (m_job.existing == ExistingResults::Skip)
+        m_skipped = existing;
+}
+
+std::string FolderBatch::sidecarBase(const std::string& image) const {
+    const QFileInfo fi(qstr(image));
+    QString folder = fi.path();
+    if (!m_job.outDir.empty()) {
+        QString relative = QDir(qstr(m_job.dir)).relativeFilePath(fi.path());
+        if (relative.startsWith(QLatin1String(".."))) // outside the root: by file name
+            relative = QStringLiteral(".");
+        folder = QDir(qstr(m_job.outDir)).filePath(relative);
+    }
+    return QDir::cleanPath(QDir(folder).filePath(fi.completeBaseName())).toStdString();
+}
+
+std::string FolderBatch::textPath(const std::string& image) const {
+    if (!(m_formats & kTextSidecar))
+        return {};
+    return sidecarBase(image) + "." + textKind(m_job.task.task) + ".txt";
+}
+
+std::string FolderBatch::jsonPath(const std::string& image) const {
+    if (!(m_formats & kJsonSidecar))
+        return {};
+    return sidecarBase(image) + ".florence.json";
+}
+
+std::string FolderBatch::cocoPath() const {
+    if (!(m_formats & kCocoFile))
+        return {};
+    const std::string folder = m_job.outDir.empty() ? m_job.dir : m_job.outDir;
+    return QDir(qstr(folder))
+        .filePath(qstr(taskFilePart(m_job.task.task) + ".coco.json"))
+        .toStdString();
+}
+
+bool FolderBatch::hasResult(const std::string& image) const {
+    const std::string json = jsonPath(image);
+    const std::string text = textPath(image);
+    if (!json.empty() && (!QFileInfo::exists(qstr(json)) || sidecarTask(json) != m_job.task.task))
+        return false;
+    return text.empty() || QFileInfo::exists(qstr(text));
+}
+
+void writeFileAtomically(const std::string& path, const QByteArray& bytes) {
+    if (!QDir().mkpath(QFileInfo(qstr(path)).path()))
+        throw Error("cannot make the folder of " + path);
+    // QSaveFile writes beside the target and renames on commit; a file never committed (a
+    // failed write, a cancelled run) is removed, so readers see the old file or the new one.
+    QSaveFile f(qstr(path));
+    if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit())
+        throw Error("cannot write " + path + ": " + f.errorString().toStdString());
+}
+
+void FolderBatch::writeResult(const std::string& image, const ParsedAnswer& answer,
+                              const QJsonObject& document) const {
+    // The text first: a run killed between the two leaves no JSON, so the image is not done.
+    const std::string text = textPath(image);
+    if (!text.empty())
+        writeFileAtomically(text, QByteArray::fromStdString(readableText(answer.text)));
+    const std::string json = jsonPath(image);
+    if (!json.empty())
+        writeFileAtomically(json, QJsonDocument(document).toJson(QJsonDocument::Indented));
+}
+
+void FolderBatch::writeCoco() const {
+    const std::string path = cocoPath();
+    if (path.empty())
+        return;
+    QSaveFile out(qstr(path));
+    if (!out.open(QIODevice::WriteOnly))
+        throw Error("cannot write " + path + ": " + out.errorString().toStdString());
+    // Annotations stream out as the sidecars are read, one at a time; only the small image
+    // entries and the category names wait for the end (JSON keys may come in any order).
+    out.write("{\"annotations\":[");
+    QByteArray images;
+    std::map<QString, int> categories;
+    QJsonArray categoryList;
+    int imageId = 0, annotationId = 0;
+    const QDir root(qstr(m_job.dir));
+    for (const std::string& image : m_images) {
+        QFile f(qstr(jsonPath(image)));
+        if (!f.open(QIODevice::ReadOnly))
+            continue;
+        const QJsonObject doc = QJsonDocument::fromJson(f.readAll()).object();
+        if (doc.value(QStringLiteral("task")).toString().toStdString() != m_job.task.task)
+            continue;
+        const QJsonObject coco = doc.value(QStringLiteral("coco")).toObject();
+        QJsonObject entry = coco.value(QStringLiteral("images")).toArray().first().toObject();
+        entry[QStringLiteral("id")] = ++imageId;
+        entry[QStringLiteral("file_name")] = root.relativeFilePath(qstr(image));
+        images +=
+            (images.isEmpty() ? "\n" : ",\n") + QJsonDocument(entry).toJson(QJsonDocument::Compact);
+        std::map<int, int> categoryOf; // this image's ids -> the folder's
+        for (const QJsonValue& c : coco.value(QStringLiteral("categories")).toArray()) {
+            const QString name = c[QStringLiteral("name")].toString();
+            auto it = categories.find(name);
+            if (it == categories.end()) {
+                it = categories.emplace(name, static_cast<int>(categories.size()) + 1).first;
+                categoryList.append(QJsonObject{{QStringLiteral("id"), it->second},
+                                                {QStringLiteral("name"), name}});
+            }
+            categoryOf[c[QStringLiteral("id")].toInt()] = it->second;
+        }
+        for (const QJsonValue& v : coco.value(QStringLiteral("annotations")).toArray()) {
+            QJsonObject a = v.toObject();
+            a[QStringLiteral("id")] = ++annotationId;
+            a[QStringLiteral("image_id")] = imageId;
+            a[QStringLiteral("category_id")] = categoryOf[a[QStringLiteral("category_id")].toInt()];
+            out.write(annotationId == 1 ? "\n" : ",\n");
+            out.write(QJsonDocument(a).toJson(QJsonDocument::Compact));
+        }
+    }
+    out.write("],\n\"images\":[" + images + "],\n\"categories\":" +
+              QJsonDocument(categoryList).toJson(QJsonDocument::Compact) + "}\n");
+    if (!out.commit())
+        throw Error("cannot write " + path + ": " + out.errorString().toStdString());
+}
+
+std::string BatchProgress::summary() const {
+    char buf[160];
+    if (etaSeconds < 0) {
+        std::snprintf(buf, sizeof buf, "%zu/%zu", done, total);
+        return buf;
+    }
+    const long eta = std::lround(etaSeconds);
+    std::snprintf(buf, sizeof buf, "%zu/%zu  %.2f images/s  ETA %ld:%02ld", done, total,
+                  imagesPerSecond, eta / 60, eta % 60);
+    return buf;
+}
+
+BatchProgress batchProgress(size_t done, size_t total, double elapsedSeconds) {
+    BatchProgress p;
+    p.done = done;
+    p.total = total;
+    p.elapsedSeconds = elapsedSeconds;
+    if (done > 0 && elapsedSeconds > 0) {
+        p.imagesPerSecond = static_cast<double>(done) / elapsedSeconds;
+        p.etaSeconds = static_cast<double>(total - std::min(done, total)) / p.imagesPerSecond;
+    }
+    return p;
+}
+
+} // namespace florence
