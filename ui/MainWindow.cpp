@@ -258,6 +258,7 @@ void MainWindow::connectWorker() {
     connect(w, &EngineWorker::runFinished, m_runView, &RunView::onRunFinished);
     connect(w, &EngineWorker::compareFinished, m_runView, &RunView::onCompareFinished);
     connect(w, &EngineWorker::compareProgress, m_runView, &RunView::onCompareProgress);
+    connect(w, &EngineWorker::compareTokens, m_runView, &RunView::onCompareTokens);
     connect(w, &EngineWorker::runFailed, m_runView, &RunView::onRunFailed);
 }
 
@@ -583,6 +584,7 @@ bool MainWindow::startRequest(RunKind kind) {
     opts.numBeams = m_panel->beams();
     opts.maxNewTokens = m_panel->maxNewTokens();
     opts.useCache = m_panel->useCache();
+    opts.ignoreEos = m_panel->ignoreEos();
     std::optional<Box> region;
     if (taskInfo(currentTask().toStdString()).input == TaskInput::Region && m_region)
         region = Box{m_region->left(), m_region->top(), m_region->right(), m_region->bottom()};
@@ -788,6 +790,10 @@ void MainWindow::setMaxNewTokens(int n) {
 
 int MainWindow::maxNewTokens() const {
     return m_panel->maxNewTokens();
+}
+
+void MainWindow::setBeams(int n) {
+    m_panel->setBeams(n);
 }
 
 } // namespace florence::ui

@@ -43,7 +43,8 @@ RunView::RunView(RunController* run, const Widgets& widgets, QObject* parent)
 
 void RunView::started(RunKind kind, const QString& task) {
     if (kind == RunKind::Compare) {
-        m_w.compare->startComparison();
+        const GenerationOptions& o = m_run->lastOptions();
+        m_w.compare->startComparison(o.ignoreEos ? o.maxNewTokens : 0);
         m_w.tabs->setCurrentWidget(m_w.compare);
     } else {
         m_w.tabs->setCurrentWidget(m_w.latency);
@@ -173,6 +174,11 @@ void RunView::onRunFinished(const RunOutcome& o) {
 void RunView::onCompareProgress(quint64 runId, int done, int total) {
     if (m_run->isActive(runId))
         m_w.compare->setProgress(done, total);
+}
+
+void RunView::onCompareTokens(quint64 runId, int pass, int tokens) {
+    if (m_run->isActive(runId))
+        m_w.compare->setPassTokens(pass, tokens);
 }
 
 void RunView::onCompareFinished(const CompareOutcome& o) {

@@ -42,12 +42,13 @@ void EngineWorker::loadModel(const QString& packageDir, Precision precision) {
 }
 
 RunOutcome EngineWorker::runPass(const RunRequest& request, const GenerationOptions& options,
-                                 int pass, bool stream) {
+                                 int pass, Report report) {
     Request req;
     req.image = *request.image;
     req.prompt = request.prompt;
     QElapsedTimer clock;
     clock.start();
+    qint64 lastProgressMs = -1;
     const quint64 runId = request.runId;
     RunOutcome out;
     out.runId = runId;
@@ -65,8 +66,14 @@ RunOutcome EngineWorker::runPass(const RunRequest& request, const GenerationOpti
             u.pass = pass;
             u.event = e;
             u.elapsedMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
-            if (stream)
+            if (report == Report::Tokens)
                 emit tokenReady(u);
+            // An uncached repeat at base size takes half a minute: say how far it is.
+            if (report == Report::Progress &&
+                (lastProgressMs < 0 || clock.elapsed() - lastProgressMs >= 100)) {
+                lastProgressMs = clock.elapsed();
+                emit compareTokens(runId, pass, e.step + 1);
+            }
             return true;
         },
         request.cancel.get());
@@ -95,14 +102,15 @@ CompareOutcome EngineWorker::compare(const RunRequest& request) {
         GenerationOptions warm = cached;
         // Short: it only has to touch what the measured passes will use.
         warm.maxNewTokens = std::min(warm.maxNewTokens, 8);
-        runPass(request, warm, 0, false);
+        runPass(request, warm, 0, Report::Nothing);
         emit compareProgress(request.runId, ++done, total);
     }
     bool identical = true;
     for (int rep = 0; rep < repeats && !cancelled(); ++rep) {
         for (int pass = 0; pass < 2 && !cancelled(); ++pass) {
             // The first measured pass of each kind streams to the chart and shows the answer.
-            const RunOutcome o = runPass(request, pass == 0 ? cached : uncached, pass, rep == 0);
+            const RunOutcome o = runPass(request, pass == 0 ? cached : uncached, pass,
+                                         rep == 0 ? Report::Tokens : Report::Progress);
             if (o.cancelled())
                 break;
             RunOutcome& kept = pass == 0 ? cmp.cached : cmp.uncached;
@@ -116,6 +124,9 @@ CompareOutcome EngineWorker::compare(const RunRequest& request) {
                 .push_back(o.result.timings.totalMs);
             (pass == 0 ? cmp.cachedDecodeMs : cmp.uncachedDecodeMs)
                 .push_back(o.result.timings.decodeMs);
+            (pass == 0 ? cmp.cachedStepMs : cmp.uncachedStepMs).push_back(o.result.timings.stepMs);
+            (pass == 0 ? cmp.cachedFirstTokenMs : cmp.uncachedFirstTokenMs)
+                .push_back(o.result.timings.firstTokenMs);
             emit compareProgress(request.runId, ++done, total);
         }
     }
