@@ -50,7 +50,7 @@ QString speedupText(const std::vector<SpeedupMark>& marks) {
                      .arg(at)
                      .arg(m.speedup, 0, 'f', m.speedup < 10 ? 2 : 1);
     }
-    return QObject::tr("decoding speedup at %1").arg(parts.join(QStringLiteral(" · ")));
+    return parts.join(QStringLiteral(" · "));
 }
 
 } // namespace
@@ -75,8 +75,7 @@ CompareMarks compareMarks(const CompareOutcome& o) {
     c.speedupText = speedupText(c.marks);
     c.cachedFirstTokenMs = spreadOf(o.cachedFirstTokenMs).medianMs;
     c.uncachedFirstTokenMs = spreadOf(o.uncachedFirstTokenMs).medianMs;
-    c.firstTokenText = QObject::tr("cache on %1, cache off %2 (image, prompt and the first step: "
-                                   "the cache saves nothing before the second token)")
+    c.firstTokenText = QObject::tr("cache on %1, cache off %2")
                            .arg(QString::fromStdString(formatMs(c.cachedFirstTokenMs)),
                                 QString::fromStdString(formatMs(c.uncachedFirstTokenMs)));
     return c;

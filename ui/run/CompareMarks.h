@@ -3,7 +3,7 @@
 // time to first token, which the cache does not change. Medians over a comparison's repeats.
 //
 //   const CompareMarks m = compareMarks(outcome);
-//   marksLabel->setText(m.speedupText);       // "32 tokens: 3.1× · 128: 6.8× · 256 (end): 10.2×"
+//   marksLabel->setText(m.speedupText);       // "32 tokens: 3.10× · 128: 6.80× · 256 (end): 10.2×"
 //   firstTokenLabel->setText(m.firstTokenText);
 #pragma once
 
@@ -31,8 +31,8 @@ struct SpeedupMark {
 struct CompareMarks {
     std::vector<SpeedupMark> marks; // those reached by both passes, then the end
     double cachedFirstTokenMs = 0, uncachedFirstTokenMs = 0; // medians
-    QString speedupText;
-    QString firstTokenText;
+    QString speedupText;    // decoding: "32 tokens: 3.10× · 128: 6.80× · 256 (end): 10.2×"
+    QString firstTokenText; // "cache on 812 ms, cache off 809 ms"
 };
 
 // From every repeat's steps and first-token times (CompareOutcome); empty texts when a pass has

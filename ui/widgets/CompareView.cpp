@@ -15,6 +15,7 @@
 #include <QLegend>
 #include <QLineSeries>
 #include <QProgressBar>
+#include <QScrollArea>
 #include <QValueAxis>
 
 #include <algorithm>
@@ -70,20 +71,32 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     m_firstToken = new QLabel(QStringLiteral("–"), stats);
     m_firstToken->setObjectName(QStringLiteral("compareFirstTokenLabel"));
     m_firstToken->setWordWrap(true);
+    m_firstToken->setToolTip(tr("From the start of the run to the first token: the image, the "
+                                "prompt and the first decoding step. The cache saves nothing "
+                                "before the second token."));
     m_progress = new QProgressBar(stats);
     m_progress->setObjectName(QStringLiteral("compareProgressBar"));
     m_progress->setTextVisible(false);
     m_progress->setMaximumHeight(m_progress->fontMetrics().height() / 2 + 4);
     m_progress->hide();
-    form->addRow(tr("Cache on:"), m_total[0]);
-    form->addRow(tr("Cache off:"), m_total[1]);
+    // What a reader looks for first comes first: the panel may have to scroll.
     form->addRow(tr("Speedup:"), m_speedup);
-    form->addRow(tr("By length:"), m_marks);
+    form->addRow(tr("Decoding at:"), m_marks);
     form->addRow(tr("First token:"), m_firstToken);
     form->addRow(tr("Outputs:"), m_verdict);
     form->addRow(m_progress);
     form->addRow(m_note);
-    m_view = layOutChartWithStats(this, m_chart, stats, QStringLiteral("compareChartView"));
+    form->addRow(tr("Cache on:"), m_total[0]);
+    form->addRow(tr("Cache off:"), m_total[1]);
+    // The numbers scroll when the panel is short (two charts leave it little room).
+    auto* statsScroll = new QScrollArea(this);
+    statsScroll->setObjectName(QStringLiteral("compareStatsScroll"));
+    statsScroll->setWidget(stats);
+    statsScroll->setWidgetResizable(true);
+    statsScroll->setFrameShape(QFrame::NoFrame);
+    statsScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    m_view = layOutChartWithStats(this, m_chart, statsScroll, QStringLiteral("compareChartView"));
+    statsScroll->setMinimumWidth(260);
     // Beside the per-token curves: the time those tokens add up to.
     m_cumulative = new CumulativeChart(this);
     if (auto* row = qobject_cast<QBoxLayout*>(layout()))
