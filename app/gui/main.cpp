@@ -39,6 +39,8 @@ void scheduleScreenshot(florence::ui::MainWindow* window, const QString& out, in
                      [grabAndQuit] { QTimer::singleShot(400, [grabAndQuit] { grabAndQuit(0); }); });
     QObject::connect(window, &florence::ui::MainWindow::runErrored, window,
                      [grabAndQuit] { QTimer::singleShot(400, [grabAndQuit] { grabAndQuit(1); }); });
+    QObject::connect(window, &florence::ui::MainWindow::modelFailed, window,
+                     [grabAndQuit] { QTimer::singleShot(400, [grabAndQuit] { grabAndQuit(1); }); });
     QTimer::singleShot(timeoutMs, window, [grabAndQuit] {
         std::fprintf(stderr, "florence-studio: screenshot timed out\n");
         grabAndQuit(1);
@@ -94,6 +96,9 @@ int main(int argc, char** argv) {
     QCommandLineOption maxTokensOpt(QStringLiteral("max-new-tokens"),
                                     QStringLiteral("Generation limit for this session."),
                                     QStringLiteral("N"));
+    QCommandLineOption beamsOpt(QStringLiteral("beams"),
+                                QStringLiteral("Beam count for this session (1 = greedy)."),
+                                QStringLiteral("N"));
     QCommandLineOption sizeOpt(QStringLiteral("size"),
                                QStringLiteral("Window size WxH (screenshots)."),
                                QStringLiteral("WxH"));
@@ -107,8 +112,8 @@ int main(int argc, char** argv) {
         QStringLiteral("Use a dark palette (Fusion style) whatever the desktop "
                        "theme is (also View > Theme in the app)."));
     parser.addOption(darkOpt);
-    parser.addOptions(
-        {modelOpt, imageOpt, taskOpt, textOpt, shotOpt, compareOpt, maxTokensOpt, sizeOpt});
+    parser.addOptions({modelOpt, imageOpt, taskOpt, textOpt, shotOpt, compareOpt, maxTokensOpt,
+                       beamsOpt, sizeOpt});
     parser.process(*application); // exits after --help / --version
     auto& app = static_cast<QApplication&>(*application);
     QApplication::setApplicationDisplayName(QStringLiteral("Florence Studio"));
@@ -163,15 +168,25 @@ int main(int argc, char** argv) {
     }
     if (parser.isSet(maxTokensOpt))
         window.setMaxNewTokens(parser.value(maxTokensOpt).toInt());
+    if (parser.isSet(beamsOpt))
+        window.setBeams(parser.value(beamsOpt).toInt());
     window.show();
 
     if (parser.isSet(shotOpt)) {
         scheduleScreenshot(&window, parser.value(shotOpt), 600'000);
-        // Queued behind the model load on the engine thread.
-        if (parser.isSet(compareOpt))
-            window.startComparison();
+        // Once the model has loaded: a run takes the model's settings (the speed demos switch
+        // "ignore the end token" on).
+        const auto start = [&window, compare = parser.isSet(compareOpt)] {
+            if (compare)
+                window.startComparison();
+            else
+                window.startRun();
+        };
+        if (window.isModelReady())
+            start();
         else
-            window.startRun();
+            QObject::connect(&window, &florence::ui::MainWindow::modelReady, &window, start,
+                             Qt::SingleShotConnection);
     }
     return app.exec();
 }
