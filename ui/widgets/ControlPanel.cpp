@@ -119,17 +119,7 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
     m_cacheCheck->setObjectName(QStringLiteral("cacheCheck"));
     m_cacheCheck->setChecked(true);
     m_cacheCheck->setToolTip(tr("Off: the whole prefix runs through the decoder at every step"));
-    m_ignoreEosCheck =
-        new QCheckBox(tr("Ignore the end token (generate exactly Max new tokens)"), genBox);
-    m_ignoreEosCheck->setObjectName(QStringLiteral("ignoreEosCheck"));
-    m_ignoreEosCheck->setToolTip(
-        tr("For speed measurements: every run and comparison lasts exactly Max new tokens, "
-           "whatever the model answers. On by itself for the speed-demo models (random weights, "
-           "whose answers are noise); other models keep your choice."));
-    connect(m_ignoreEosCheck, &QCheckBox::toggled, this, [this](bool on) {
-        if (!m_modelIgnoresEos)
-            m_userIgnoreEos = on;
-    });
+    createIgnoreEosCheck(genBox);
     m_precisionCombo = new QComboBox(genBox);
     m_precisionCombo->setObjectName(QStringLiteral("precisionCombo"));
     for (const Precision p : {Precision::Float32, Precision::BFloat16})
@@ -207,6 +197,20 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
     setTabOrder(m_runButton, m_cancelButton);
     setTabOrder(m_cancelButton, m_compareButton);
     updateTaskInput();
+}
+
+void ControlPanel::createIgnoreEosCheck(QWidget* parent) {
+    m_ignoreEosCheck =
+        new QCheckBox(tr("Ignore the end token (generate exactly Max new tokens)"), parent);
+    m_ignoreEosCheck->setObjectName(QStringLiteral("ignoreEosCheck"));
+    m_ignoreEosCheck->setToolTip(
+        tr("For speed measurements: every run and comparison lasts exactly Max new tokens, "
+           "whatever the model answers. On by itself for the speed-demo models (random weights, "
+           "whose answers are noise); other models keep your choice."));
+    connect(m_ignoreEosCheck, &QCheckBox::toggled, this, [this](bool on) {
+        if (!m_modelIgnoresEos)
+            m_userIgnoreEos = on;
+    });
 }
 
 QWidget* ControlPanel::firstInFocusChain() const {

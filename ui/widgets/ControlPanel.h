@@ -93,6 +93,7 @@ protected:
 
 private:
     void updateTaskInput();
+    void createIgnoreEosCheck(QWidget* parent);
 
     QComboBox* m_modelCombo = nullptr;
     QLabel* m_modelLabel = nullptr;
