@@ -96,11 +96,13 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     statsScroll->setFrameShape(QFrame::NoFrame);
     statsScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     m_view = layOutChartWithStats(this, m_chart, statsScroll, QStringLiteral("compareChartView"));
-    statsScroll->setMinimumWidth(260);
     // Beside the per-token curves: the time those tokens add up to.
     m_cumulative = new CumulativeChart(this);
-    if (auto* row = qobject_cast<QBoxLayout*>(layout()))
+    if (auto* row = qobject_cast<QBoxLayout*>(layout())) {
         row->insertWidget(1, m_cumulative, 1);
+        // The numbers as wide as a chart when there is room (up to their maximum width).
+        row->setStretchFactor(statsScroll, 1);
+    }
     applyPalette();
 }
 
