@@ -5,11 +5,21 @@
 # Defaults: build, docs/screenshot.png, the pier sample, "<OD>". Example:
 #   tools/screenshot.sh build docs/screenshot.png "" "<CAPTION>" --compare
 #   QT_SCALE_FACTOR=2 tools/screenshot.sh build docs/screenshot-2x.png "" "<OD>" --dark
+# The README's comparison at Florence-2-base size (the speed-demo model, greedy, exactly 256
+# tokens; the uncached passes take minutes, so run it on a quiet machine):
+#   tools/screenshot.sh compare-base [BUILD_DIR] [OUT.png]     # default docs/compare-base.png
 # The app runs the task, waits until the run ends, grabs its window with QWidget::grab() and
 # exits; settings and the run history go to a throwaway folder so the shot never depends on
 # (or changes) yours.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
+if [ "${1:-}" = compare-base ]; then
+    build=${2:-$here/build}
+    case $build in /*) ;; *) build=$here/$build ;; esac
+    out=${3:-$here/docs/compare-base.png}
+    exec "$0" "$build" "$out" "" "<CAPTION>" --compare --beams 1 --max-new-tokens 256 \
+        --model "$build/share/florence-studio/models/speed-demo-base"
+fi
 build=${1:-$here/build}
 out=${2:-$here/docs/screenshot.png}
 image=${3:-}

@@ -3,8 +3,10 @@
 # for (…~deb12 → Debian 12 "bookworm", …~deb13 → Debian 13 "trixie") and smoke-tests it there,
 # to prove that the package's dependencies alone are enough (nothing installed by hand, no build
 # tree): apt install (Recommends included, as by default), the installed CLI captions a sample
-# scene, the installed GUI captions it offscreen and saves a screenshot, then with python3-torch
-# installed the CLI imports a model through the installed exporter, and the package is purged.
+# scene, the installed GUI captions it offscreen and saves a screenshot, the CLI lists the
+# Florence-2-base and -large speed-demo models and generates exactly 8 tokens with base (all
+# without Python's torch), then with python3-torch installed the CLI imports a model through the
+# installed exporter, and the package is purged.
 # Downloads a minimal Debian (debootstrap) and the dependencies from the Debian archive, about
 # 1 GB unpacked; takes some minutes. Needs root.
 #   tools/test-in-fresh-root.sh DEB [ROOT_DIR]
@@ -109,6 +111,24 @@ in_root dpkg-query -W florence-studio
 # and the GUI, which is what an installation from the package alone must manage.
 step "smoke test inside the fresh root, without python3-torch"
 in_root env SMOKE_IMPORT=0 /bin/sh /tmp/smoke-test-installed.sh /usr
+
+# The speed demos are architecture packages whose weights the engine generates at load: they
+# must work from the package alone, with no Python.
+step "speed-demo models without python3-torch: listed, and 8 tokens of Florence-2-base"
+in_root /usr/bin/florence-studio-cli models > "$rootfs/tmp/models.txt"
+cat "$rootfs/tmp/models.txt" >&2
+for size in base large; do
+    grep -q "^/usr/share/florence-studio/models/speed-demo-$size	Florence-2-$size" \
+        "$rootfs/tmp/models.txt" || { echo "FAILED: speed-demo-$size is not listed" >&2; exit 1; }
+done
+in_root /usr/bin/florence-studio-cli run --model /usr/share/florence-studio/models/speed-demo-base \
+    --image /usr/share/florence-studio/samples/scenes/scene_00.png --beams 1 --ignore-eos \
+    --max-new-tokens 8 --json --quiet > "$rootfs/tmp/speed-demo.json" ||
+    { echo "FAILED: a run of speed-demo-base" >&2; exit 1; }
+# The decoder start token and exactly 8 more, one per line of the indented JSON.
+ids=$(awk '/"generated_ids"/ { on = 1; next } on && /]/ { exit } on { n++ } END { print n + 0 }' \
+    "$rootfs/tmp/speed-demo.json")
+[ "$ids" -eq 9 ] || { echo "FAILED: speed-demo-base generated $ids ids, not 1 + 8" >&2; exit 1; }
 
 step "apt-get install python3-torch (suggested), then import through the installed exporter"
 in_root apt-get install -y -q --no-install-recommends python3-torch > "$rootfs/tmp/torch.log" 2>&1 ||

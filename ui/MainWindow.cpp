@@ -499,6 +499,7 @@ bool MainWindow::startRequest(RunKind kind) {
     opts.numBeams = m_panel->beams();
     opts.maxNewTokens = m_panel->maxNewTokens();
     opts.useCache = m_panel->useCache();
+    opts.ignoreEos = m_panel->ignoreEos();
     const RunRequest r = m_run->start(kind, currentTask(), *prompt, m_image, m_imageName, opts,
                                       taskRegion(currentTask(), m_region));
     m_runTaskText = taskInfo(currentTask().toStdString()).input == TaskInput::Text
@@ -696,6 +697,10 @@ void MainWindow::setMaxNewTokens(int n) {
 
 int MainWindow::maxNewTokens() const {
     return m_panel->maxNewTokens();
+}
+
+void MainWindow::setBeams(int n) {
+    m_panel->setBeams(n);
 }
 
 } // namespace florence::ui

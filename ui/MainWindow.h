@@ -122,6 +122,8 @@ public slots:
     // The Generation group's "Max new tokens" (clamped to what the model allows).
     void setMaxNewTokens(int n);
     int maxNewTokens() const;
+    // The Generation group's "Beams" (1 = greedy).
+    void setBeams(int n);
     bool startRun();
     bool startComparison();
     void cancelRun();

@@ -130,6 +130,7 @@ void ModelController::onLoaded(const ModelInfo& info) {
                                  : QStringList());
     m_status->setText(desc);
     m_panel->setMaxNewTokensLimit(info.manifest.maxPositions);
+    m_panel->setModelIgnoresEos(info.manifest.ignoreEos);
     select(info.dir, info.name());
     emit stateChanged();
     emit ready(info.name());

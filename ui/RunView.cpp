@@ -83,12 +83,14 @@ void RunView::follow(EngineWorker* w) {
     connect(w, &EngineWorker::runFinished, this, &RunView::onRunFinished);
     connect(w, &EngineWorker::compareFinished, this, &RunView::onCompareFinished);
     connect(w, &EngineWorker::compareProgress, this, &RunView::onCompareProgress);
+    connect(w, &EngineWorker::compareTokens, this, &RunView::onCompareTokens);
     connect(w, &EngineWorker::runFailed, this, &RunView::onRunFailed);
 }
 
 void RunView::started(RunKind kind, const QString& task) {
     if (kind == RunKind::Compare) {
-        m_w.compare->startComparison();
+        const GenerationOptions& o = m_run->lastOptions();
+        m_w.compare->startComparison(o.ignoreEos ? o.maxNewTokens : 0);
         m_w.tabs->setCurrentWidget(m_w.compare);
     } else {
         m_w.tabs->setCurrentWidget(m_w.latency);
@@ -221,6 +223,11 @@ void RunView::onRunFinished(const RunOutcome& o) {
 void RunView::onCompareProgress(quint64 runId, int done, int total) {
     if (m_run->isActive(runId))
         m_w.compare->setProgress(done, total);
+}
+
+void RunView::onCompareTokens(quint64 runId, int pass, int tokens) {
+    if (m_run->isActive(runId))
+        m_w.compare->setPassTokens(pass, tokens);
 }
 
 void RunView::onCompareFinished(const CompareOutcome& o) {

@@ -55,6 +55,7 @@ public:
     void onToken(const florence::ui::TokenUpdate& update);
     void onRunFinished(const florence::ui::RunOutcome& outcome);
     void onCompareProgress(quint64 runId, int done, int total);
+    void onCompareTokens(quint64 runId, int pass, int tokens);
     void onCompareFinished(const florence::ui::CompareOutcome& outcome);
     void onRunFailed(quint64 runId, const QString& message);
     // Pushes what arrived since the last redraw into the widgets.

@@ -3,19 +3,18 @@
 #include "Args.h"
 #include <florence/engine.h>
 #include <florence/image.h>
-#include <florence/importer.h>
 #include <florence/machine.h>
 #include <florence/paths.h>
 #include <florence/process.h>
 #include <florence/stats.h>
 #include <florence/tasks.h>
 
-#include <QDir>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QRegularExpression>
 
 #include <unistd.h>
 
@@ -34,17 +33,18 @@ namespace {
 
 const char* kBenchUsage = R"(usage: florence-studio-cli bench [OPTIONS]
 
-Measures Florence-2 at a real size with random weights (generated on first use and kept in
-~/.local/share/florence-studio/models/random-SIZE): load, preprocessing, vision and text encoder,
+Measures Florence-2 at a real size with random weights (the speed-demo package installed with
+the app, whose weights are generated at load): load, preprocessing, vision and text encoder,
 cached decoding (median/p95 step, tokens/s, first-32 vs last-32), uncached decoding, peak memory,
-the memory-bandwidth floor of a cached step, the same weights run eagerly in Python, and the
-bfloat16 mode with its logit agreement.
+the memory-bandwidth floor of a cached step, the same weights run eagerly in Python (needs
+python3 with torch and PIL: apt install python3-torch python3-pil), and the bfloat16 mode with
+its logit agreement. Every run generates exactly its length (the end token is ignored).
 
-  --size base|large       model size (default base)
+  --size base|large       model size (default base): models/speed-demo-SIZE
   --lengths 32,128,256    generated tokens per run (end token ignored)
   --threads N             intra-op threads (default: all cores)
   --image FILE            input image (default: the bundled pier.png)
-  --model PKG             use this package instead of the random one
+  --model PKG             use this package instead of the speed demo
   --no-python             skip the Python eager baseline
   --no-uncached           skip uncached decoding (slow at large sizes)
   --no-bf16               skip the bfloat16 mode
@@ -134,6 +134,22 @@ Result generateFixed(Session& session, const Request& req, const Model& model, i
     return session.generate(req, o);
 }
 
+// What to do when the baseline cannot run: everything else in the bench needs no Python.
+const char* kPythonNeeds =
+    "the Python eager baseline needs python3 with torch and PIL (apt install "
+    "python3-torch python3-pil); --no-python skips it";
+
+// Why the baseline's Python failed, from the last line it printed.
+std::string pythonFailure(const QString& stderrText) {
+    const QString last = stderrText.trimmed().split('\n').last();
+    static const QRegularExpression missing(QStringLiteral("No module named '([^'.]+)"));
+    const QRegularExpressionMatch m = missing.match(last);
+    if (m.hasMatch())
+        return pythonInterpreter() + " has no module " + m.captured(1).toStdString() + ": " +
+               kPythonNeeds;
+    return last.isEmpty() ? std::string("python baseline failed to run") : last.toStdString();
+}
+
 QJsonObject runPython(const std::string& package, const std::string& image,
                       const std::vector<int64_t>& ids, const std::string& lengths, int threads,
                       std::string& error) {
@@ -154,14 +170,12 @@ QJsonObject runPython(const std::string& package, const std::string& image,
     QProcess proc;
     proc.setWorkingDirectory(QFileInfo(QString::fromStdString(script)).absolutePath());
     proc.start(QString::fromStdString(pythonInterpreter()), args);
-    if (!proc.waitForStarted(10000) || !proc.waitForFinished(3600 * 1000) || proc.exitCode() != 0) {
-        error = QString::fromUtf8(proc.readAllStandardError())
-                    .trimmed()
-                    .split('\n')
-                    .last()
-                    .toStdString();
-        if (error.empty())
-            error = "python baseline failed to run";
+    if (!proc.waitForStarted(10000)) {
+        error = "cannot start " + pythonInterpreter() + ": " + kPythonNeeds;
+        return {};
+    }
+    if (!proc.waitForFinished(3600 * 1000) || proc.exitCode() != 0) {
+        error = pythonFailure(QString::fromUtf8(proc.readAllStandardError()));
         return {};
     }
     return QJsonDocument::fromJson(proc.readAllStandardOutput()).object();
@@ -196,22 +210,19 @@ std::string defaultImage() {
     return image;
 }
 
-// The package to measure: --model, or a random-weight one of the size, made on first use.
+// The package to measure: --model, or the speed demo of the size installed with the app (its
+// weights are generated at load: no Python, nothing to download or import).
 std::string benchPackage(const std::string& model, const std::string& size) {
     if (!model.empty())
         return QFileInfo(QString::fromStdString(model)).absoluteFilePath().toStdString();
-    const std::string package = userModelsDir() + "/random-" + size;
-    if (!QFileInfo::exists(QString::fromStdString(package + "/manifest.json"))) {
-        std::cerr << "Generating a " << size << "-size package with random weights in " << package
-                  << " (once)...\n";
-        ImportJob job;
-        job.randomInit = size;
-        job.outDir = package;
-        QDir().mkpath(QFileInfo(QString::fromStdString(package)).absolutePath());
-        runImport(job,
-                  [](int p, const std::string& m) { std::cerr << "[" << p << "%] " << m << "\n"; });
-    }
-    return package;
+    for (const std::string& dir : speedDemoModelDirs())
+        if (QFileInfo(QString::fromStdString(dir)).fileName().toStdString() == "speed-demo-" + size)
+            return dir;
+    throw std::runtime_error("the " + size + " speed-demo package is not installed (looked for " +
+                             dataDir() + "/models/speed-demo-" + size +
+                             "); reinstall the app, or pass --model PKG (for example a package "
+                             "made by `florence-studio-cli import --random-init " +
+                             size + " --out PKG`)");
 }
 
 BenchConfig parseBenchArgs(int argc, char** argv) {
@@ -221,7 +232,7 @@ BenchConfig parseBenchArgs(int argc, char** argv) {
         throw UsageError("unexpected argument '" + a.positional[0] + "'");
     BenchConfig c;
     c.size = a.get("size", "base");
-    if (c.size != "base" && c.size != "large" && c.size != "tiny")
+    if (c.size != "base" && c.size != "large")
         throw UsageError("--size takes base or large, not '" + c.size + "'");
     c.lengths = parseLengths(a.get("lengths", "32,128,256"));
     c.threads = a.getInt("threads", 0);
@@ -667,7 +678,7 @@ void printComparisonTable(const BenchReport& r) {
              num(r.cachedMedianMs() / p.medianStepMs, "%.2fx") + ", " +
                  num(median(r.firstTokenMs) / p.firstTokenMs(), "%.2fx"));
     } else if (!r.pythonError.empty()) {
-        line("python eager baseline", "failed: " + r.pythonError);
+        line("python eager baseline", "not run: " + r.pythonError);
     }
     if (r.bf16) {
         const Bf16Report& b = *r.bf16;

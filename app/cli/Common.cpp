@@ -53,6 +53,7 @@ florence::GenerationOptions runOptions(const Args& a, const florence::Model& mod
     opts.numBeams = a.getInt("beams", opts.numBeams);
     opts.maxNewTokens = a.getInt("max-new-tokens", opts.maxNewTokens);
     opts.useCache = !a.has("no-cache");
+    opts.ignoreEos = opts.ignoreEos || a.has("ignore-eos");
     return opts;
 }
 

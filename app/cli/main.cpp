@@ -54,6 +54,8 @@ Commands:
               --model PKG         model package (default: the bundled model)
               --beams N           beam count (default from the model, 3)
               --max-new-tokens N  generation length limit (default 1024)
+              --ignore-eos        generate exactly --max-new-tokens, ignoring the end token
+                                  (speed measurements; the speed-demo models always do)
               --no-cache          recompute the whole prefix every step (as a traced model)
               --threads N         intra-op threads (default: all cores)
               --precision P       float32 (default) or bfloat16 (faster, AVX512-BF16)
@@ -71,6 +73,7 @@ Commands:
   parse     Parse an answer text without a model:
               parse --task TOKEN --image-size W H [--format hf|native] TEXT
   bench     Measure speed at real model sizes (see bench --help)
+  models    List the installed model packages (folder, then name), for --model
   tasks     List the 15 tasks
 
   --help, --version
@@ -302,7 +305,7 @@ int cmdRun(int argc, char** argv) {
         parseArgs(argc, argv, 2,
                   {"image", "images", "pixel-values", "task", "text", "region", "model", "beams",
                    "max-new-tokens", "threads", "annotate", "precision", "batch-size", "coco"},
-                  {"no-cache", "json", "jsonl", "quiet"});
+                  {"no-cache", "json", "jsonl", "quiet", "ignore-eos"});
     if (!a.positional.empty())
         throw UsageError("unexpected argument '" + a.positional[0] + "'");
     std::vector<std::string> paths = runImagePaths(a);
@@ -417,6 +420,37 @@ int cmdParse(int argc, char** argv) {
     return 0;
 }
 
+// The packages the app's model list offers from the install and the user's models folder
+// (folders opened once in the app are its own setting): the bundled model, the speed demos,
+// then imported and generated packages.
+int cmdModels(int argc, char** argv) {
+    Args a = parseArgs(argc, argv, 2, {}, {});
+    if (!a.positional.empty())
+        throw UsageError("unexpected argument '" + a.positional[0] + "'");
+    std::vector<std::string> dirs;
+    if (!florence::bundledModelDir().empty())
+        dirs.push_back(florence::bundledModelDir());
+    for (const std::string& d : florence::speedDemoModelDirs())
+        dirs.push_back(d);
+    const QDir user(QString::fromStdString(florence::userModelsDir()));
+    for (const QString& sub : user.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name))
+        if (QFileInfo::exists(user.filePath(sub) + "/manifest.json"))
+            dirs.push_back(user.filePath(sub).toStdString());
+    if (dirs.empty()) {
+        std::cerr << "no model packages found (the bundled model is missing and "
+                  << florence::userModelsDir() << " holds none)\n";
+        return 1;
+    }
+    for (const std::string& dir : dirs) {
+        try {
+            std::cout << dir << "\t" << florence::readManifest(dir).name << "\n";
+        } catch (const std::exception& e) {
+            std::cout << dir << "\t(damaged: " << e.what() << ")\n";
+        }
+    }
+    return 0;
+}
+
 int cmdTasks() {
     for (const auto& t : florence::allTasks())
         std::cout << t.token << "\t" << t.name << "\n";
@@ -461,6 +495,8 @@ int main(int argc, char** argv) {
             return cmdParse(argc, argv);
         if (cmd == "tasks")
             return cmdTasks();
+        if (cmd == "models")
+            return cmdModels(argc, argv);
         if (cmd == "bench")
             return florence::cli::runBench(argc, argv);
         throw UsageError("unknown command '" + cmd + "' (try --help)");

@@ -41,6 +41,8 @@ void scheduleScreenshot(florence::ui::MainWindow* window, const QString& out, in
                      [grabAndQuit] { QTimer::singleShot(400, [grabAndQuit] { grabAndQuit(0); }); });
     QObject::connect(window, &florence::ui::MainWindow::runErrored, window,
                      [grabAndQuit] { QTimer::singleShot(400, [grabAndQuit] { grabAndQuit(1); }); });
+    QObject::connect(window, &florence::ui::MainWindow::modelFailed, window,
+                     [grabAndQuit] { QTimer::singleShot(400, [grabAndQuit] { grabAndQuit(1); }); });
     QTimer::singleShot(timeoutMs, window, [grabAndQuit] {
         std::fprintf(stderr, "florence-studio: screenshot timed out\n");
         grabAndQuit(1);
@@ -68,6 +70,9 @@ struct Options {
     QCommandLineOption maxTokens{QStringLiteral("max-new-tokens"),
                                  QStringLiteral("Generation limit for this session."),
                                  QStringLiteral("N")};
+    QCommandLineOption beams{QStringLiteral("beams"),
+                             QStringLiteral("Beam count for this session (1 = greedy)."),
+                             QStringLiteral("N")};
     QCommandLineOption size{QStringLiteral("size"),
                             QStringLiteral("Window size WxH (screenshots)."),
                             QStringLiteral("WxH")};
@@ -103,7 +108,7 @@ void parseCommandLine(QCommandLineParser& parser, const Options& o, QCoreApplica
     parser.addPositionalArgument(QStringLiteral("image"), QStringLiteral("Image to open."),
                                  QStringLiteral("[image]"));
     parser.addOptions({o.region, o.dark, o.model, o.image, o.task, o.text, o.shot, o.compare,
-                       o.maxTokens, o.size});
+                       o.maxTokens, o.beams, o.size});
     parser.process(app); // exits after --help / --version
 }
 
@@ -130,7 +135,7 @@ void openStartImage(florence::ui::MainWindow& window, const QCommandLineParser& 
     }
 }
 
-// --task, --text, --region and --max-new-tokens, as if chosen in the window.
+// --task, --text, --region, --max-new-tokens and --beams, as if chosen in the window.
 void applyTaskOptions(florence::ui::MainWindow& window, const QCommandLineParser& parser,
                       const Options& o) {
     if (parser.isSet(o.task))
@@ -148,6 +153,8 @@ void applyTaskOptions(florence::ui::MainWindow& window, const QCommandLineParser
     }
     if (parser.isSet(o.maxTokens))
         window.setMaxNewTokens(parser.value(o.maxTokens).toInt());
+    if (parser.isSet(o.beams))
+        window.setBeams(parser.value(o.beams).toInt());
 }
 
 } // namespace
@@ -186,11 +193,19 @@ int main(int argc, char** argv) {
 
     if (parser.isSet(options.shot)) {
         scheduleScreenshot(&window, parser.value(options.shot), 600'000);
-        // Queued behind the model load on the engine thread.
-        if (parser.isSet(options.compare))
-            window.startComparison();
+        // Once the model has loaded: a run takes the model's settings (the speed demos switch
+        // "ignore the end token" on).
+        const auto start = [&window, compare = parser.isSet(options.compare)] {
+            if (compare)
+                window.startComparison();
+            else
+                window.startRun();
+        };
+        if (window.isModelReady())
+            start();
         else
-            window.startRun();
+            QObject::connect(&window, &florence::ui::MainWindow::modelReady, &window, start,
+                             Qt::SingleShotConnection);
     }
     return app.exec();
 }

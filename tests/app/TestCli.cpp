@@ -76,6 +76,8 @@ private slots:
     void everyTaskEndToEnd();
     void runJsonHasTimingsAndAnnotates();
     void noCacheGivesSameTokens();
+    void ignoreEosGeneratesExactlyMaxNewTokens();
+    void modelsListsTheSpeedDemos();
     void batchOfImages();
     void tokenize();
     void badArguments_data();
@@ -204,6 +206,35 @@ void TestCli::noCacheGivesSameTokens() {
         ids[i] = QJsonDocument::fromJson(o.out).object()["generated_ids"].toArray();
     }
     QCOMPARE(ids[0], ids[1]);
+}
+
+void TestCli::ignoreEosGeneratesExactlyMaxNewTokens() {
+    // The bundled model ends its caption of a sample scene early; --ignore-eos runs on.
+    const QStringList args{"run",    "--image",          kSamples + "/scenes/scene_00.png",
+                           "--task", "<CAPTION>",        "--beams",
+                           "1",      "--max-new-tokens", "60",
+                           "--json", "--quiet"};
+    const Output natural = runCli(args);
+    QVERIFY2(natural.exitCode == 0, natural.err.constData());
+    const QJsonObject n = QJsonDocument::fromJson(natural.out).object();
+    QVERIFY(n["generated_ids"].toArray().size() < 61);
+    QCOMPARE(n["generation"].toObject()["ignore_eos"].toBool(), false);
+    const Output forced = runCli(QStringList(args) << "--ignore-eos");
+    QVERIFY2(forced.exitCode == 0, forced.err.constData());
+    const QJsonObject f = QJsonDocument::fromJson(forced.out).object();
+    QCOMPARE(f["generated_ids"].toArray().size(), 61); // the decoder start token and 60 more
+    QCOMPARE(f["generation"].toObject()["ignore_eos"].toBool(), true);
+}
+
+void TestCli::modelsListsTheSpeedDemos() {
+    const Output o = runCli({"models"});
+    QVERIFY2(o.exitCode == 0, o.err.constData());
+    const QStringList lines = QString::fromUtf8(o.out).split('\n', Qt::SkipEmptyParts);
+    QVERIFY2(lines.size() >= 3, o.out.constData());
+    QVERIFY2(lines[0].contains("models/default\t"), qPrintable(lines[0]));
+    QVERIFY2(lines[1].contains("models/speed-demo-base\tFlorence-2-base"), qPrintable(lines[1]));
+    QVERIFY2(lines[2].contains("models/speed-demo-large\tFlorence-2-large"), qPrintable(lines[2]));
+    QCOMPARE(runCli({"models", "extra"}).exitCode, 2);
 }
 
 void TestCli::batchOfImages() {

@@ -1,8 +1,7 @@
-// Test-only access to MainWindow (its friend): the engine worker, the end-token switch and
-// synthetic answers, none of which the shipped window offers.
+// Test-only access to MainWindow (its friend): the engine worker and synthetic answers, neither
+// of which the shipped window offers.
 //
 //   florence::ui::MainWindowTester t(window);
-//   t.setIgnoreEos(true);                               // runs last maxNewTokens steps
 //   t.showAnswerText("<OD>", "</s><s>car<loc_52><loc_333><loc_932><loc_774></s>");
 #pragma once
 
@@ -23,8 +22,6 @@ public:
     // For tests that must act on the engine thread at a precise moment (e.g. between
     // runStarted and the first stage).
     EngineWorker* engineWorker() const { return m_w->m_worker.get(); }
-    // Keeps generating to the token limit.
-    void setIgnoreEos(bool on) const { m_w->m_run->setIgnoreEos(on); }
 
     // Shows `text` as if a run of `task` had generated it: the same token, refresh and finish
     // handlers a real run goes through (parse, table, overlay), without the model.

@@ -7,10 +7,12 @@
 #include "ModelCatalog.h"
 #include "dialogs/ImportDialog.h"
 #include "run/AnswerDisplay.h"
+#include "run/CompareMarks.h"
 #include "run/CompareVerdict.h"
 #include "run/EngineWorker.h"
 #include "widgets/ChartStyle.h"
 #include "widgets/CompareView.h"
+#include "widgets/CumulativeChart.h"
 #include "widgets/ImageView.h"
 #include "widgets/LatencyChart.h"
 #include "widgets/ResultsPanel.h"
@@ -22,6 +24,7 @@
 #include <QApplication>
 #include <QChart>
 #include <QChartView>
+#include <QCheckBox>
 #include <QClipboard>
 #include <QComboBox>
 #include <QDir>
@@ -36,6 +39,7 @@
 #include <QLineSeries>
 #include <QMimeData>
 #include <QPlainTextEdit>
+#include <QProgressBar>
 #include <QRadioButton>
 #include <QRegularExpression>
 #include <QScopeGuard>
@@ -118,6 +122,7 @@ private slots:
     void runDisabledWhileModelLoads();
     void aboutExplainsBundledModel();
     void speedDemoModelsListed();
+    void ignoreEosFollowsTheModel();
     void randomModelIsDescribedFromItsManifest();
     void firstRunImagePrefersSampleScenes();
     void firstRunCaptionsASampleScene();
@@ -140,10 +145,14 @@ private slots:
     void compareVerdictWording_data();
     void compareVerdictWording();
     void compareRepeatsOnABusyMachine();
+    void compareMarksAlongTheAnswer_data();
+    void compareMarksAlongTheAnswer();
 
 private:
     std::unique_ptr<MainWindow> makeWindow();
     void setSpin(const char* name, int value);
+    // Ticks or clears the Generation option "Ignore the end token" as a user would.
+    void setIgnoreEos(bool on);
     // The pier sample, `task`, end token ignored, 1024 new tokens: a run that lasts until
     // cancelled or replaced.
     bool prepareLongRun(const char* task);
@@ -209,6 +218,14 @@ void TestMainWindow::setSpin(const char* name, int value) {
     QCOMPARE(spin->value(), value);
 }
 
+void TestMainWindow::setIgnoreEos(bool on) {
+    auto* check = child<QCheckBox>(m_w.get(), "ignoreEosCheck");
+    QVERIFY(check);
+    if (check->isChecked() != on)
+        check->click();
+    QCOMPARE(check->isChecked(), on);
+}
+
 bool TestMainWindow::isDuration(const char* labelName) {
     // "12.3 ms" or, on a busy machine, "12.34 s": a measured duration, not the placeholder.
     static const QRegularExpression duration("^\\d+(\\.\\d+)? m?s$");
@@ -270,7 +287,7 @@ void TestMainWindow::detectionRunFillsTableAndOverlayEndToEnd() {
     m_w->setTask("<OD>");
     setSpin("maxTokensSpin", 40);
     setSpin("beamsSpin", 1);
-    MainWindowTester(m_w.get()).setIgnoreEos(true);
+    setIgnoreEos(true);
     QSignalSpy tokens(m_w.get(), &MainWindow::tokenArrived);
     QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
     QTest::mouseClick(child<QAbstractButton>(m_w.get(), "runButton"), Qt::LeftButton);
@@ -368,7 +385,7 @@ bool TestMainWindow::prepareLongRun(const char* task) {
     if (!m_w->openImageFile(samplePath("pier.png")))
         return false;
     m_w->setTask(QString::fromLatin1(task));
-    MainWindowTester(m_w.get()).setIgnoreEos(true);
+    setIgnoreEos(true);
     setSpin("maxTokensSpin", 1024);
     return true;
 }
@@ -389,7 +406,7 @@ void TestMainWindow::cancelMidRunWithEscape() {
     QVERIFY(child<QLabel>(m_w.get(), "statusRun")->text().contains("Cancelled"));
     QVERIFY(child<QLabel>(m_w.get(), "resultSummary")->text().startsWith("<CAPTION>"));
     // The window still works after a cancel.
-    MainWindowTester(m_w.get()).setIgnoreEos(false);
+    setIgnoreEos(false);
     setSpin("maxTokensSpin", 5);
     QVERIFY(m_w->startRun());
     QTRY_COMPARE_WITH_TIMEOUT(done.count(), 2, kRunTimeoutMs);
@@ -527,7 +544,7 @@ void TestMainWindow::precisionSwitchReloadsModel() {
     QVERIFY(child<QLabel>(m_w.get(), "statusModel")->text().contains("bfloat16"));
 
     // The bfloat16 model runs to the end.
-    MainWindowTester(m_w.get()).setIgnoreEos(false);
+    setIgnoreEos(false);
     setSpin("maxTokensSpin", 8);
     const int before = tokens.count();
     QVERIFY(m_w->startRun());
@@ -658,17 +675,39 @@ void TestMainWindow::missingTaskInputShowsMessage() {
 void TestMainWindow::comparisonShowsTwoCurvesAndVerdict() {
     QVERIFY(m_w->openImageFile(samplePath("pier.png")));
     m_w->setTask("<CAPTION>");
-    MainWindowTester(m_w.get()).setIgnoreEos(true);
-    setSpin("maxTokensSpin", 16);
+    setIgnoreEos(true);
+    setSpin("maxTokensSpin", 40);
     QSignalSpy compared(m_w.get(), &MainWindow::comparisonCompleted);
     QTest::mouseClick(child<QAbstractButton>(m_w.get(), "compareButton"), Qt::LeftButton);
     QVERIFY(m_w->isRunning());
+    QVERIFY(child<QProgressBar>(m_w.get(), "compareProgressBar")->isVisibleTo(m_w.get()));
     QTRY_COMPARE_WITH_TIMEOUT(compared.count(), 1, kRunTimeoutMs);
     const bool identical = compared.at(0).at(0).toBool();
     const QList<QAbstractSeries*> series = m_w->compareView()->chart()->series();
     QCOMPARE(series.size(), 2);
     for (QAbstractSeries* s : series)
-        QCOMPARE(static_cast<QLineSeries*>(s)->count(), 16);
+        QCOMPARE(static_cast<QLineSeries*>(s)->count(), 40);
+    // Beside it the decoding time so far: one point per token, never going down.
+    const QList<QAbstractSeries*> cumulative =
+        m_w->compareView()->cumulativeChart()->chart()->series();
+    QCOMPARE(cumulative.size(), 2);
+    for (QAbstractSeries* s : cumulative) {
+        const QList<QPointF> points = static_cast<QLineSeries*>(s)->points();
+        QCOMPARE(points.size(), 40);
+        QCOMPARE(points.front().x(), 1.0);
+        QCOMPARE(points.back().x(), 40.0);
+        for (int i = 1; i < points.size(); ++i)
+            QVERIFY(points[i].y() >= points[i - 1].y());
+    }
+    // The speedup at the 32-token mark and at the end, and the time to first token apart.
+    const QString marks = child<QLabel>(m_w.get(), "speedupMarksLabel")->text();
+    QVERIFY2(QRegularExpression("^32 tokens: \\d+\\.\\d+× · 40 \\(end\\): \\d+\\.\\d+×$")
+                 .match(marks)
+                 .hasMatch(),
+             qPrintable(marks));
+    const QString first = child<QLabel>(m_w.get(), "compareFirstTokenLabel")->text();
+    QVERIFY2(first.contains("cache on") && first.contains("cache off"), qPrintable(first));
+    QVERIFY(!child<QProgressBar>(m_w.get(), "compareProgressBar")->isVisibleTo(m_w.get()));
     const QString verdict = child<QLabel>(m_w.get(), "verdictLabel")->text();
     QVERIFY2(verdict.startsWith(identical ? "identical" : "different"), qPrintable(verdict));
     // The cache must not change the answer.
@@ -840,6 +879,61 @@ void TestMainWindow::speedDemoModelsListed() {
     QVERIFY2(why.contains("published size") && why.contains("noise") && why.contains("Compare"),
              qPrintable(why));
     QVERIFY(!why.contains("synthetic scenes"));
+}
+
+void TestMainWindow::ignoreEosFollowsTheModel() {
+    auto* check = child<QCheckBox>(m_w.get(), "ignoreEosCheck");
+    QVERIFY(!check->isChecked()); // off by default, with the bundled model
+    // A package whose manifest asks for it, as the speed demos' do: a copy of the bundled model
+    // (it loads in a moment) with "ignore_eos" set.
+    const QDir bundled(QString::fromStdString(florence::bundledModelDir()));
+    const QString speedLike = m_tmp.filePath("speed-like");
+    QVERIFY(QDir().mkpath(speedLike));
+    for (const QString& f : bundled.entryList(QDir::Files | QDir::Hidden)) {
+        QFile::remove(speedLike + "/" + f);
+        QVERIFY(QFile::copy(bundled.filePath(f), speedLike + "/" + f));
+    }
+    QFile manifest(speedLike + "/manifest.json");
+    QVERIFY(manifest.open(QIODevice::ReadOnly));
+    QJsonObject root = QJsonDocument::fromJson(manifest.readAll()).object();
+    manifest.close();
+    QJsonObject generation = root["generation"].toObject();
+    generation["ignore_eos"] = true;
+    root["generation"] = generation;
+    QVERIFY(manifest.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    manifest.write(QJsonDocument(root).toJson());
+    manifest.close();
+
+    const auto load = [this](const QString& dir) {
+        QSignalSpy ready(m_w.get(), &MainWindow::modelReady);
+        m_w->openModelPackage(dir);
+        return ready.wait(60'000);
+    };
+    QVERIFY(load(speedLike));
+    QVERIFY(check->isChecked());
+    // The run lasts exactly Max new tokens.
+    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    setSpin("maxTokensSpin", 6);
+    setSpin("beamsSpin", 1);
+    QSignalSpy tokens(m_w.get(), &MainWindow::tokenArrived);
+    QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
+    QVERIFY(m_w->startRun());
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, kRunTimeoutMs);
+    QCOMPARE(tokens.count(), 6);
+    QVERIFY(m_w->lastOptions().ignoreEos);
+
+    // Another model: the user's choice (off) again.
+    QVERIFY(load(bundled.path()));
+    QVERIFY(!check->isChecked());
+    QVERIFY(m_w->startRun());
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 2, kRunTimeoutMs);
+    QVERIFY(!m_w->lastOptions().ignoreEos);
+    // The user's choice for real models outlives a speed demo, whatever was done with it there.
+    setIgnoreEos(true);
+    QVERIFY(load(speedLike));
+    setIgnoreEos(false);
+    QVERIFY(load(bundled.path()));
+    QVERIFY(check->isChecked());
 }
 
 void TestMainWindow::aboutExplainsBundledModel() {
@@ -1145,7 +1239,7 @@ void TestMainWindow::chartsUseNiceTicks() {
     // and the token axis prints whole numbers.
     QVERIFY(m_w->openImageFile(samplePath("pier.png")));
     m_w->setTask("<CAPTION>");
-    MainWindowTester(m_w.get()).setIgnoreEos(true);
+    setIgnoreEos(true);
     setSpin("maxTokensSpin", 13);
     setSpin("beamsSpin", 1);
     QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
@@ -1316,7 +1410,7 @@ void TestMainWindow::staleStateIsCleared() {
     QTest::qWait(200); // the old run's late tokens are dropped
     QCOMPARE(m_w->latencyChart()->pointCount(), 0);
     // The header counts the answer's tokens, the chart the decoding steps, and says so.
-    MainWindowTester(m_w.get()).setIgnoreEos(false);
+    setIgnoreEos(false);
     m_w->setTask("<CAPTION>");
     setSpin("maxTokensSpin", 12);
     QVERIFY(m_w->startRun());
@@ -1402,6 +1496,45 @@ void TestMainWindow::compareVerdictWording() {
     QCOMPARE(v.cached.count, 3);
 }
 
+void TestMainWindow::compareMarksAlongTheAnswer_data() {
+    QTest::addColumn<int>("tokens");
+    QTest::addColumn<QString>("expected");
+    // Cached steps of 1 ms; uncached step n takes n ms (it runs the n tokens so far), so after
+    // n tokens the uncached pass took n(n+1)/2 ms: (n+1)/2 times the cached one.
+    QTest::newRow("short") << 20 << "20 tokens (end): 10.5×";
+    QTest::newRow("to a mark") << 256 << "32 tokens: 16.5× · 128: 64.5× · 256 (end): 128.5×";
+    QTest::newRow("past the marks") << 300
+                                    << "32 tokens: 16.5× · 128: 64.5× · 256: 128.5× · "
+                                       "300 (end): 150.5×";
+    QTest::newRow("one token") << 1 << "1 token (end): 1.00×";
+}
+
+void TestMainWindow::compareMarksAlongTheAnswer() {
+    QFETCH(int, tokens);
+    QFETCH(QString, expected);
+    florence::ui::CompareOutcome o;
+    // Three repeats each; one uncached repeat was slowed by a busy machine, and the median
+    // leaves it out.
+    for (const double slowdown : {1.0, 5.0, 1.0}) {
+        std::vector<double> cached(static_cast<size_t>(tokens), 1.0), uncached;
+        for (int n = 1; n <= tokens; ++n)
+            uncached.push_back(n * slowdown);
+        o.cachedStepMs.push_back(cached);
+        o.uncachedStepMs.push_back(uncached);
+        o.cachedFirstTokenMs.push_back(50);
+        o.uncachedFirstTokenMs.push_back(51 * slowdown);
+    }
+    const florence::ui::CompareMarks m = florence::ui::compareMarks(o);
+    QCOMPARE(m.speedupText, expected);
+    QCOMPARE(m.marks.back().tokens, tokens);
+    QVERIFY(m.marks.back().end);
+    QCOMPARE(m.cachedFirstTokenMs, 50.0);
+    QCOMPARE(m.uncachedFirstTokenMs, 51.0);
+    QCOMPARE(m.firstTokenText, QString("cache on 50.0 ms, cache off 51.0 ms"));
+    // Nothing to say without a repeat of each.
+    QVERIFY(florence::ui::compareMarks(florence::ui::CompareOutcome()).speedupText.isEmpty());
+}
+
 void TestMainWindow::compareRepeatsOnABusyMachine() {
     // A thread keeps a core busy the whole time, as a colleague's build would. Compare must
     // still warm up, alternate three passes of each kind, and say what its numbers allow.
@@ -1418,7 +1551,7 @@ void TestMainWindow::compareRepeatsOnABusyMachine() {
     QVERIFY(m_w->openImageFile(samplePath("pier.png")));
     m_w->setTask("<CAPTION>");
     MainWindowTester t(m_w.get());
-    t.setIgnoreEos(true);
+    setIgnoreEos(true);
     setSpin("maxTokensSpin", 12);
     setSpin("beamsSpin", 1);
     std::vector<florence::ui::CompareOutcome> outcomes;

@@ -42,11 +42,12 @@ void EngineWorker::loadModel(const QString& packageDir, Precision precision) {
 }
 
 RunOutcome EngineWorker::runPass(const RunRequest& request, const GenerationOptions& options,
-                                 int pass, bool stream) {
+                                 int pass, Report report) {
     Request req;
     req.image = request.image; // the window's pixels, shared
     req.prompt = request.prompt;
     const auto start = Clock::now();
+    qint64 lastProgressMs = -1;
     const quint64 runId = request.runId;
     RunOutcome out;
     out.runId = runId;
@@ -64,8 +65,14 @@ RunOutcome EngineWorker::runPass(const RunRequest& request, const GenerationOpti
             u.pass = pass;
             u.event = e;
             u.elapsedMs = msSince(start);
-            if (stream)
+            if (report == Report::Tokens)
                 emit tokenReady(u);
+            // An uncached repeat at base size takes half a minute: say how far it is.
+            if (report == Report::Progress &&
+                (lastProgressMs < 0 || msSince(start) - lastProgressMs >= 100)) {
+                lastProgressMs = static_cast<qint64>(msSince(start));
+                emit compareTokens(runId, pass, e.step + 1);
+            }
             return true;
         },
         request.cancel.get());
@@ -98,14 +105,15 @@ CompareOutcome EngineWorker::compare(const RunRequest& request) {
         GenerationOptions warm = cached;
         // Short: it only has to touch what the measured passes will use.
         warm.maxNewTokens = std::min(warm.maxNewTokens, 8);
-        runPass(request, warm, 0, false);
+        runPass(request, warm, 0, Report::Nothing);
         emit compareProgress(request.runId, ++done, total);
     }
     bool identical = true;
     for (int rep = 0; rep < repeats && !cancelled(); ++rep) {
         for (int pass = 0; pass < 2 && !cancelled(); ++pass) {
             // The first measured pass of each kind streams to the chart and shows the answer.
-            const RunOutcome o = runPass(request, pass == 0 ? cached : uncached, pass, rep == 0);
+            const RunOutcome o = runPass(request, pass == 0 ? cached : uncached, pass,
+                                         rep == 0 ? Report::Tokens : Report::Progress);
             if (o.cancelled())
                 break;
             RunOutcome& kept = pass == 0 ? cmp.cached : cmp.uncached;
@@ -119,6 +127,9 @@ CompareOutcome EngineWorker::compare(const RunRequest& request) {
                 .push_back(o.result.timings.totalMs);
             (pass == 0 ? cmp.cachedDecodeMs : cmp.uncachedDecodeMs)
                 .push_back(o.result.timings.decodeMs);
+            (pass == 0 ? cmp.cachedStepMs : cmp.uncachedStepMs).push_back(o.result.timings.stepMs);
+            (pass == 0 ? cmp.cachedFirstTokenMs : cmp.uncachedFirstTokenMs)
+                .push_back(o.result.timings.firstTokenMs);
             emit compareProgress(request.runId, ++done, total);
         }
     }

@@ -58,6 +58,9 @@ signals:
     void runFinished(const florence::ui::RunOutcome& outcome);
     // Only for RunKind::Compare: passes done of all (warm-up included).
     void compareProgress(quint64 runId, int done, int total);
+    // Only for RunKind::Compare: tokens so far of a repeat that does not stream its tokens
+    // (pass 0 cached, 1 uncached), at most about ten times a second.
+    void compareTokens(quint64 runId, int pass, int tokens);
     // Only for RunKind::Compare, after the two runFinished signals.
     void compareFinished(const florence::ui::CompareOutcome& outcome);
     void runFailed(quint64 runId, const QString& message);
@@ -67,9 +70,11 @@ signals:
     void folderFinished(const florence::ui::FolderOutcome& outcome);
 
 private:
-    // `stream`: emit tokenReady for each token (a comparison's repeats run silently).
+    // What a pass reports while it runs: every token (tokenReady), how far it got
+    // (compareTokens: a comparison's repeats), or nothing (its warm-up).
+    enum class Report { Tokens, Progress, Nothing };
     RunOutcome runPass(const RunRequest& request, const GenerationOptions& options, int pass,
-                       bool stream = true);
+                       Report report = Report::Tokens);
     CompareOutcome compare(const RunRequest& request);
 
     std::atomic<bool> m_stopLoading{false};

@@ -10,7 +10,6 @@ RunRequest RunController::start(RunKind kind, const QString& task, std::string p
     // One run at a time: the old one stops at its next step and its late tokens are ignored.
     if (m_cancel)
         m_cancel->store(true);
-    options.ignoreEos = options.ignoreEos || m_ignoreEos;
     RunRequest r;
     r.runId = ++m_lastRunId;
     r.kind = kind;

@@ -83,10 +83,6 @@ public:
     const std::string& lastPrompt() const { return m_lastPrompt; }
     const GenerationOptions& lastOptions() const { return m_lastOptions; }
 
-    // Keeps generating to the token limit (benchmarks, and tests that need a long run).
-    void setIgnoreEos(bool on) { m_ignoreEos = on; }
-    bool ignoreEos() const { return m_ignoreEos; }
-
 private:
     void beginResults();
     // `scored`: the worker's answer with confidence scores (a finished pass), else parsed here.
@@ -103,7 +99,6 @@ private:
     int m_tokensReceived = 0;
     std::string m_lastPrompt;
     GenerationOptions m_lastOptions;
-    bool m_ignoreEos = false;
 
     std::shared_ptr<const RgbImage> m_answerImage;
     QString m_answerImageName;

@@ -77,6 +77,8 @@ struct CompareOutcome {
     RunOutcome uncached;
     std::vector<double> cachedTotalsMs, uncachedTotalsMs; // one per repeat, in run order
     std::vector<double> cachedDecodeMs, uncachedDecodeMs;
+    std::vector<std::vector<double>> cachedStepMs, uncachedStepMs; // every repeat's steps
+    std::vector<double> cachedFirstTokenMs, uncachedFirstTokenMs;
     bool cancelled = false;
     bool identical = false; // the same generated token ids, in every repeat
 };

@@ -1,8 +1,10 @@
 #include "widgets/CompareView.h"
 
+#include "run/CompareMarks.h"
 #include "run/CompareVerdict.h"
 #include "run/StepStats.h"
 #include "widgets/ChartStyle.h"
+#include "widgets/CumulativeChart.h"
 
 #include <QChart>
 #include <QChartView>
@@ -12,6 +14,8 @@
 #include <QLabel>
 #include <QLegend>
 #include <QLineSeries>
+#include <QProgressBar>
+#include <QScrollArea>
 #include <QValueAxis>
 
 #include <algorithm>
@@ -61,16 +65,56 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     m_note->setObjectName(QStringLiteral("compareNoteLabel"));
     m_note->setWordWrap(true);
     m_note->setTextFormat(Qt::PlainText);
+    m_marks = new QLabel(QStringLiteral("–"), stats);
+    m_marks->setObjectName(QStringLiteral("speedupMarksLabel"));
+    m_marks->setWordWrap(true);
+    m_firstToken = new QLabel(QStringLiteral("–"), stats);
+    m_firstToken->setObjectName(QStringLiteral("compareFirstTokenLabel"));
+    m_firstToken->setWordWrap(true);
+    m_firstToken->setToolTip(tr("From the start of the run to the first token: the image, the "
+                                "prompt and the first decoding step. The cache saves nothing "
+                                "before the second token."));
+    m_progress = new QProgressBar(stats);
+    m_progress->setObjectName(QStringLiteral("compareProgressBar"));
+    m_progress->setTextVisible(false);
+    m_progress->setMaximumHeight(m_progress->fontMetrics().height() / 2 + 4);
+    m_progress->hide();
+    // What a reader looks for first comes first: the panel may have to scroll.
+    form->addRow(tr("Speedup:"), m_speedup);
+    form->addRow(tr("Decoding at:"), m_marks);
+    form->addRow(tr("First token:"), m_firstToken);
+    form->addRow(tr("Outputs:"), m_verdict);
+    form->addRow(m_progress);
+    form->addRow(m_note);
     form->addRow(tr("Cache on:"), m_total[0]);
     form->addRow(tr("Cache off:"), m_total[1]);
-    form->addRow(tr("Speedup:"), m_speedup);
-    form->addRow(tr("Outputs:"), m_verdict);
-    form->addRow(m_note);
-    m_view = layOutChartWithStats(this, m_chart, stats, QStringLiteral("compareChartView"));
+    // The numbers scroll when the panel is short (two charts leave it little room).
+    auto* statsScroll = new QScrollArea(this);
+    statsScroll->setObjectName(QStringLiteral("compareStatsScroll"));
+    statsScroll->setWidget(stats);
+    statsScroll->setWidgetResizable(true);
+    statsScroll->setFrameShape(QFrame::NoFrame);
+    statsScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    m_view = layOutChartWithStats(this, m_chart, statsScroll, QStringLiteral("compareChartView"));
+    // Beside the per-token curves: the time those tokens add up to.
+    m_cumulative = new CumulativeChart(this);
+    if (auto* row = qobject_cast<QBoxLayout*>(layout())) {
+        row->insertWidget(1, m_cumulative, 1);
+        // The numbers as wide as a chart when there is room (up to their maximum width).
+        row->setStretchFactor(statsScroll, 1);
+    }
     applyPalette();
 }
 
-void CompareView::startComparison() {
+void CompareView::startComparison(int expectedTokens) {
+    m_cumulative->clear();
+    m_passesDone = m_passesTotal = m_passTokens = 0;
+    m_runningPass = -1;
+    m_expectedTokens = expectedTokens;
+    m_progress->setRange(0, 0); // busy until the number of passes is known
+    m_progress->show();
+    m_marks->setText(QStringLiteral("–"));
+    m_firstToken->setText(QStringLiteral("–"));
     for (int i = 0; i < 2; ++i) {
         m_series[i]->clear();
         m_steps[i].clear();
@@ -91,6 +135,7 @@ void CompareView::clear() {
     for (QLabel* l : {m_total[0], m_total[1], m_speedup, m_verdict})
         l->setText(QStringLiteral("–"));
     m_note->clear();
+    m_progress->hide();
     m_chart->setTitle(tr("Cached vs uncached: run Compare (Ctrl+Shift+R)"));
 }
 
@@ -101,6 +146,8 @@ void CompareView::addStep(int pass, int step, double stepMs) {
         m_total[1]->setText(tr("running…"));
     m_steps[pass].push_back(stepMs);
     m_maxMs = std::max(m_maxMs, stepMs);
+    m_runningPass = pass;
+    m_passTokens = step + 1;
 }
 
 void CompareView::refresh() {
@@ -113,9 +160,12 @@ void CompareView::refresh() {
             m_series[i]->append(points);
         m_plotted[i] = static_cast<int>(m_steps[i].size());
         longest = std::max(longest, m_plotted[i]);
+        m_cumulative->plot(i, m_steps[i]);
     }
     setNiceRange(m_axisX, longest, true);
     setNiceRange(m_axisY, std::max(1.0, m_maxMs * 1.15), false);
+    if (!m_progress->isHidden()) // a comparison is running
+        showProgress();
 }
 
 void CompareView::setPassFinished(const RunOutcome& outcome) {
@@ -126,8 +176,12 @@ void CompareView::setPassFinished(const RunOutcome& outcome) {
     m_steps[pass] = outcome.result.timings.stepMs;
     m_series[pass]->clear();
     m_plotted[pass] = 0;
+    m_cumulative->plot(pass, {});
     for (double v : m_steps[pass])
         m_maxMs = std::max(m_maxMs, v);
+    // Without "ignore the end token" the cached pass tells how long the others will be.
+    if (m_expectedTokens == 0 && pass == 0 && !outcome.cancelled())
+        m_expectedTokens = static_cast<int>(m_steps[pass].size());
     refresh();
     const StepStats s = summarizeSteps(outcome.result.timings.stepMs);
     m_total[pass]->setText(tr("%1 total, %2 tokens, median step %3")
@@ -138,6 +192,7 @@ void CompareView::setPassFinished(const RunOutcome& outcome) {
 }
 
 void CompareView::setOutcome(const CompareOutcome& outcome) {
+    m_progress->hide();
     if (outcome.cancelled) {
         m_chart->setTitle(tr("Cached vs uncached (cancelled)"));
         m_speedup->setText(QStringLiteral("–"));
@@ -160,18 +215,56 @@ void CompareView::setOutcome(const CompareOutcome& outcome) {
     m_total[0]->setText(totals(v.cached, outcome.cached));
     m_total[1]->setText(totals(v.uncached, outcome.uncached));
     m_speedup->setText(v.speedupText);
+    const CompareMarks marks = compareMarks(outcome);
+    m_marks->setText(marks.speedupText.isEmpty() ? QStringLiteral("–") : marks.speedupText);
+    m_firstToken->setText(marks.firstTokenText.isEmpty() ? QStringLiteral("–")
+                                                         : marks.firstTokenText);
     m_note->setText(v.conclusion);
     m_verdict->setText(outcome.identical ? tr("identical ✔")
                                          : tr("different ✘ (the cache changed the answer)"));
 }
 
 void CompareView::setProgress(int done, int total) {
-    m_note->setText(tr("Pass %1 of %2 (a warm-up, then cache on and off alternating)…")
-                        .arg(std::min(done + 1, total))
-                        .arg(total));
+    m_passesDone = done;
+    m_passesTotal = total;
+    m_runningPass = -1;
+    m_passTokens = 0;
+    showProgress();
+}
+
+void CompareView::setPassTokens(int pass, int tokens) {
+    m_runningPass = pass;
+    m_passTokens = tokens;
+    showProgress();
+}
+
+void CompareView::showProgress() {
+    if (m_passesTotal <= 0)
+        return; // still warming up
+    constexpr int kPerPass = 100;
+    const int tokenShare = m_runningPass >= 0 && m_expectedTokens > 0
+                               ? std::min(kPerPass, kPerPass * m_passTokens / m_expectedTokens)
+                               : 0;
+    m_progress->setRange(0, m_passesTotal * kPerPass);
+    m_progress->setValue(std::min(m_passesTotal * kPerPass, m_passesDone * kPerPass + tokenShare));
+    const int current = std::min(m_passesDone + 1, m_passesTotal);
+    if (m_runningPass < 0) {
+        m_note->setText(tr("Pass %1 of %2 (a warm-up, then cache on and off alternating)…")
+                            .arg(current)
+                            .arg(m_passesTotal));
+        return;
+    }
+    const QString kind = m_runningPass == 0 ? tr("cache on") : tr("cache off");
+    const QString tokens = m_expectedTokens > 0 ? tr("%1 of %2 tokens")
+                                                      .arg(std::min(m_passTokens, m_expectedTokens))
+                                                      .arg(m_expectedTokens)
+                                                : tr("%1 tokens").arg(m_passTokens);
+    m_note->setText(
+        tr("Pass %1 of %2 (%3): %4…").arg(current).arg(m_passesTotal).arg(kind, tokens));
 }
 
 void CompareView::setFailed(const QString& message) {
+    m_progress->hide();
     m_chart->setTitle(tr("Cached vs uncached (failed)"));
     m_verdict->setText(message);
 }

@@ -119,6 +119,7 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
     m_cacheCheck->setObjectName(QStringLiteral("cacheCheck"));
     m_cacheCheck->setChecked(true);
     m_cacheCheck->setToolTip(tr("Off: the whole prefix runs through the decoder at every step"));
+    createIgnoreEosCheck(genBox);
     m_precisionCombo = new QComboBox(genBox);
     m_precisionCombo->setObjectName(QStringLiteral("precisionCombo"));
     for (const Precision p : {Precision::Float32, Precision::BFloat16})
@@ -132,6 +133,7 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
     genLayout->addRow(tr("Max new tokens:"), m_maxTokensSpin);
     genLayout->addRow(tr("Precision:"), m_precisionCombo);
     genLayout->addRow(m_cacheCheck);
+    genLayout->addRow(m_ignoreEosCheck);
     connect(m_precisionCombo, qOverload<int>(&QComboBox::currentIndexChanged), this,
             &ControlPanel::precisionChanged);
 
@@ -190,10 +192,25 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
     setTabOrder(m_beamsSpin, m_maxTokensSpin);
     setTabOrder(m_maxTokensSpin, m_precisionCombo);
     setTabOrder(m_precisionCombo, m_cacheCheck);
-    setTabOrder(m_cacheCheck, m_runButton);
+    setTabOrder(m_cacheCheck, m_ignoreEosCheck);
+    setTabOrder(m_ignoreEosCheck, m_runButton);
     setTabOrder(m_runButton, m_cancelButton);
     setTabOrder(m_cancelButton, m_compareButton);
     updateTaskInput();
+}
+
+void ControlPanel::createIgnoreEosCheck(QWidget* parent) {
+    m_ignoreEosCheck =
+        new QCheckBox(tr("Ignore the end token (generate exactly Max new tokens)"), parent);
+    m_ignoreEosCheck->setObjectName(QStringLiteral("ignoreEosCheck"));
+    m_ignoreEosCheck->setToolTip(
+        tr("For speed measurements: every run and comparison lasts exactly Max new tokens, "
+           "whatever the model answers. On by itself for the speed-demo models (random weights, "
+           "whose answers are noise); other models keep your choice."));
+    connect(m_ignoreEosCheck, &QCheckBox::toggled, this, [this](bool on) {
+        if (!m_modelIgnoresEos)
+            m_userIgnoreEos = on;
+    });
 }
 
 QWidget* ControlPanel::firstInFocusChain() const {
@@ -321,6 +338,19 @@ bool ControlPanel::useCache() const {
 
 void ControlPanel::setUseCache(bool on) {
     m_cacheCheck->setChecked(on);
+}
+
+bool ControlPanel::ignoreEos() const {
+    return m_ignoreEosCheck->isChecked();
+}
+
+void ControlPanel::setIgnoreEos(bool on) {
+    m_ignoreEosCheck->setChecked(on);
+}
+
+void ControlPanel::setModelIgnoresEos(bool on) {
+    m_modelIgnoresEos = on;
+    m_ignoreEosCheck->setChecked(on || m_userIgnoreEos);
 }
 
 Precision ControlPanel::precision() const {

@@ -60,6 +60,12 @@ public:
     void setMaxNewTokensLimit(int n);
     bool useCache() const;
     void setUseCache(bool on);
+    // "Ignore the end token": every run generates exactly Max new tokens (speed measurements).
+    bool ignoreEos() const;
+    void setIgnoreEos(bool on);
+    // A package that asks for it (the speed demos, whose answers are noise) switches the option
+    // on; any other package gets back what the user last chose with such a package loaded.
+    void setModelIgnoresEos(bool on);
     Precision precision() const;
     QString precisionText() const;
     // Emits precisionChanged unless `silently`.
@@ -92,6 +98,7 @@ protected:
 
 private:
     void updateTaskInput();
+    void createIgnoreEosCheck(QWidget* parent);
 
     QComboBox* m_modelCombo = nullptr;
     QLabel* m_modelLabel = nullptr;
@@ -104,6 +111,9 @@ private:
     QSpinBox* m_beamsSpin = nullptr;
     QSpinBox* m_maxTokensSpin = nullptr;
     QCheckBox* m_cacheCheck = nullptr;
+    QCheckBox* m_ignoreEosCheck = nullptr;
+    bool m_modelIgnoresEos = false; // the loaded package asked for it
+    bool m_userIgnoreEos = false;   // the user's choice for the other packages
     QComboBox* m_precisionCombo = nullptr;
     QPushButton* m_runButton = nullptr;
     QPushButton* m_cancelButton = nullptr;

@@ -15,8 +15,12 @@ import statistics
 import sys
 import time
 
+# Imported here, not where they are used: a missing module stops the baseline before it loads
+# a model of a gigabyte, and the bench names what to install.
+import numpy as np
 import torch
 import torch.nn.functional as F
+from PIL import Image
 
 from . import model as M
 from . import ops
@@ -76,8 +80,6 @@ def load(package: str):
 
 
 def preprocess(path: str, manifest: dict) -> torch.Tensor:
-    from PIL import Image
-    import numpy as np
     img = manifest["image"]
     image = Image.open(path).convert("RGB").resize((img["width"], img["height"]), Image.BICUBIC)
     x = np.asarray(image, dtype=np.float32) / 255.0

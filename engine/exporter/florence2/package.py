@@ -8,6 +8,10 @@ A tensor used by two modules is stored once: manifest.json's "shared_parameters"
 example, the text encoder's token embedding as the decoder's, and text_encoder.pt then holds an
 empty tensor in its place. Loading puts the decoder's tensor back into the text encoder (one
 tensor in memory, as in the engine). Packages without the entry load as before.
+
+An architecture package (format version 3, the speed demos) holds no weight data: its
+"generated_parameters" are filled here as the engine fills them (engine/model/Engine.cpp), one
+seeded generator per tensor, so the Python baseline runs the weights the engine runs.
 """
 import json
 import os
@@ -34,6 +38,30 @@ def set_parameter(module, name: str, value: torch.Tensor) -> None:
     setattr(module, last, value)
 
 
+def mix_seed(seed: int, name: str) -> int:
+    """The engine's mixSeed: the package's seed and a tensor's name as one 64-bit seed."""
+    mask = (1 << 64) - 1
+    h = 1469598103934665603
+    for c in name.encode():
+        h = ((h ^ c) * 1099511628211) & mask
+    z = seed ^ h
+    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & mask
+    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & mask
+    return z ^ (z >> 31)
+
+
+def generate_parameters(modules: Dict[str, torch.nn.Module], generated: dict) -> None:
+    """Fills an architecture package's empty placeholders from their recipe."""
+    seed = int(generated["seed"])
+    for entry in generated["parameters"]:
+        gen = torch.Generator().manual_seed(
+            mix_seed(seed, entry["module"] + "/" + entry["names"][0]))
+        value = torch.normal(float(entry["mean"]), float(entry["std"]), tuple(entry["shape"]),
+                             generator=gen)
+        for name in entry["names"]:
+            set_parameter(modules[entry["module"]], name, value)
+
+
 def restore_shared(modules: Dict[str, torch.nn.Module], shared: List[dict]) -> None:
     """Puts every shared tensor into the module that was saved without it."""
     for entry in shared:
@@ -53,5 +81,9 @@ def load_modules(folder: str, dtype: torch.dtype = torch.float32
     modules = {}
     for role in ROLES:
         modules[role] = torch.jit.load(os.path.join(folder, files[role]["name"])).to(dtype).eval()
+    if "generated_parameters" in manifest:
+        generate_parameters(modules, manifest["generated_parameters"])
+        if dtype != torch.float32:
+            modules = {role: m.to(dtype) for role, m in modules.items()}
     restore_shared(modules, manifest.get("shared_parameters", []))
     return manifest, modules
