@@ -245,6 +245,9 @@ void MainWindow::createHistoryDock() {
     dock->setObjectName(QStringLiteral("historyDock"));
     dock->setWidget(m_historyPanel);
     addDockWidget(Qt::LeftDockWidgetArea, dock);
+    // Hidden until asked for (View › History, Ctrl+H; the window state remembers it): beside
+    // the panels it would make the window too wide for a 1024-pixel screen.
+    dock->hide();
     QAction* toggle = dock->toggleViewAction();
     toggle->setShortcut(QKeySequence(tr("Ctrl+H")));
     toggle->setToolTip(tr("Show or hide the runs of earlier sessions (Ctrl+H)"));

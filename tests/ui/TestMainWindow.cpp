@@ -45,6 +45,7 @@
 #include <QScopeGuard>
 #include <QSemaphore>
 #include <QSettings>
+#include <QDockWidget>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardPaths>
@@ -1305,6 +1306,14 @@ void TestMainWindow::windowFitsSmallScreens() {
                                 .arg(avail.height())));
     QVERIFY(m_w->width() <= std::max(avail.width(), least.width()));
     QVERIFY(m_w->height() <= std::max(avail.height(), least.height()));
+    // The History dock starts hidden; shown, the window still fits 1280x720.
+    auto* dock = child<QDockWidget>(m_w.get(), "historyDock");
+    QVERIFY(!dock->isVisible());
+    dock->show();
+    const QSize withHistory = m_w->minimumSizeHint().expandedTo(m_w->minimumSize());
+    dock->hide();
+    QVERIFY2(withHistory.width() <= 1280 && withHistory.height() <= 720 - 60,
+             qPrintable(QString("%1x%2").arg(withHistory.width()).arg(withHistory.height())));
 }
 
 void TestMainWindow::tabOrderLeavesTheTable() {

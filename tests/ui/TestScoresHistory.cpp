@@ -25,6 +25,7 @@
 #include <QListView>
 #include <QPlainTextEdit>
 #include <QSettings>
+#include <QDockWidget>
 #include <QSignalSpy>
 #include <QSlider>
 #include <QSpinBox>
@@ -151,6 +152,7 @@ std::unique_ptr<MainWindow> TestScoresHistory::makeWindow() {
     auto w = std::make_unique<MainWindow>();
     w->resize(1280, 860);
     w->show();
+    child<QDockWidget>(w.get(), "historyDock")->show(); // hidden until asked for
     QSignalSpy ready(w.get(), &MainWindow::modelReady);
     w->loadDefaultModel();
     if (!ready.wait(60'000))

@@ -200,7 +200,9 @@ class WindowAttention(nn.Module):
         pad_r = (ws - w % ws) % ws
         pad_b = (ws - h % ws) % ws
         # The original pads with zeros after the norm and lets the padding take part in attention.
-        x = F.pad(x, (0, 0, 0, pad_r, 0, pad_b))
+        # constant_pad_nd, not F.pad: PyTorch 2.x scripts F.pad as a Python wrapper function, 1.13
+        # as the builtin, and one archive code for both releases keeps one allow-list.
+        x = torch.constant_pad_nd(x, [0, 0, 0, pad_r, 0, pad_b], 0.0)
         hp = h + pad_b
         wp = w + pad_r
         x = x.view(b, hp // ws, ws, wp // ws, ws, c).permute(0, 1, 3, 2, 4, 5)
