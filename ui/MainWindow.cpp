@@ -11,8 +11,8 @@
 #include "dialogs/AboutDialog.h"
 #include "dialogs/ImportDialog.h"
 #include "run/EngineWorker.h"
+#include "run/ImageOpener.h"
 #include "run/RunController.h"
-#include "run/StartupImage.h"
 #include "widgets/CompareView.h"
 #include "widgets/ControlPanel.h"
 #include "widgets/ImageView.h"
@@ -27,7 +27,6 @@
 #include <QAction>
 #include <QActionGroup>
 #include <QApplication>
-#include <QBuffer>
 #include <QClipboard>
 #include <QCloseEvent>
 #include <QComboBox>
@@ -91,6 +90,7 @@ MainWindow::MainWindow(QWidget* parent)
     m_recent = new RecentFiles(m_actions->recent, this);
     connect(m_recent, &RecentFiles::chosen, this, &MainWindow::openImageFile);
     connectActions();
+    connectImageOpener();
 
     m_worker = std::make_unique<EngineWorker>();
     m_thread = makeWorkerThread(QStringLiteral("engine"));
@@ -261,6 +261,28 @@ void MainWindow::connectWorker() {
     connect(w, &EngineWorker::runFailed, m_runView, &RunView::onRunFailed);
 }
 
+void MainWindow::connectImageOpener() {
+    m_opener = new ImageOpener(this);
+    connect(m_opener, &ImageOpener::opening, this, [this](const QString& name) {
+        statusBar()->showMessage(tr("Opening %1…").arg(name));
+        updateActions();
+    });
+    connect(m_opener, &ImageOpener::opened, this, [this](const DecodedImage& d) {
+        if (!d.path.isEmpty()) {
+            m_lastFolder = QFileInfo(d.path).absolutePath();
+            m_recent->add(d.path);
+        }
+        setImage(d.image, d.path, d.name);
+        emit imageOpened(d.name);
+    });
+    connect(m_opener, &ImageOpener::failed, this, [this](const QString& message) {
+        // The image, task and results on screen stay as they were.
+        showMessage(message, true);
+        updateActions();
+        emit imageFailed(message);
+    });
+}
+
 // ------------------------------------------------------------------------------------------
 // Settings and window size
 
@@ -290,14 +312,9 @@ void MainWindow::restoreSettings() {
         ->setChecked(true);
     if (theme != Theme::System)
         applyTheme(theme);
-    if (!p.lastImage.isEmpty() && QFileInfo::exists(p.lastImage)) {
-        // Not an image that froze or failed the last time it was opened here.
-        QSettings s;
-        if (mayReopenAtStartup(s, p.lastImage)) {
-            beginStartupOpen(s, p.lastImage);
-            endStartupOpen(s, openImageFile(p.lastImage));
-        }
-    }
+    // Not an image that froze or failed the last time it was opened here.
+    if (!p.lastImage.isEmpty() && QFileInfo::exists(p.lastImage))
+        m_opener->openAtStartup(p.lastImage);
 }
 
 void MainWindow::saveSettings() const {
@@ -410,20 +427,18 @@ QSize MainWindow::imageSize() const {
     return m_image ? QSize(m_image->width, m_image->height) : QSize();
 }
 
+bool MainWindow::isOpeningImage() const {
+    return m_opener->isPending();
+}
+
+void MainWindow::afterImageOpens(std::function<void()> f) {
+    m_opener->whenSettled(std::move(f));
+}
+
 bool MainWindow::openImageFile(const QString& path) {
-    RgbImage img;
-    try {
-        img = loadImage(path.toStdString());
-    } catch (const std::exception& e) {
-        // The image, task and results on screen stay as they were.
-        showMessage(tr("Cannot open the image: %1").arg(QString::fromStdString(e.what())), true);
+    if (path.isEmpty())
         return false;
-    }
-    const QFileInfo fi(path);
-    m_lastFolder = fi.absolutePath();
-    m_recent->add(fi.absoluteFilePath());
-    setImage(std::make_shared<const RgbImage>(std::move(img)), fi.absoluteFilePath(),
-             fi.fileName());
+    m_opener->openFile(path);
     return true;
 }
 
@@ -432,19 +447,7 @@ bool MainWindow::openImageData(const QImage& image, const QString& name) {
         showMessage(tr("The clipboard or drop holds no readable image."), true);
         return false;
     }
-    // Through PNG and the engine's decoder, so alpha and color handling match opened files.
-    QByteArray bytes;
-    QBuffer buffer(&bytes);
-    buffer.open(QIODevice::WriteOnly);
-    image.save(&buffer, "PNG");
-    RgbImage img;
-    try {
-        img = decodeImage(std::vector<uint8_t>(bytes.begin(), bytes.end()), name.toStdString());
-    } catch (const std::exception& e) {
-        showMessage(tr("Cannot use the image: %1").arg(QString::fromStdString(e.what())), true);
-        return false;
-    }
-    setImage(std::make_shared<const RgbImage>(std::move(img)), QString(), name);
+    m_opener->openPasted(image, name);
     return true;
 }
 
@@ -724,7 +727,8 @@ void MainWindow::updateActions() {
     const bool running = isRunning();
     const bool hasAnswer = m_run->hasAnswer();
     // Not while a model loads: the run would use the old model and its defaults.
-    const bool canRun = hasImage() && !m_modelCtl->isLoading();
+    // Nor while an image opens: the run would be cancelled when it arrives.
+    const bool canRun = hasImage() && !m_modelCtl->isLoading() && !m_opener->isPending();
     m_actions->run->setEnabled(canRun);
     m_actions->compare->setEnabled(canRun);
     m_panel->setRunState(canRun, running);
@@ -754,7 +758,11 @@ bool MainWindow::openFirstRunSample(const QString& samplesDir) {
     // get a caption of coloured shapes.
     if (QFileInfo(sample).dir().dirName() == QLatin1String("scenes")) {
         setTask(QStringLiteral("<CAPTION>"));
-        startRun(); // queued behind the model load on the engine thread
+        // Once the scene is shown; the run is queued behind the model load on the engine thread.
+        afterImageOpens([this, sample] {
+            if (m_imagePath == QFileInfo(sample).absoluteFilePath())
+                startRun();
+        });
     }
     return true;
 }

@@ -4,9 +4,9 @@
 //
 //   florence::ui::MainWindow w;
 //   w.openModelPackage(QString::fromStdString(florence::bundledModelDir()));
-//   w.openImageFile("pier.png");
+//   w.openImageFile("pier.png");   // decoded off the GUI thread; imageOpened() when shown
 //   w.setTask("<OD>");
-//   w.startRun();                  // tokens stream in; runCompleted() at the end
+//   w.afterImageOpens([&] { w.startRun(); }); // tokens stream in; runCompleted() at the end
 //
 // Tests drive the same public slots the menus use, and replace the file dialogs with
 // setFileChooser(). Run bookkeeping is RunController's, preferences Settings', the model list
@@ -37,6 +37,7 @@ namespace florence::ui {
 class CompareView;
 class ControlPanel;
 class EngineWorker;
+class ImageOpener;
 class ImageView;
 class ImportDialog;
 class LatencyChart;
@@ -63,6 +64,10 @@ public:
     void setFileChooser(FileChooser chooser) { m_fileChooser = std::move(chooser); }
 
     bool hasImage() const { return static_cast<bool>(m_image); }
+    // An image is being decoded (off the GUI thread); it replaces the one shown when it opens.
+    bool isOpeningImage() const;
+    // Calls `f` once the image being opened is shown or has failed (at once when none is).
+    void afterImageOpens(std::function<void()> f);
     QString imagePath() const { return m_imagePath; }
     QSize imageSize() const;
     bool isRunning() const;
@@ -89,8 +94,9 @@ public:
     // "" when neither exists.
     static QString firstRunImage(const QString& samplesDir);
     // First start: opens firstRunImage(samplesDir) and, when it is a sample scene, captions it,
-    // so the first thing a user sees is the bundled model's answer streaming in. False when
-    // there is no sample or it could not be opened (the window then stays empty, with a message).
+    // so the first thing a user sees is the bundled model's answer streaming in (once the image
+    // has opened). False when there is no sample; one that cannot be opened leaves the window
+    // empty, with a message.
     bool openFirstRunSample(const QString& samplesDir);
     // Shrinks and moves the window so it lies within the available area of its screen.
     void fitToScreen();
@@ -101,6 +107,8 @@ public:
     CompareView* compareView() const { return m_compare; }
 
 public slots:
+    // These start opening an image and return at once (false only when there is nothing to
+    // open); the image replaces the one shown on imageOpened(), or imageFailed() says why not.
     bool openImageFile(const QString& path);
     bool openImageData(const QImage& image, const QString& name);
     bool openMimeData(const QMimeData* mime);
@@ -126,6 +134,8 @@ public slots:
     ImportDialog* showImportDialog();
 
 signals:
+    void imageOpened(const QString& name);
+    void imageFailed(const QString& message);
     void modelReady(const QString& name);
     void modelFailed(const QString& message);
     void tokenArrived(quint64 runId, int step);
@@ -143,6 +153,7 @@ private:
     void connectActions();
     void createCentral();
     void connectWorker();
+    void connectImageOpener();
     void restoreSettings();
     void saveSettings() const;
     void onTaskInputChanged();
@@ -171,6 +182,7 @@ private:
     RunView* m_runView = nullptr; // how runs show in the widgets above
     RecentFiles* m_recent = nullptr;
     ModelController* m_modelCtl = nullptr; // the model in use
+    ImageOpener* m_opener = nullptr;       // images decoded off the GUI thread
     std::unique_ptr<MainActions> m_actions;
 
     // Image and region.

@@ -152,26 +152,30 @@ int main(int argc, char** argv) {
         window.setTask(parser.value(taskOpt));
     if (parser.isSet(textOpt))
         window.setTaskText(parser.value(textOpt));
-    if (parser.isSet(regionOpt)) {
-        const QStringList v = parser.value(regionOpt).split(QLatin1Char(','));
-        if (v.size() == 4)
-            window.setRegion(QRectF(QPointF(v[0].toDouble(), v[1].toDouble()),
-                                    QPointF(v[2].toDouble(), v[3].toDouble()))
-                                 .normalized());
-        else
-            window.showMessage(QStringLiteral("--region takes X1,Y1,X2,Y2"), true);
-    }
+    // Opening an image clears the region, and a run needs the image: both wait until it opened.
     if (parser.isSet(maxTokensOpt))
         window.setMaxNewTokens(parser.value(maxTokensOpt).toInt());
+    window.afterImageOpens([&] {
+        if (parser.isSet(regionOpt)) {
+            const QStringList v = parser.value(regionOpt).split(QLatin1Char(','));
+            if (v.size() == 4)
+                window.setRegion(QRectF(QPointF(v[0].toDouble(), v[1].toDouble()),
+                                        QPointF(v[2].toDouble(), v[3].toDouble()))
+                                     .normalized());
+            else
+                window.showMessage(QStringLiteral("--region takes X1,Y1,X2,Y2"), true);
+        }
+        if (parser.isSet(shotOpt)) {
+            // Queued behind the model load on the engine thread.
+            if (parser.isSet(compareOpt))
+                window.startComparison();
+            else
+                window.startRun();
+        }
+    });
     window.show();
 
-    if (parser.isSet(shotOpt)) {
+    if (parser.isSet(shotOpt))
         scheduleScreenshot(&window, parser.value(shotOpt), 600'000);
-        // Queued behind the model load on the engine thread.
-        if (parser.isSet(compareOpt))
-            window.startComparison();
-        else
-            window.startRun();
-    }
     return app.exec();
 }

@@ -142,7 +142,7 @@ std::optional<Dimensions> tiffDimensions(const std::vector<uint8_t>& d) {
 // (JPEG 2000, OpenEXR, Radiance HDR, PFM, PNM, Sun raster, GDAL and GDCM formats, …) is refused
 // before OpenCV sees the bytes: its decoders for those read the declared canvas first and
 // allocate it (a 3 KB JPEG 2000 declaring 30000x30000 took 4.7 GB).
-enum class Format { Unknown, Png, Jpeg, Bmp, WebP, Tiff };
+enum class Format { Unknown, Png, Jpeg, Bmp, WebP, Tiff, Gif };
 
 Format formatOf(const std::vector<uint8_t>& d) {
     auto starts = [&](std::initializer_list<uint8_t> sig, size_t at = 0) {
@@ -160,6 +160,8 @@ Format formatOf(const std::vector<uint8_t>& d) {
         return Format::WebP;
     if (starts({'I', 'I', 42, 0}) || starts({'M', 'M', 0, 42}))
         return Format::Tiff;
+    if (starts({'G', 'I', 'F', '8', '7', 'a'}) || starts({'G', 'I', 'F', '8', '9', 'a'}))
+        return Format::Gif;
     return Format::Unknown;
 }
 
@@ -175,6 +177,7 @@ std::optional<Dimensions> headerDimensions(Format format, const std::vector<uint
         return webpDimensions(d);
     case Format::Tiff:
         return tiffDimensions(d);
+    case Format::Gif:
     case Format::Unknown:
         break;
     }
@@ -388,6 +391,12 @@ RgbImage decodeImage(const std::vector<uint8_t>& encoded, const std::string& nam
     if (format == Format::Unknown)
         throw ImageError(nameForErrors +
                          ": not an image in a supported format (PNG, JPEG, BMP, TIFF, WebP)");
+    // Told apart from unknown data so the message says what to do: this OpenCV has no GIF
+    // decoder, and a GIF is an animation the model would see one frame of anyway.
+    if (format == Format::Gif)
+        throw ImageError(nameForErrors +
+                         ": GIF images are not read (supported: PNG, JPEG, BMP, TIFF, WebP); "
+                         "save the frame you want as PNG and open that");
     // The size every accepted format declares is checked before the decoder allocates
     // anything, so a small file that claims a gigantic canvas is refused at once.
     const std::optional<Dimensions> dims = headerDimensions(format, encoded);

@@ -155,6 +155,8 @@ private slots:
     void resizeRejectsEmpty();
     void hostileFiles_data();
     void hostileFiles();
+    void gifIsRefusedClearly_data();
+    void gifIsRefusedClearly();
 };
 
 void TestImageInput::resizeMatchesPil_data() {
@@ -644,6 +646,39 @@ void TestImageInput::hostileFiles() {
         QVERIFY2(message.contains(path), qPrintable(message));
         QVERIFY2(message.contains(problem, Qt::CaseInsensitive), qPrintable(message));
         QVERIFY2(!message.contains('\n'), qPrintable(message));
+    }
+}
+
+// GIF is not decoded (this OpenCV has no GIF reader): a normal one and one declaring a
+// 65535×65535 canvas both get the same one-line message, from a file or from memory.
+void TestImageInput::gifIsRefusedClearly_data() {
+    QTest::addColumn<QString>("file");
+    QTest::newRow("normal 16x12") << "small.gif";
+    QTest::newRow("canvas 65535x65535") << "bomb.gif";
+}
+
+void TestImageInput::gifIsRefusedClearly() {
+    QFETCH(QString, file);
+    const QString path = dataPath(file);
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QByteArray bytes = f.readAll();
+    QVERIFY(bytes.startsWith("GIF89a"));
+    for (const bool fromFile : {true, false}) {
+        try {
+            if (fromFile)
+                loadImage(path.toStdString());
+            else
+                decodeImage(std::vector<uint8_t>(bytes.begin(), bytes.end()), "dropped image");
+            QFAIL("no error");
+        } catch (const ImageError& e) {
+            const QString message = QString::fromStdString(e.what());
+            QVERIFY2(message.contains(fromFile ? path : QStringLiteral("dropped image")),
+                     qPrintable(message));
+            QVERIFY2(message.contains("GIF images are not read"), qPrintable(message));
+            QVERIFY2(message.contains("PNG"), qPrintable(message));
+            QVERIFY2(!message.contains('\n'), qPrintable(message));
+        }
     }
 }
 

@@ -9,6 +9,7 @@
 #include "MainWindow.h"
 #include "RunView.h"
 #include "run/EngineWorker.h"
+#include "run/ImageOpener.h"
 #include "run/RunController.h"
 
 #include <florence/tasks.h>
@@ -25,6 +26,8 @@ public:
     // For tests that must act on the engine thread at a precise moment (e.g. between
     // runStarted and the first stage).
     EngineWorker* engineWorker() const { return m_w->m_worker.get(); }
+    // The object decoding images on their own thread (to hold that thread, as a slow decode does).
+    ImageLoader* imageLoader() const { return m_w->m_opener->loader(); }
     // Keeps generating to the token limit.
     void setIgnoreEos(bool on) const { m_w->m_run->setIgnoreEos(on); }
 

@@ -48,12 +48,14 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTimer>
 #include <QUrl>
 #include <QValueAxis>
 
 #include <atomic>
 #include <cmath>
 #include <memory>
+#include <sys/stat.h>
 #include <thread>
 #include <vector>
 
@@ -115,6 +117,9 @@ private slots:
     void zoomShortcuts();
     void settingsPersist();
     void imageThatFrozeIsNotReopened();
+    void imagesDecodeOffTheGuiThreadNewestWins();
+    void hostileImagesGiveOneClearMessage_data();
+    void hostileImagesGiveOneClearMessage();
     void runDisabledWhileModelLoads();
     void aboutExplainsBundledModel();
     void speedDemoModelsListed();
@@ -143,6 +148,8 @@ private slots:
 
 private:
     std::unique_ptr<MainWindow> makeWindow();
+    // Opens `path` and waits until it is shown or has failed; true when it is shown.
+    bool openImage(const QString& path);
     void setSpin(const char* name, int value);
     // The pier sample, `task`, end token ignored, 1024 new tokens: a run that lasts until
     // cancelled or replaced.
@@ -199,7 +206,18 @@ std::unique_ptr<MainWindow> TestMainWindow::makeWindow() {
     w->loadDefaultModel();
     if (!ready.wait(60'000))
         qWarning("model did not load");
+    // The last session's image, decoded off the GUI thread.
+    if (!QTest::qWaitFor([&] { return !w->isOpeningImage(); }, 60'000))
+        qWarning("the last image did not open");
     return w;
+}
+
+bool TestMainWindow::openImage(const QString& path) {
+    if (!m_w->openImageFile(path))
+        return false;
+    if (!QTest::qWaitFor([this] { return !m_w->isOpeningImage(); }, 60'000))
+        return false;
+    return m_w->hasImage() && m_w->imagePath() == QFileInfo(path).absoluteFilePath();
 }
 
 void TestMainWindow::setSpin(const char* name, int value) {
@@ -236,7 +254,7 @@ void TestMainWindow::startsWithModelAndShowsIt() {
 }
 
 void TestMainWindow::captionRunStreamsTokensEndToEnd() {
-    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    QVERIFY(openImage(samplePath("pier.png")));
     auto* tasks = child<QComboBox>(m_w.get(), "taskCombo");
     tasks->setCurrentIndex(tasks->findData("<CAPTION>"));
     setSpin("maxTokensSpin", 24);
@@ -266,7 +284,7 @@ void TestMainWindow::captionRunStreamsTokensEndToEnd() {
 }
 
 void TestMainWindow::detectionRunFillsTableAndOverlayEndToEnd() {
-    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    QVERIFY(openImage(samplePath("pier.png")));
     m_w->setTask("<OD>");
     setSpin("maxTokensSpin", 40);
     setSpin("beamsSpin", 1);
@@ -286,7 +304,7 @@ void TestMainWindow::detectionRunFillsTableAndOverlayEndToEnd() {
 }
 
 void TestMainWindow::knownAnswerFillsTableHighlightsAndExports() {
-    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    QVERIFY(openImage(samplePath("pier.png")));
     const QSize size = m_w->imageSize();
     QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
     MainWindowTester(m_w.get()).showAnswerText(
@@ -331,7 +349,7 @@ void TestMainWindow::knownAnswerFillsTableHighlightsAndExports() {
 }
 
 bool TestMainWindow::prepareLongRun(const char* task) {
-    if (!m_w->openImageFile(samplePath("pier.png")))
+    if (!openImage(samplePath("pier.png")))
         return false;
     m_w->setTask(QString::fromLatin1(task));
     MainWindowTester(m_w.get()).setIgnoreEos(true);
@@ -363,7 +381,7 @@ void TestMainWindow::cancelMidRunWithEscape() {
 }
 
 void TestMainWindow::cancelBeforeFirstTokenKeepsResults() {
-    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    QVERIFY(openImage(samplePath("pier.png")));
     MainWindowTester(m_w.get()).showAnswerText("<OD>",
                                                "</s><s>car<loc_52><loc_333><loc_932><loc_774></s>");
     auto* table = child<QTableWidget>(m_w.get(), "itemsTable");
@@ -550,7 +568,7 @@ void TestMainWindow::closeMidRunDoesNotHang() {
 }
 
 void TestMainWindow::regionTaskByMouseDrag() {
-    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    QVERIFY(openImage(samplePath("pier.png")));
     m_w->setTask("<REGION_TO_CATEGORY>");
     auto* view = m_w->imageView();
     QVERIFY(view->regionSelectionEnabled());
@@ -607,7 +625,7 @@ void TestMainWindow::textInputFollowsTask() {
 }
 
 void TestMainWindow::missingTaskInputShowsMessage() {
-    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    QVERIFY(openImage(samplePath("pier.png")));
     MainWindowTester(m_w.get()).showAnswerText("<CAPTION>", "</s><s>an earlier answer</s>");
     m_w->setTask("<CAPTION_TO_PHRASE_GROUNDING>");
     m_w->setTaskText("");
@@ -622,7 +640,7 @@ void TestMainWindow::missingTaskInputShowsMessage() {
 }
 
 void TestMainWindow::comparisonShowsTwoCurvesAndVerdict() {
-    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    QVERIFY(openImage(samplePath("pier.png")));
     m_w->setTask("<CAPTION>");
     MainWindowTester(m_w.get()).setIgnoreEos(true);
     setSpin("maxTokensSpin", 16);
@@ -646,7 +664,7 @@ void TestMainWindow::comparisonShowsTwoCurvesAndVerdict() {
 }
 
 void TestMainWindow::brokenImageKeepsPreviousImage() {
-    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    QVERIFY(openImage(samplePath("pier.png")));
     MainWindowTester(m_w.get()).showAnswerText("<CAPTION>", "</s><s>kept</s>");
     const QString broken = m_tmp.filePath("broken.png");
     {
@@ -662,7 +680,8 @@ void TestMainWindow::brokenImageKeepsPreviousImage() {
     QVERIFY(m_w->imageView()->hasImage());
     QCOMPARE(m_w->imageView()->imageSize(), m_w->imageSize());
     QVERIFY(child<QPlainTextEdit>(m_w.get(), "rawText")->toPlainText().contains("kept"));
-    QVERIFY(!m_w->openImageFile(m_tmp.filePath("does-not-exist.jpg")));
+    QVERIFY(!openImage(m_tmp.filePath("does-not-exist.jpg")));
+    QVERIFY2(m_w->messageText().contains("does-not-exist.jpg"), qPrintable(m_w->messageText()));
     QVERIFY(m_w->imagePath().endsWith("pier.png"));
 }
 
@@ -683,7 +702,7 @@ void TestMainWindow::pasteAndDropOpenImages() {
     QVERIFY(enter.isAccepted());
     QDropEvent drop(QPointF(at), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
     QApplication::sendEvent(m_w.get(), &drop);
-    QVERIFY(m_w->imagePath().endsWith("coffee.png"));
+    QTRY_VERIFY(m_w->imagePath().endsWith("coffee.png"));
     QCOMPARE(m_w->imageSize(), QSize(600, 400));
 }
 
@@ -696,7 +715,7 @@ void TestMainWindow::badModelFolderKeepsCurrentModel() {
     QVERIFY(m_w->isModelReady());
     QCOMPARE(m_w->modelInfo().name(), name);
     // The model still runs.
-    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    QVERIFY(openImage(samplePath("pier.png")));
     setSpin("maxTokensSpin", 3);
     QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
     QVERIFY(m_w->startRun());
@@ -704,7 +723,7 @@ void TestMainWindow::badModelFolderKeepsCurrentModel() {
 }
 
 void TestMainWindow::zoomShortcuts() {
-    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    QVERIFY(openImage(samplePath("pier.png")));
     auto* view = m_w->imageView();
     QVERIFY(view->isFitMode());
     const double fit = view->zoomFactor();
@@ -725,7 +744,7 @@ void TestMainWindow::zoomShortcuts() {
 }
 
 void TestMainWindow::settingsPersist() {
-    QVERIFY(m_w->openImageFile(samplePath("coffee.png")));
+    QVERIFY(openImage(samplePath("coffee.png")));
     m_w->setTask("<OD>");
     setSpin("beamsSpin", 2);
     setSpin("maxTokensSpin", 77);
@@ -750,7 +769,7 @@ void TestMainWindow::settingsPersist() {
 void TestMainWindow::imageThatFrozeIsNotReopened() {
     // A start that began to open the last image and never finished (a hostile image froze or
     // crashed the app) leaves its mark; the next start does not open that image again.
-    QVERIFY(m_w->openImageFile(samplePath("coffee.png")));
+    QVERIFY(openImage(samplePath("coffee.png")));
     m_w->close();
     m_w.reset();
     const QString coffee = QFileInfo(samplePath("coffee.png")).absoluteFilePath();
@@ -759,7 +778,7 @@ void TestMainWindow::imageThatFrozeIsNotReopened() {
     m_w = makeWindow();
     QVERIFY2(!m_w->imagePath().endsWith("coffee.png"), qPrintable(m_w->imagePath()));
     // An image that opens clears the mark, and is reopened as usual.
-    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    QVERIFY(openImage(samplePath("pier.png")));
     m_w->close();
     m_w.reset();
     m_w = makeWindow();
@@ -767,9 +786,100 @@ void TestMainWindow::imageThatFrozeIsNotReopened() {
     QVERIFY(!QSettings().contains("files/openingImage"));
 }
 
+void TestMainWindow::imagesDecodeOffTheGuiThreadNewestWins() {
+    // Issue 14: a slow decode must not freeze the window, and the image opened last is the one
+    // shown. The decoding thread is held (as a huge or hostile file would hold it) while two
+    // images are asked for.
+    QVERIFY(openImage(samplePath("pier.png")));
+    MainWindowTester(m_w.get()).showAnswerText("<CAPTION>", "</s><s>about the pier</s>");
+    QSemaphore holding, release;
+    auto releaseAtExit = qScopeGuard([&] { release.release(); });
+    QMetaObject::invokeMethod(
+        MainWindowTester(m_w.get()).imageLoader(),
+        [&] {
+            holding.release();
+            release.acquire();
+        },
+        Qt::QueuedConnection);
+    QVERIFY(holding.tryAcquire(1, 30'000));
+    QSignalSpy opened(m_w.get(), &MainWindow::imageOpened);
+    const QString scene = QString::fromStdString(florence::samplesDir()) + "/scenes/scene_00.png";
+    QVERIFY(m_w->openImageFile(samplePath("coffee.png")));
+    QVERIFY(m_w->openImageFile(scene));
+    QVERIFY(m_w->isOpeningImage());
+    // The window still works: events are handled, zoom answers, and what is shown stays until
+    // the new image is there; Run waits for it.
+    bool handled = false;
+    QTimer::singleShot(0, m_w.get(), [&] { handled = true; });
+    QTRY_VERIFY(handled);
+    const double zoom = m_w->imageView()->zoomFactor();
+    pressKey(Qt::Key_Plus, Qt::ControlModifier);
+    QTRY_VERIFY(m_w->imageView()->zoomFactor() > zoom);
+    QVERIFY(m_w->imagePath().endsWith("pier.png"));
+    QVERIFY(child<QPlainTextEdit>(m_w.get(), "rawText")->toPlainText().contains("about the pier"));
+    QVERIFY(!child<QAbstractButton>(m_w.get(), "runButton")->isEnabled());
+    QVERIFY2(m_w->statusBar()->currentMessage().contains("scene_00.png"),
+             qPrintable(m_w->statusBar()->currentMessage()));
+    QCOMPARE(opened.count(), 0);
+
+    release.release();
+    QTRY_VERIFY_WITH_TIMEOUT(!m_w->isOpeningImage(), 60'000);
+    // The newer image wins; the older one was never shown.
+    QCOMPARE(opened.count(), 1);
+    QCOMPARE(opened.at(0).at(0).toString(), QString("scene_00.png"));
+    QVERIFY(m_w->imagePath().endsWith("scene_00.png"));
+    QCOMPARE(m_w->imageView()->imageSize(), m_w->imageSize());
+    QVERIFY(child<QAbstractButton>(m_w.get(), "runButton")->isEnabled());
+    QVERIFY(!m_w->recentFiles().join(' ').contains("coffee.png"));
+}
+
+void TestMainWindow::hostileImagesGiveOneClearMessage_data() {
+    QTest::addColumn<QString>("kind");
+    QTest::addColumn<QString>("problem");
+    QTest::newRow("FIFO") << "fifo"
+                          << "FIFO";
+    QTest::newRow("GIF") << "gif"
+                         << "GIF images are not read";
+    QTest::newRow("PNG declaring 50000x50000") << "bomb"
+                                               << "too large";
+}
+
+void TestMainWindow::hostileImagesGiveOneClearMessage() {
+    // Through the same path the Open action takes: the message names the file, and the image
+    // and answer on screen stay.
+    QFETCH(QString, kind);
+    QFETCH(QString, problem);
+    QVERIFY(openImage(samplePath("pier.png")));
+    const QString path = m_tmp.filePath("hostile-" + kind);
+    QFile::remove(path);
+    if (kind == "fifo") {
+        QCOMPARE(::mkfifo(QFile::encodeName(path).constData(), 0600), 0);
+    } else {
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        if (kind == "gif") // the 1×1 GIF of countless web pages
+            f.write(QByteArray("GIF89a\x01\x00\x01\x00\x80\x00\x00\xff\xff\xff\x00\x00\x00"
+                               "!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00"
+                               "\x01\x00\x00\x02\x02D\x01\x00;",
+                               43));
+        else // PNG signature and an IHDR chunk declaring 50000×50000, nothing else
+            f.write(QByteArray("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR\x00\x00\xc3\x50"
+                               "\x00\x00\xc3\x50\x08\x02\x00\x00\x00",
+                               29));
+    }
+    QSignalSpy failed(m_w.get(), &MainWindow::imageFailed);
+    QVERIFY(!openImage(path));
+    QCOMPARE(failed.count(), 1);
+    const QString message = failed.at(0).at(0).toString();
+    QVERIFY2(message.contains(path) && message.contains(problem), qPrintable(message));
+    QVERIFY2(!message.contains('\n'), qPrintable(message));
+    QVERIFY2(m_w->messageText().contains(problem), qPrintable(m_w->messageText()));
+    QVERIFY(m_w->imagePath().endsWith("pier.png"));
+}
+
 void TestMainWindow::runDisabledWhileModelLoads() {
     // A run started during a load would use the old model and its defaults.
-    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    QVERIFY(openImage(samplePath("pier.png")));
     auto* run = child<QAbstractButton>(m_w.get(), "runButton");
     QVERIFY(run->isEnabled());
     QSignalSpy reloaded(m_w.get(), &MainWindow::modelReady);
@@ -870,7 +980,7 @@ void TestMainWindow::firstRunCaptionsASampleScene() {
     QSignalSpy tokens(m_w.get(), &MainWindow::tokenArrived);
     QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
     QVERIFY(m_w->openFirstRunSample(samples));
-    QVERIFY(m_w->hasImage());
+    QTRY_VERIFY(m_w->hasImage());
     QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, kRunTimeoutMs);
     QCOMPARE(done.at(0).at(0).toBool(), false);
     QVERIFY(tokens.count() >= 3); // streamed, not delivered at the end
@@ -918,7 +1028,7 @@ void TestMainWindow::firstRunImagePrefersSampleScenes() {
     QVERIFY(QFile::copy(samplePath("pier.png"), samples.filePath("scenes/scene_00.png")));
     const QString first = MainWindow::firstRunImage(samples.path());
     QCOMPARE(first, samples.filePath("scenes/scene_00.png"));
-    QVERIFY(m_w->openImageFile(first));
+    QVERIFY(openImage(first));
     // The app's own samples folder has the scenes the bundled model was trained on.
     const QString shipped =
         MainWindow::firstRunImage(QString::fromStdString(florence::samplesDir()));
@@ -993,7 +1103,7 @@ void TestMainWindow::cleanAnswerTextDropsModelTokens() {
 void TestMainWindow::knownAnswersShowNoSpecialTokens() {
     // The three answers a user met: a caption with </s><s>, an OCR box labelled "</s>PARK",
     // and a region category with location tokens and an empty table.
-    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    QVERIFY(openImage(samplePath("pier.png")));
     MainWindowTester t(m_w.get());
     auto* table = child<QTableWidget>(m_w.get(), "itemsTable");
     auto copied = [&] {
@@ -1034,7 +1144,7 @@ void TestMainWindow::allTasksShowCleanLabels() {
     // reaches the table, the overlay or the copied text.
     QFETCH(QString, task);
     const QString scene = QString::fromStdString(florence::samplesDir()) + "/scenes/scene_00.png";
-    QVERIFY(m_w->openImageFile(scene));
+    QVERIFY(openImage(scene));
     m_w->setTask(task);
     const auto input = florence::taskInfo(task.toStdString()).input;
     if (input == florence::TaskInput::Text)
@@ -1097,7 +1207,7 @@ void TestMainWindow::niceTicks() {
 void TestMainWindow::chartsUseNiceTicks() {
     // After a real run, both axes of both charts tick at 1, 2 or 5 times a power of ten from 0,
     // and the token axis prints whole numbers.
-    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    QVERIFY(openImage(samplePath("pier.png")));
     m_w->setTask("<CAPTION>");
     MainWindowTester(m_w.get()).setIgnoreEos(true);
     setSpin("maxTokensSpin", 13);
@@ -1168,7 +1278,7 @@ void TestMainWindow::windowFitsSmallScreens() {
 }
 
 void TestMainWindow::tabOrderLeavesTheTable() {
-    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    QVERIFY(openImage(samplePath("pier.png")));
     MainWindowTester(m_w.get()).showAnswerText(
         "<OD>", "</s><s>car<loc_52><loc_333><loc_932><loc_774>person<loc_10><loc_10><loc_100>"
                 "<loc_200></s>");
@@ -1201,7 +1311,7 @@ void TestMainWindow::tabOrderLeavesTheTable() {
 }
 
 void TestMainWindow::regionHintClearAndMessages() {
-    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    QVERIFY(openImage(samplePath("pier.png")));
     m_w->setTask("<REGION_TO_CATEGORY>");
     auto* hint = child<QLabel>(m_w.get(), "regionLabel");
     QVERIFY(hint->wordWrap());
@@ -1260,7 +1370,7 @@ void TestMainWindow::staleStateIsCleared() {
     QCOMPARE(child<QLabel>(m_w.get(), "promptLabel")->text(),
              QString("Locate the objects with category name in the image."));
     // A new image mid-run: the run ends, nothing of the old image's result stays.
-    QVERIFY(m_w->openImageFile(samplePath("coffee.png")));
+    QVERIFY(openImage(samplePath("coffee.png")));
     QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, 30'000);
     QVERIFY(!m_w->isRunning());
     QVERIFY(!m_w->latencyChart()->chart()->title().contains("running"));
@@ -1282,7 +1392,7 @@ void TestMainWindow::staleStateIsCleared() {
 }
 
 void TestMainWindow::exportsRememberFolderAndNameTheTask() {
-    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    QVERIFY(openImage(samplePath("pier.png")));
     MainWindowTester(m_w.get()).showAnswerText("<OD>",
                                                "</s><s>car<loc_52><loc_333><loc_932><loc_774></s>");
     QStringList offered;
@@ -1369,7 +1479,7 @@ void TestMainWindow::compareRepeatsOnABusyMachine() {
         stop = true;
         busy.join();
     });
-    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    QVERIFY(openImage(samplePath("pier.png")));
     m_w->setTask("<CAPTION>");
     MainWindowTester t(m_w.get());
     t.setIgnoreEos(true);

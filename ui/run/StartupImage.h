@@ -4,7 +4,7 @@
 //   QSettings s;
 //   if (florence::ui::mayReopenAtStartup(s, lastImage)) {
 //       florence::ui::beginStartupOpen(s, lastImage);
-//       florence::ui::endStartupOpen(s, openImageFile(lastImage));
+//       florence::ui::endStartupOpen(s, opened); // when the decode ends (ImageOpener)
 //   }
 #pragma once
 
