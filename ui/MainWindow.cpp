@@ -341,6 +341,7 @@ void MainWindow::saveSettings() const {
 void MainWindow::closeEvent(QCloseEvent* event) {
     saveSettings();
     m_run->cancel();
+    m_worker->stopLoading(); // a model load ends within a file slice or hash chunk
     event->accept();
 }
 

@@ -54,6 +54,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <sys/stat.h>
 #include <thread>
@@ -121,6 +122,8 @@ private slots:
     void hostileImagesGiveOneClearMessage_data();
     void hostileImagesGiveOneClearMessage();
     void runDisabledWhileModelLoads();
+    void oldModelReleasedOnlyForAPackageThatPassedItsChecks();
+    void closeDuringASlowModelLoadStopsIt();
     void aboutExplainsBundledModel();
     void speedDemoModelsListed();
     void randomModelIsDescribedFromItsManifest();
@@ -875,6 +878,91 @@ void TestMainWindow::hostileImagesGiveOneClearMessage() {
     QVERIFY2(!message.contains('\n'), qPrintable(message));
     QVERIFY2(m_w->messageText().contains(problem), qPrintable(m_w->messageText()));
     QVERIFY(m_w->imagePath().endsWith("pier.png"));
+}
+
+// A copy of the bundled package in the test's folder, with `edit` applied to its manifest.
+static QString copyBundledPackage(const QString& to,
+                                  const std::function<void(QJsonObject& files)>& edit) {
+    QDir(to).removeRecursively();
+    QDir().mkpath(to);
+    const QString bundled = QString::fromStdString(florence::bundledModelDir());
+    for (const QFileInfo& fi : QDir(bundled).entryInfoList(QDir::Files))
+        QFile::copy(fi.filePath(), to + "/" + fi.fileName());
+    QFile file(to + "/manifest.json");
+    file.open(QIODevice::ReadOnly);
+    QJsonObject manifest = QJsonDocument::fromJson(file.readAll()).object();
+    file.close();
+    QJsonObject files = manifest["files"].toObject();
+    edit(files);
+    manifest["files"] = files;
+    file.open(QIODevice::WriteOnly | QIODevice::Truncate);
+    file.write(QJsonDocument(manifest).toJson());
+    return to;
+}
+
+void TestMainWindow::oldModelReleasedOnlyForAPackageThatPassedItsChecks() {
+    // Issue 14: loading a model keeps one model in memory, not two; a package its checks refuse
+    // leaves the model in use working.
+    EngineWorker* worker = MainWindowTester(m_w.get()).engineWorker();
+    QObject context; // the connections end with this test
+    QStringList events;
+    connect(worker, &EngineWorker::modelReleased, &context, [&] { events << "released"; });
+    connect(worker, &EngineWorker::modelLoaded, &context, [&] { events << "loaded"; });
+    connect(worker, &EngineWorker::modelFailed, &context, [&] { events << "failed"; });
+    const QString damaged = copyBundledPackage(m_tmp.filePath("damaged-package"), [](auto&) {});
+    {
+        QFile decoder(damaged + "/decoder.pt");
+        QVERIFY(decoder.open(QIODevice::ReadWrite));
+        QVERIFY(decoder.seek(decoder.size() / 2));
+        const char byte = decoder.peek(1).at(0);
+        QCOMPARE(decoder.write(QByteArray(1, char(byte ^ 0x5a))), 1);
+    }
+    m_w->openModelPackage(damaged);
+    QTRY_COMPARE_WITH_TIMEOUT(events, QStringList{"failed"}, 60'000);
+    QVERIFY2(m_w->messageText().contains("checksum"), qPrintable(m_w->messageText()));
+    QVERIFY(m_w->isModelReady());
+
+    events.clear();
+    m_w->setPrecision(florence::Precision::BFloat16);
+    QTRY_COMPARE_WITH_TIMEOUT(events, (QStringList{"released", "loaded"}), 60'000);
+    QTRY_VERIFY(m_w->isModelReady());
+    QCOMPARE(m_w->modelInfo().precision(), QString("bfloat16"));
+    QVERIFY(openImage(samplePath("pier.png")));
+    setSpin("maxTokensSpin", 3);
+    QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
+    QVERIFY(m_w->startRun());
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, kRunTimeoutMs);
+    QCOMPARE(done.at(0).at(0).toBool(), false);
+}
+
+void TestMainWindow::closeDuringASlowModelLoadStopsIt() {
+    // A package whose vision.pt is 256 GB (sparse: nothing is written); hashing it would take
+    // minutes. Closing the window stops the load, which ends at once with "cancelled": the
+    // wait below fails if it does not stop.
+    const qint64 huge = qint64(256) << 30;
+    const QString slow =
+        copyBundledPackage(m_tmp.filePath("slow-package"), [huge](QJsonObject& files) {
+            QJsonObject vision = files["vision"].toObject();
+            vision["size"] = huge;
+            vision["sha256"] = QString(64, QLatin1Char('0'));
+            files["vision"] = vision;
+        });
+    {
+        QFile vision(slow + "/vision.pt");
+        QVERIFY(vision.open(QIODevice::ReadWrite));
+        QVERIFY(vision.resize(huge));
+    }
+    QSignalSpy failed(m_w.get(), &MainWindow::modelFailed);
+    m_w->openModelPackage(slow);
+    // The engine thread has started on it.
+    QTRY_VERIFY_WITH_TIMEOUT(
+        child<QLabel>(m_w.get(), "statusModel")->text().startsWith("Loading model"), 60'000);
+    m_w->close();
+    QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 60'000);
+    QVERIFY2(failed.at(0).at(0).toString().contains("cancelled"),
+             qPrintable(failed.at(0).at(0).toString()));
+    m_w.reset();
+    QFile::remove(slow + "/vision.pt");
 }
 
 void TestMainWindow::runDisabledWhileModelLoads() {

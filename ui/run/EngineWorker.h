@@ -38,7 +38,10 @@ public:
     void stopLoading() { m_stopLoading.store(true); }
 
 public slots:
-    // Loads a package and replaces the current model; on failure the previous model stays.
+    // Loads a package and replaces the current model. The current model is released once the
+    // package has passed its checks, before its modules are read, so two models are never in
+    // memory at once: a package refused by the checks leaves the current model in use; one that
+    // fails later (or a cancelled load) leaves none, and modelUnloaded() says so.
     // Reloading the same package with another precision takes the same path.
     void loadModel(const QString& packageDir,
                    florence::Precision precision = florence::Precision::Float32);
@@ -48,6 +51,10 @@ public slots:
 signals:
     void modelLoading(const QString& packageDir);
     void modelLoaded(const florence::ui::ModelInfo& info);
+    // The previous model was released to make room for the one being loaded.
+    void modelReleased();
+    // Sent before modelFailed when the failed load had released the previous model.
+    void modelUnloaded();
     void modelFailed(const QString& packageDir, const QString& message);
     void runStarted(quint64 runId);
     void tokenReady(const florence::ui::TokenUpdate& update);
@@ -59,6 +66,7 @@ signals:
     void runFailed(quint64 runId, const QString& message);
 
 private:
+    void install(std::shared_ptr<const Model> model, const QString& packageDir);
     // `stream`: emit tokenReady for each token (a comparison's repeats run silently).
     RunOutcome runPass(const RunRequest& request, const GenerationOptions& options, int pass,
                        bool stream = true);

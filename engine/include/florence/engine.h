@@ -41,9 +41,14 @@ const char* precisionName(Precision p);
 struct LoadOptions {
     int threads = 0; // intra-op threads; 0 = all cores of the machine
     Precision precision = Precision::Float32;
-    // Set from another thread to stop a load (between files and while hashing them): load()
-    // then throws EngineError "… was cancelled".
+    // Set from another thread to stop a load (between files, while hashing them, while reading
+    // a module's archive and between generated parameters): load() then throws EngineError
+    // "… was cancelled".
     const std::atomic<bool>* cancel = nullptr;
+    // Called once the package's files are verified and its code checked, just before the
+    // modules are read into memory: a caller replacing a model releases the old one here, so the
+    // two are never in memory together, while a package refused by the checks leaves it alone.
+    std::function<void()> beforeModules;
 };
 
 struct GenerationOptions {
@@ -104,8 +109,8 @@ struct Result {
     // log-probability in the returned beam). Forced tokens have 0. parseAnswerTokens turns these
     // into a score per answer item.
     std::vector<float> tokenLogprobs;
-    double score = 0;                  // beam score of the returned hypothesis
-    bool cancelled = false;            // stopped by the cancel flag or the callback
+    double score = 0;       // beam score of the returned hypothesis
+    bool cancelled = false; // stopped by the cancel flag or the callback
     Timings timings;
 };
 
