@@ -11,6 +11,7 @@
 #include "dialogs/AboutDialog.h"
 #include "dialogs/ImportDialog.h"
 #include "run/EngineWorker.h"
+#include "run/ImageEncoder.h"
 #include "run/ImageOpener.h"
 #include "run/RunController.h"
 #include "widgets/CompareView.h"
@@ -22,6 +23,7 @@
 #include <florence/image.h>
 #include <florence/package.h>
 #include <florence/paths.h>
+#include <florence/stats.h>
 #include <florence/tasks.h>
 
 #include <QAction>
@@ -110,6 +112,7 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_modelCtl, &ModelController::ready, this, &MainWindow::modelReady);
     connect(m_modelCtl, &ModelController::failed, this, &MainWindow::modelFailed);
     connectWorker();
+    connectImageEncoder();
     m_thread->start();
 
     restoreSettings();
@@ -280,6 +283,22 @@ void MainWindow::connectImageOpener() {
         showMessage(message, true);
         updateActions();
         emit imageFailed(message);
+    });
+}
+
+void MainWindow::connectImageEncoder() {
+    m_encoder = new ImageEncoder(m_worker.get(), this);
+    // A new model has a new session without the features: encode again once it is loaded.
+    connect(m_modelCtl, &ModelController::switching, m_encoder, &ImageEncoder::cancel);
+    connect(m_modelCtl, &ModelController::ready, this, [this] { m_encoder->request(m_image); });
+    connect(m_encoder, &ImageEncoder::ready, this, [this](double visionMs) {
+        m_latency->setEncodedBeforeRun(visionMs);
+        statusBar()->showMessage(
+            visionMs > 0 ? tr("Image ready: the vision encoder ran in %1, before Run")
+                               .arg(QString::fromStdString(florence::formatMs(visionMs)))
+                         : tr("Image ready"),
+            8000);
+        emit imageReady(visionMs);
     });
 }
 
@@ -477,6 +496,8 @@ void MainWindow::setImage(std::shared_ptr<const RgbImage> image, const QString& 
     m_imagePath = path;
     m_imageName = name;
     m_view->setImage(toQImage(*m_image));
+    m_latency->setEncodedBeforeRun(-1);
+    m_encoder->request(m_image); // queued behind a model load, ahead of any run
     m_region.reset();
     // Nothing of the previous image's answer, charts or status stays.
     m_run->clearAnswer();

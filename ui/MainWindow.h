@@ -37,6 +37,7 @@ namespace florence::ui {
 class CompareView;
 class ControlPanel;
 class EngineWorker;
+class ImageEncoder;
 class ImageOpener;
 class ImageView;
 class ImportDialog;
@@ -136,6 +137,8 @@ public slots:
 signals:
     void imageOpened(const QString& name);
     void imageFailed(const QString& message);
+    // The vision encoder has run on the image shown, ahead of Run (issue 17, encode on open).
+    void imageReady(double visionMs);
     void modelReady(const QString& name);
     void modelFailed(const QString& message);
     void tokenArrived(quint64 runId, int step);
@@ -154,6 +157,7 @@ private:
     void createCentral();
     void connectWorker();
     void connectImageOpener();
+    void connectImageEncoder();
     void restoreSettings();
     void saveSettings() const;
     void onTaskInputChanged();
@@ -183,6 +187,7 @@ private:
     RecentFiles* m_recent = nullptr;
     ModelController* m_modelCtl = nullptr; // the model in use
     ImageOpener* m_opener = nullptr;       // images decoded off the GUI thread
+    ImageEncoder* m_encoder = nullptr;     // the vision encoder run ahead of Run
     std::unique_ptr<MainActions> m_actions;
 
     // Image and region.

@@ -566,6 +566,34 @@ void checkPrompt(const Manifest& m, const std::vector<int64_t>& ids) {
 
 } // namespace
 
+ImageEncoding Session::encodeImage(const RgbImage& image, const std::atomic<bool>* cancel) {
+    c10::InferenceMode guard;
+    ImageEncoding out;
+    auto cancelled = [&] { return out.cancelled = cancel && cancel->load(); };
+    if (image.empty())
+        throw ImageError("no image to encode");
+    const uint64_t key = hashImage(image);
+    if (m_state->features.find(key).defined()) {
+        out.alreadyEncoded = true;
+        return out;
+    }
+    if (cancelled())
+        return out;
+    const Manifest& m = m_model->manifest();
+    auto start = Clock::now();
+    const std::vector<float> chw =
+        preprocess(image, m.imageWidth, m.imageHeight, m.imageMean, m.imageStd);
+    out.preprocessMs = msSince(start);
+    if (cancelled())
+        return out;
+    start = Clock::now();
+    torch::Tensor features =
+        m_model->impl().imageFeatures(toTensor(chw, {1, 3, m.imageHeight, m.imageWidth}));
+    out.visionMs = msSince(start);
+    m_state->features.remember(key, std::move(features));
+    return out;
+}
+
 FloatArray Session::imageFeatures(const std::vector<float>& pixelValues) {
     c10::InferenceMode guard;
     return toArray(m_model->impl().imageFeatures(pixelTensor(m_model->manifest(), pixelValues)));

@@ -187,4 +187,23 @@ void EngineWorker::run(const RunRequest& request) {
     }
 }
 
+void EngineWorker::encodeImage(const EncodeRequest& request) {
+    EncodeOutcome out;
+    out.imageId = request.imageId;
+    // No model yet: the window asks again once one is loaded.
+    if (!m_session || !request.image || (request.cancel && request.cancel->load())) {
+        out.encoding.cancelled = true;
+        emit imageEncoded(out);
+        return;
+    }
+    try {
+        out.encoding = m_session->encodeImage(*request.image, request.cancel.get());
+    } catch (const std::exception& e) {
+        out.error = QString::fromStdString(e.what());
+    } catch (...) {
+        out.error = tr("unknown error in the vision encoder");
+    }
+    emit imageEncoded(out);
+}
+
 } // namespace florence::ui

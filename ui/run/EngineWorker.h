@@ -47,6 +47,9 @@ public slots:
                    florence::Precision precision = florence::Precision::Float32);
     // Runs a single request or a cached/uncached comparison.
     void run(const florence::ui::RunRequest& request);
+    // Runs the vision encoder on an image ahead of Run; the session keeps the features, so a
+    // run on that image (queued behind this, so it waits for it) reuses them.
+    void encodeImage(const florence::ui::EncodeRequest& request);
 
 signals:
     void modelLoading(const QString& packageDir);
@@ -64,6 +67,7 @@ signals:
     // Only for RunKind::Compare, after the two runFinished signals.
     void compareFinished(const florence::ui::CompareOutcome& outcome);
     void runFailed(quint64 runId, const QString& message);
+    void imageEncoded(const florence::ui::EncodeOutcome& outcome);
 
 private:
     void install(std::shared_ptr<const Model> model, const QString& packageDir);

@@ -160,7 +160,16 @@ void CompareView::setOutcome(const CompareOutcome& outcome) {
     m_total[0]->setText(totals(v.cached, outcome.cached));
     m_total[1]->setText(totals(v.uncached, outcome.uncached));
     m_speedup->setText(v.speedupText);
-    m_note->setText(v.conclusion);
+    // Fair only when both kinds of pass did the same work before decoding.
+    const bool cachedReused = outcome.cached.result.timings.featuresReused;
+    const bool uncachedReused = outcome.uncached.result.timings.featuresReused;
+    m_note->setText(v.conclusion + QLatin1Char('\n') +
+                    (cachedReused && uncachedReused
+                         ? tr("Both passes used the image features computed before Run.")
+                     : !cachedReused && !uncachedReused
+                         ? tr("Both passes ran the vision encoder (no precomputed features).")
+                         : tr("Only one pass used precomputed image features: the totals are "
+                              "not comparable.")));
     m_verdict->setText(outcome.identical ? tr("identical ✔")
                                          : tr("different ✘ (the cache changed the answer)"));
 }

@@ -93,6 +93,14 @@ struct Timings {
     bool featuresReused = false; // the image features came from an earlier run
 };
 
+// What Session::encodeImage did.
+struct ImageEncoding {
+    bool cancelled = false;      // stopped before the vision encoder ran
+    bool alreadyEncoded = false; // this session held the image's features already
+    double preprocessMs = 0;     // resize and normalization
+    double visionMs = 0;         // vision encoder + projection
+};
+
 struct Request {
     RgbImage image;                 // the original image (its size maps locations to pixels)
     std::vector<float> pixelValues; // optional: CHW model input that replaces preprocessing
@@ -188,6 +196,12 @@ public:
                                       const GenerationOptions& options,
                                       const BatchTokenCallback& onToken = {},
                                       const std::atomic<bool>* cancel = nullptr);
+
+    // Runs the vision encoder on `image` ahead of a request, keeping its features for the next
+    // runs on the same image (GenerationOptions::reuseFeatures), so the first token of a run
+    // does not wait for the encoder. `cancel` is checked before preprocessing and before the
+    // encoder.
+    ImageEncoding encodeImage(const RgbImage& image, const std::atomic<bool>* cancel = nullptr);
 
     // Diagnostics (parity tests): the stages on their own.
     FloatArray imageFeatures(const std::vector<float>& pixelValues);
