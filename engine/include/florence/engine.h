@@ -48,7 +48,7 @@ struct LoadOptions {
     // Called once the package's files are verified and its code checked, just before the
     // modules are read into memory: a caller replacing a model releases the old one here, so the
     // two are never in memory together, while a package refused by the checks leaves it alone.
-    std::function<void()> beforeModules;
+    std::function<void()> beforeModules = nullptr;
 };
 
 struct GenerationOptions {
