@@ -288,13 +288,18 @@ void MainWindow::connectImageOpener() {
 
 void MainWindow::connectImageEncoder() {
     m_encoder = new ImageEncoder(m_worker.get(), this);
-    // A new model has a new session without the features: encode again once it is loaded.
+    // A new model has a new session without the features: encode again once it is loaded,
+    // unless the image was opened during the load (its encode, queued behind the load, is for
+    // the new model already; asking again would cancel it after a run was queued behind it).
     connect(m_modelCtl, &ModelController::switching, m_encoder, &ImageEncoder::cancel);
-    connect(m_modelCtl, &ModelController::ready, this, [this] { m_encoder->request(m_image); });
+    connect(m_modelCtl, &ModelController::ready, this, [this] {
+        if (!m_encoder->isPending())
+            m_encoder->request(m_image);
+    });
     connect(m_encoder, &ImageEncoder::ready, this, [this](double visionMs) {
         m_latency->setEncodedBeforeRun(visionMs);
         statusBar()->showMessage(
-            visionMs > 0 ? tr("Image ready: the vision encoder ran in %1, before Run")
+            visionMs > 0 ? tr("Image ready (vision encoder: %1)")
                                .arg(QString::fromStdString(florence::formatMs(visionMs)))
                          : tr("Image ready"),
             8000);

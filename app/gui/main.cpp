@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
         image = parser.positionalArguments().constFirst();
     if (!image.isEmpty()) {
         window.openImageFile(image);
-    } else if (!window.hasImage()) {
+    } else if (!window.hasImage() && !window.isOpeningImage()) {
         // First start (no image restored from the settings): a sample scene the bundled model
         // understands, captioned at once unless the command line asks for something else.
         const QString samples = QString::fromStdString(florence::samplesDir());

@@ -139,11 +139,10 @@ void LatencyChart::updateStats() {
 void LatencyChart::showStages(double preprocessMs, double visionMs, double textEncoderMs,
                               bool reused) {
     m_preprocess->setText(reused ? tr("– (features reused)") : formatMs(preprocessMs));
-    m_vision->setText(
-        !reused ? formatMs(visionMs)
-        : m_encodedBeforeRunMs > 0
-            ? tr("%1, before Run (features reused)").arg(formatMs(m_encodedBeforeRunMs))
-            : tr("– (features reused)"));
+    m_vision->setText(!reused ? formatMs(visionMs)
+                      : m_encodedBeforeRunMs > 0
+                          ? tr("%1, before Run").arg(formatMs(m_encodedBeforeRunMs))
+                          : tr("– (features reused)"));
     m_textEncoder->setText(formatMs(textEncoderMs));
 }
 
