@@ -3,9 +3,7 @@
 #include <QBuffer>
 #include <QDir>
 #include <QFileInfo>
-#include <QMimeData>
 #include <QObject>
-#include <QUrl>
 
 #include <exception>
 #include <vector>
@@ -43,19 +41,6 @@ OpenedImage readImageData(const QImage& image, const QString& name) {
     } catch (const std::exception& e) {
         o.error = QObject::tr("Cannot use the image: %1").arg(QString::fromStdString(e.what()));
     }
-    return o;
-}
-
-OpenedImage readMimeData(const QMimeData& mime) {
-    if (mime.hasUrls()) {
-        for (const QUrl& url : mime.urls())
-            if (url.isLocalFile())
-                return readImageFile(url.toLocalFile());
-    }
-    if (mime.hasImage())
-        return readImageData(qvariant_cast<QImage>(mime.imageData()), QObject::tr("pasted image"));
-    OpenedImage o;
-    o.error = QObject::tr("Nothing to open: drop or paste an image or an image file.");
     return o;
 }
 

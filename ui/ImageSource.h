@@ -1,6 +1,7 @@
 // Where the window's image comes from: a file, or image data pasted or dropped. Every way in is
 // decoded by the engine (format from the signature, size checked before decoding), so alpha and
-// colour are handled the same whatever the source.
+// colour are handled the same whatever the source. The window calls these on the image thread
+// (run/ImageLoader.h), never on its own.
 //
 //   florence::ui::OpenedImage o = florence::ui::readImageFile("pier.png");
 //   if (!o.image)
@@ -14,8 +15,6 @@
 
 #include <memory>
 
-class QMimeData;
-
 namespace florence::ui {
 
 struct OpenedImage {
@@ -28,8 +27,6 @@ struct OpenedImage {
 OpenedImage readImageFile(const QString& path);
 // Through PNG and the engine's decoder, as a file would be.
 OpenedImage readImageData(const QImage& image, const QString& name);
-// A drop or paste: its first local file, else its image data, else an error saying what to do.
-OpenedImage readMimeData(const QMimeData& mime);
 
 // The engine's pixels as a QImage of their own.
 QImage toQImage(const RgbImage& image);

@@ -16,6 +16,8 @@
 #include "dialogs/ProcessFolderDialog.h"
 #include "run/EngineWorker.h"
 #include "run/History.h"
+#include "run/ImageEncoder.h"
+#include "run/ImageOpener.h"
 #include "run/RunController.h"
 #include "run/Scores.h"
 #include "run/StartupImage.h"
@@ -28,6 +30,7 @@
 #include "widgets/ResultsPanel.h"
 #include "widgets/ScoreControls.h"
 
+#include <florence/stats.h>
 #include <florence/tasks.h>
 
 #include <QAction>
@@ -46,6 +49,7 @@
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QUrl>
 
 // The icons live in a static library, whose resource initializer the linker would drop.
 static void initUiResources() {
@@ -88,6 +92,7 @@ MainWindow::MainWindow(QWidget* parent)
     m_recent = new RecentFiles(m_actions->recent, this);
     connect(m_recent, &RecentFiles::chosen, this, &MainWindow::openImageFile);
     connectActions();
+    connectImageOpener();
 
     m_worker = std::make_unique<EngineWorker>();
     m_thread = makeWorkerThread(QStringLiteral("engine"));
@@ -108,6 +113,7 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_modelCtl, &ModelController::ready, this, &MainWindow::modelReady);
     connect(m_modelCtl, &ModelController::failed, this, &MainWindow::modelFailed);
     m_runView->follow(m_worker.get());
+    connectImageEncoder();
     m_thread->start();
 
     restoreSettings();
@@ -257,6 +263,49 @@ void MainWindow::createHistoryDock() {
     m_actions->view->addAction(toggle);
 }
 
+void MainWindow::connectImageOpener() {
+    m_opener = new ImageOpener(this);
+    connect(m_opener, &ImageOpener::opening, this, [this](const QString& name) {
+        statusBar()->showMessage(tr("Opening %1…").arg(name));
+        updateActions();
+    });
+    connect(m_opener, &ImageOpener::opened, this, [this](const DecodedImage& d) {
+        if (!d.path.isEmpty()) {
+            m_files->setLastFolder(QFileInfo(d.path).absolutePath());
+            m_recent->add(d.path);
+        }
+        setImage(d.image, d.path, d.name);
+        emit imageOpened(d.name);
+    });
+    connect(m_opener, &ImageOpener::failed, this, [this](const QString& message) {
+        // The image, task and results on screen stay as they were.
+        showMessage(message, true);
+        updateActions();
+        emit imageFailed(message);
+    });
+}
+
+void MainWindow::connectImageEncoder() {
+    m_encoder = new ImageEncoder(m_worker.get(), this);
+    // A new model has a new session without the features: encode again once it is loaded,
+    // unless the image was opened during the load (its encode, queued behind the load, is for
+    // the new model already; asking again would cancel it after a run was queued behind it).
+    connect(m_modelCtl, &ModelController::switching, m_encoder, &ImageEncoder::cancel);
+    connect(m_modelCtl, &ModelController::ready, this, [this] {
+        if (!m_encoder->isPending())
+            m_encoder->request(m_image);
+    });
+    connect(m_encoder, &ImageEncoder::ready, this, [this](double visionMs) {
+        m_latency->setEncodedBeforeRun(visionMs);
+        statusBar()->showMessage(
+            visionMs > 0 ? tr("Image ready (vision encoder: %1)")
+                               .arg(QString::fromStdString(florence::formatMs(visionMs)))
+                         : tr("Image ready"),
+            8000);
+        emit imageReady(visionMs);
+    });
+}
+
 // ------------------------------------------------------------------------------------------
 // Settings and window size
 
@@ -277,8 +326,9 @@ void MainWindow::restoreSettings() {
     m_actions->checkTheme(themeFromName(p.theme));
     if (m_actions->checkedTheme() != Theme::System)
         applyTheme(m_actions->checkedTheme());
-    // Not an image that froze or failed the last time it was opened here.
-    reopenAtStartup(p.lastImage, [this](const QString& path) { return openImageFile(path); });
+    // Not an image that froze or failed the last time it was opened here (run/StartupImage.h).
+    if (!p.lastImage.isEmpty() && QFileInfo::exists(p.lastImage))
+        m_opener->openAtStartup(p.lastImage);
 }
 
 void MainWindow::saveSettings() const {
@@ -301,6 +351,7 @@ void MainWindow::saveSettings() const {
 void MainWindow::closeEvent(QCloseEvent* event) {
     saveSettings();
     m_run->cancel();
+    m_worker->stopLoading(); // a model load ends within a file slice or hash chunk
     event->accept();
 }
 
@@ -371,30 +422,42 @@ QSize MainWindow::imageSize() const {
     return m_image ? QSize(m_image->width, m_image->height) : QSize();
 }
 
+bool MainWindow::isOpeningImage() const {
+    return m_opener->isPending();
+}
+
+void MainWindow::afterImageOpens(std::function<void()> f) {
+    m_opener->whenSettled(std::move(f));
+}
+
 bool MainWindow::openImageFile(const QString& path) {
-    return showOpened(readImageFile(path));
+    if (path.isEmpty())
+        return false;
+    m_opener->openFile(path);
+    return true;
 }
 
 bool MainWindow::openImageData(const QImage& image, const QString& name) {
-    return showOpened(readImageData(image, name));
+    if (image.isNull()) {
+        showMessage(tr("The clipboard or drop holds no readable image."), true);
+        return false;
+    }
+    m_opener->openPasted(image, name);
+    return true;
 }
 
 bool MainWindow::openMimeData(const QMimeData* mime) {
-    return mime && showOpened(readMimeData(*mime));
-}
-
-bool MainWindow::showOpened(const OpenedImage& opened) {
-    if (!opened.image) {
-        // The image, task and results on screen stay as they were.
-        showMessage(opened.error, true);
+    if (!mime)
         return false;
+    if (mime->hasUrls()) {
+        for (const QUrl& url : mime->urls())
+            if (url.isLocalFile())
+                return openImageFile(url.toLocalFile());
     }
-    if (!opened.path.isEmpty()) {
-        m_files->setLastFolder(QFileInfo(opened.path).absolutePath());
-        m_recent->add(opened.path);
-    }
-    setImage(opened.image, opened.path, opened.name);
-    return true;
+    if (mime->hasImage())
+        return openImageData(qvariant_cast<QImage>(mime->imageData()), tr("pasted image"));
+    showMessage(tr("Nothing to open: drop or paste an image or an image file."), true);
+    return false;
 }
 
 void MainWindow::setImage(std::shared_ptr<const RgbImage> image, const QString& path,
@@ -408,6 +471,8 @@ void MainWindow::setImage(std::shared_ptr<const RgbImage> image, const QString& 
     m_imagePath = path;
     m_imageName = name;
     m_view->setImage(toQImage(*m_image));
+    m_latency->setEncodedBeforeRun(-1);
+    m_encoder->request(m_image); // queued behind a model load, ahead of any run
     m_region.reset();
     // Nothing of the previous image's answer, charts or status stays.
     m_run->clearAnswer();
@@ -628,7 +693,9 @@ void MainWindow::updateActions() {
     const bool running = isRunning();
     const bool hasAnswer = m_run->hasAnswer();
     // Not while a model loads: the run would use the old model and its defaults.
-    const bool canRun = hasImage() && !m_modelCtl->isLoading() && !isProcessingFolder();
+    // Nor while an image opens: the run would be cancelled when it arrives.
+    const bool canRun = hasImage() && !m_modelCtl->isLoading() && !m_opener->isPending() &&
+                        !isProcessingFolder();
     m_actions->run->setEnabled(canRun);
     m_actions->compare->setEnabled(canRun);
     m_panel->setRunState(canRun, running);
@@ -677,7 +744,11 @@ bool MainWindow::openFirstRunSample(const QString& samplesDir) {
         return false;
     if (isSampleScene(sample)) {
         setTask(QStringLiteral("<CAPTION>"));
-        startRun(); // queued behind the model load on the engine thread
+        // Once the scene is shown; the run is queued behind the model load on the engine thread.
+        afterImageOpens([this, sample] {
+            if (m_imagePath == QFileInfo(sample).absoluteFilePath())
+                startRun();
+        });
     }
     return true;
 }

@@ -4,9 +4,9 @@
 //
 //   florence::ui::MainWindow w;
 //   w.openModelPackage(QString::fromStdString(florence::bundledModelDir()));
-//   w.openImageFile("pier.png");
+//   w.openImageFile("pier.png");   // decoded off the GUI thread; imageOpened() when shown
 //   w.setTask("<OD>");
-//   w.startRun();                  // tokens stream in; runCompleted() at the end
+//   w.afterImageOpens([&] { w.startRun(); }); // tokens stream in; runCompleted() at the end
 //
 // Tests drive the same public slots the menus use, and replace the file dialogs with
 // setFileChooser(). Run bookkeeping is RunController's, preferences Settings', the model list
@@ -40,6 +40,8 @@ class ControlPanel;
 class EngineWorker;
 class History;
 class HistoryPanel;
+class ImageEncoder;
+class ImageOpener;
 class ImageView;
 class ImportDialog;
 class ProcessFolderDialog;
@@ -51,7 +53,6 @@ class RunController;
 class RecentFiles;
 class RunView;
 struct MainActions;
-struct OpenedImage;
 struct StatusLabels;
 
 class MainWindow : public QMainWindow {
@@ -68,6 +69,10 @@ public:
     void setFileChooser(FileChooser chooser) { m_files->setChooser(std::move(chooser)); }
 
     bool hasImage() const { return static_cast<bool>(m_image); }
+    // An image is being decoded (off the GUI thread); it replaces the one shown when it opens.
+    bool isOpeningImage() const;
+    // Calls `f` once the image being opened is shown or has failed (at once when none is).
+    void afterImageOpens(std::function<void()> f);
     QString imagePath() const { return m_imagePath; }
     QSize imageSize() const;
     bool isRunning() const;
@@ -94,8 +99,9 @@ public:
     // "" when neither exists.
     static QString firstRunImage(const QString& samplesDir);
     // First start: opens firstRunImage(samplesDir) and, when it is a sample scene, captions it,
-    // so the first thing a user sees is the bundled model's answer streaming in. False when
-    // there is no sample or it could not be opened (the window then stays empty, with a message).
+    // so the first thing a user sees is the bundled model's answer streaming in (once the image
+    // has opened). False when there is no sample; one that cannot be opened leaves the window
+    // empty, with a message.
     bool openFirstRunSample(const QString& samplesDir);
     // Shrinks and moves the window so it lies within the available area of its screen.
     void fitToScreen();
@@ -108,6 +114,8 @@ public:
     HistoryPanel* historyPanel() const { return m_historyPanel; }
 
 public slots:
+    // These start opening an image and return at once (false only when there is nothing to
+    // open); the image replaces the one shown on imageOpened(), or imageFailed() says why not.
     bool openImageFile(const QString& path);
     bool openImageData(const QImage& image, const QString& name);
     bool openMimeData(const QMimeData* mime);
@@ -141,6 +149,10 @@ public slots:
     bool isProcessingFolder() const;
 
 signals:
+    void imageOpened(const QString& name);
+    void imageFailed(const QString& message);
+    // The vision encoder has run on the image shown, ahead of Run (issue 17, encode on open).
+    void imageReady(double visionMs);
     void modelReady(const QString& name);
     void modelFailed(const QString& message);
     void tokenArrived(quint64 runId, int step);
@@ -157,13 +169,14 @@ protected:
 private:
     void connectActions();
     void createCentral();
+    void connectImageOpener();
+    void connectImageEncoder();
     void restoreSettings();
     void saveSettings() const;
     void onTaskInputChanged();
     void updateActions();
     std::optional<std::string> currentPrompt(QString* error) const;
     bool startRequest(RunKind kind);
-    bool showOpened(const OpenedImage& opened);
     void setImage(std::shared_ptr<const RgbImage> image, const QString& path, const QString& name);
     void createHistoryDock();
     void recordRun(const RunOutcome& outcome);
@@ -183,6 +196,8 @@ private:
     HistoryPanel* m_historyPanel = nullptr;
     RecentFiles* m_recent = nullptr;
     ModelController* m_modelCtl = nullptr; // the model in use
+    ImageOpener* m_opener = nullptr;       // images decoded off the GUI thread
+    ImageEncoder* m_encoder = nullptr;     // the vision encoder run ahead of Run
     std::unique_ptr<MainActions> m_actions;
 
     // Image and region.

@@ -40,6 +40,7 @@ ModelController::ModelController(ModelCatalog* catalog, ControlPanel* panel, QLa
     connect(worker, &EngineWorker::modelLoading, this, &ModelController::onLoading);
     connect(worker, &EngineWorker::modelLoaded, this, &ModelController::onLoaded);
     connect(worker, &EngineWorker::modelFailed, this, &ModelController::onFailed);
+    connect(worker, &EngineWorker::modelUnloaded, this, &ModelController::onUnloaded);
 }
 
 std::optional<ModelInfo> ModelController::loaded() const {
@@ -134,6 +135,11 @@ void ModelController::onLoaded(const ModelInfo& info) {
     select(info.dir, info.name());
     emit stateChanged();
     emit ready(info.name());
+}
+
+void ModelController::onUnloaded() {
+    m_ready = false;
+    m_info = ModelInfo();
 }
 
 void ModelController::onFailed(const QString& dir, const QString& text) {

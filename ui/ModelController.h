@@ -38,6 +38,8 @@ public:
     void onLoading(const QString& dir);
     void onLoaded(const florence::ui::ModelInfo& info);
     void onFailed(const QString& dir, const QString& message);
+    // A failed load had released the model in use: none is loaded now.
+    void onUnloaded();
 
 signals:
     // A package is about to replace the model in use: a run in flight must stop.

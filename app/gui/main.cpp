@@ -123,7 +123,7 @@ void openStartImage(florence::ui::MainWindow& window, const QCommandLineParser& 
         window.openImageFile(image);
         return;
     }
-    if (window.hasImage())
+    if (window.hasImage() || window.isOpeningImage())
         return;
     const QString samples = QString::fromStdString(florence::samplesDir());
     if (parser.isSet(o.task) || parser.isSet(o.shot)) {
@@ -142,14 +142,17 @@ void applyTaskOptions(florence::ui::MainWindow& window, const QCommandLineParser
         window.setTask(parser.value(o.task));
     if (parser.isSet(o.text))
         window.setTaskText(parser.value(o.text));
+    // Opening an image clears the region: it waits until the image has opened.
     if (parser.isSet(o.region)) {
-        try {
-            const florence::Box b = florence::parseRegion(parser.value(o.region).toStdString());
-            window.setRegion(QRectF(QPointF(b.x1, b.y1), QPointF(b.x2, b.y2)).normalized());
-        } catch (const florence::TaskError& e) {
-            window.showMessage(QStringLiteral("--region: %1").arg(QString::fromUtf8(e.what())),
-                               true);
-        }
+        window.afterImageOpens([&window, text = parser.value(o.region)] {
+            try {
+                const florence::Box b = florence::parseRegion(text.toStdString());
+                window.setRegion(QRectF(QPointF(b.x1, b.y1), QPointF(b.x2, b.y2)).normalized());
+            } catch (const florence::TaskError& e) {
+                window.showMessage(
+                    QStringLiteral("--region: %1").arg(QString::fromUtf8(e.what())), true);
+            }
+        });
     }
     if (parser.isSet(o.maxTokens))
         window.setMaxNewTokens(parser.value(o.maxTokens).toInt());
@@ -193,19 +196,21 @@ int main(int argc, char** argv) {
 
     if (parser.isSet(options.shot)) {
         scheduleScreenshot(&window, parser.value(options.shot), 600'000);
-        // Once the model has loaded: a run takes the model's settings (the speed demos switch
-        // "ignore the end token" on).
+        // Once the image has opened and the model has loaded: a run takes the model's settings
+        // (the speed demos switch "ignore the end token" on).
         const auto start = [&window, compare = parser.isSet(options.compare)] {
             if (compare)
                 window.startComparison();
             else
                 window.startRun();
         };
-        if (window.isModelReady())
-            start();
-        else
-            QObject::connect(&window, &florence::ui::MainWindow::modelReady, &window, start,
-                             Qt::SingleShotConnection);
+        window.afterImageOpens([&window, start] {
+            if (window.isModelReady())
+                start();
+            else
+                QObject::connect(&window, &florence::ui::MainWindow::modelReady, &window, start,
+                                 Qt::SingleShotConnection);
+        });
     }
     return app.exec();
 }

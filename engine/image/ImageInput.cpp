@@ -8,6 +8,8 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <zlib.h>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -142,7 +144,7 @@ std::optional<Dimensions> tiffDimensions(const std::vector<uint8_t>& d) {
 // (JPEG 2000, OpenEXR, Radiance HDR, PFM, PNM, Sun raster, GDAL and GDCM formats, …) is refused
 // before OpenCV sees the bytes: its decoders for those read the declared canvas first and
 // allocate it (a 3 KB JPEG 2000 declaring 30000x30000 took 4.7 GB).
-enum class Format { Unknown, Png, Jpeg, Bmp, WebP, Tiff };
+enum class Format { Unknown, Png, Jpeg, Bmp, WebP, Tiff, Gif };
 
 Format formatOf(const std::vector<uint8_t>& d) {
     auto starts = [&](std::initializer_list<uint8_t> sig, size_t at = 0) {
@@ -160,6 +162,8 @@ Format formatOf(const std::vector<uint8_t>& d) {
         return Format::WebP;
     if (starts({'I', 'I', 42, 0}) || starts({'M', 'M', 0, 42}))
         return Format::Tiff;
+    if (starts({'G', 'I', 'F', '8', '7', 'a'}) || starts({'G', 'I', 'F', '8', '9', 'a'}))
+        return Format::Gif;
     return Format::Unknown;
 }
 
@@ -175,10 +179,172 @@ std::optional<Dimensions> headerDimensions(Format format, const std::vector<uint
         return webpDimensions(d);
     case Format::Tiff:
         return tiffDimensions(d);
+    case Format::Gif:
     case Format::Unknown:
         break;
     }
     return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A PNG is checked whole before libpng sees it: libpng prints "libpng error: …" to stderr on
+// the first fault it meets, in the middle of our own clear message. Chunk lengths and CRCs,
+// the IDAT stream (inflated into a scratch buffer, nothing kept), its size against what the
+// header needs, and each row's filter byte.
+
+uint32_t chunkCrc(const uint8_t* typeAndData, size_t n) {
+    uLong crc = crc32(0L, Z_NULL, 0);
+    while (n > 0) { // crc32 takes a uInt length
+        const uInt step = uInt(std::min<size_t>(n, 1u << 30));
+        crc = crc32(crc, typeAndData, step);
+        typeAndData += step;
+        n -= step;
+    }
+    return uint32_t(crc);
+}
+
+// The rows the filtered image data holds: (count, bytes per row without the filter byte),
+// one entry per Adam7 pass for an interlaced image.
+std::vector<std::pair<int64_t, int64_t>> pngRows(int64_t w, int64_t h, int bitsPerPixel,
+                                                 bool interlaced) {
+    auto rowBytes = [&](int64_t width) { return (width * bitsPerPixel + 7) / 8; };
+    if (!interlaced)
+        return {{h, rowBytes(w)}};
+    static const int x0[7] = {0, 4, 0, 2, 0, 1, 0}, dx[7] = {8, 8, 4, 4, 2, 2, 1};
+    static const int y0[7] = {0, 0, 4, 0, 2, 0, 1}, dy[7] = {8, 8, 8, 4, 4, 2, 2};
+    std::vector<std::pair<int64_t, int64_t>> rows;
+    for (int p = 0; p < 7; ++p) {
+        const int64_t pw = (w - x0[p] + dx[p] - 1) / dx[p];
+        const int64_t ph = (h - y0[p] + dy[p] - 1) / dy[p];
+        if (pw > 0 && ph > 0)
+            rows.emplace_back(ph, rowBytes(pw));
+    }
+    return rows;
+}
+
+// Inflates `idat` and checks it holds at least `rows`, each starting with a valid filter type
+// (libpng ignores data after the last row). Returns what is wrong, or "".
+std::string checkPngPixels(const std::vector<std::pair<const uint8_t*, size_t>>& idat,
+                           const std::vector<std::pair<int64_t, int64_t>>& rows) {
+    z_stream z{};
+    if (inflateInit(&z) != Z_OK)
+        return "cannot inflate";
+    std::vector<uint8_t> scratch(1 << 16);
+    size_t segment = 0;
+    int64_t rowsLeft = rows.empty() ? 0 : rows[0].first;
+    int64_t untilFilter = 0; // bytes of output before the next row's filter byte
+    std::string fault;
+    int ret = Z_OK;
+    auto complete = [&] {
+        while (segment < rows.size() && rowsLeft == 0 && ++segment < rows.size())
+            rowsLeft = rows[segment].first;
+        return segment >= rows.size() && untilFilter == 0;
+    };
+    bool done = false;
+    for (size_t part = 0; part < idat.size() && !done && fault.empty(); ++part) {
+        z.next_in = const_cast<uint8_t*>(idat[part].first);
+        z.avail_in = uInt(idat[part].second);
+        while (z.avail_in > 0 && !done && fault.empty()) {
+            z.next_out = scratch.data();
+            z.avail_out = uInt(scratch.size());
+            ret = inflate(&z, Z_NO_FLUSH);
+            if (ret != Z_OK && ret != Z_STREAM_END && ret != Z_BUF_ERROR) {
+                fault = "its compressed pixel data is corrupt";
+                break;
+            }
+            const int64_t produced = int64_t(scratch.size() - z.avail_out);
+            for (int64_t at = 0; at < produced && !done && fault.empty();) {
+                if (untilFilter > 0) {
+                    const int64_t skip = std::min(untilFilter, produced - at);
+                    untilFilter -= skip;
+                    at += skip;
+                } else if (complete()) {
+                    done = true;
+                } else if (scratch[size_t(at)] > 4) {
+                    fault = "a row has an unknown filter type";
+                } else {
+                    --rowsLeft;
+                    untilFilter = rows[segment].second;
+                    ++at;
+                }
+            }
+            if (ret == Z_STREAM_END)
+                done = true;
+            else if (ret == Z_BUF_ERROR && z.avail_in > 0 && produced == 0)
+                fault = "its compressed pixel data is corrupt";
+        }
+    }
+    inflateEnd(&z);
+    if (!fault.empty())
+        return fault;
+    if (!complete())
+        return "it holds less pixel data than its size needs";
+    return {};
+}
+
+// Bits per pixel of a valid IHDR chunk, 0 when it is not one.
+int pngBitsPerPixel(const uint8_t* ihdr, uint32_t length) {
+    if (length != 13 || ihdr[10] != 0 || ihdr[11] != 0 || ihdr[12] > 1)
+        return 0;
+    const int depth = ihdr[8];
+    switch (ihdr[9]) { // colour type: the depths the PNG specification allows for each
+    case 0:
+        return depth == 1 || depth == 2 || depth == 4 || depth == 8 || depth == 16 ? depth : 0;
+    case 3:
+        return depth == 1 || depth == 2 || depth == 4 || depth == 8 ? depth : 0;
+    case 2:
+    case 4:
+    case 6: {
+        const int channels = ihdr[9] == 2 ? 3 : ihdr[9] == 4 ? 2 : 4;
+        return depth == 8 || depth == 16 ? depth * channels : 0;
+    }
+    default:
+        return 0;
+    }
+}
+
+// Throws ImageError naming `name` when the PNG is damaged in a way libpng would report.
+void checkPng(const std::vector<uint8_t>& d, const std::string& name) {
+    auto damaged = [&](const std::string& what) {
+        return ImageError(name + ": the PNG file is damaged (" + what + ")");
+    };
+    std::vector<std::pair<const uint8_t*, size_t>> idat;
+    int64_t width = 0, height = 0;
+    int bitsPerPixel = 0;
+    bool interlaced = false, ended = false;
+    size_t pos = 8;
+    while (!ended) {
+        if (d.size() - pos < 12)
+            throw damaged("it ends before its last chunk");
+        const uint32_t length = be32(&d[pos]);
+        if (length > 0x7fffffffu || d.size() - pos - 12 < length)
+            throw damaged("it ends before its last chunk");
+        const std::string type(d.begin() + std::ptrdiff_t(pos + 4),
+                               d.begin() + std::ptrdiff_t(pos + 8));
+        const uint8_t* data = &d[pos + 8];
+        // Critical chunks (upper-case first letter) only: libpng skips a damaged ancillary one.
+        const bool critical = type[0] >= 'A' && type[0] <= 'Z';
+        if (critical && chunkCrc(&d[pos + 4], size_t(length) + 4) != be32(data + length))
+            throw damaged("chunk " + type + " fails its checksum");
+        if (type == "IHDR") {
+            bitsPerPixel = pngBitsPerPixel(data, length);
+            if (bitsPerPixel == 0)
+                throw damaged("its header is invalid");
+            width = be32(data);
+            height = be32(data + 4);
+            interlaced = data[12] == 1;
+        } else if (type == "IDAT") {
+            idat.emplace_back(data, length);
+        }
+        ended = type == "IEND";
+        pos += size_t(length) + 12;
+    }
+    if (idat.empty() || bitsPerPixel == 0)
+        throw damaged("it has no pixel data");
+    const std::string fault =
+        checkPngPixels(idat, pngRows(width, height, bitsPerPixel, interlaced));
+    if (!fault.empty())
+        throw damaged(fault);
 }
 
 std::string sizeText(int64_t w, int64_t h) {
@@ -388,6 +554,12 @@ RgbImage decodeImage(const std::vector<uint8_t>& encoded, const std::string& nam
     if (format == Format::Unknown)
         throw ImageError(nameForErrors +
                          ": not an image in a supported format (PNG, JPEG, BMP, TIFF, WebP)");
+    // Told apart from unknown data so the message says what to do: this OpenCV has no GIF
+    // decoder, and a GIF is an animation the model would see one frame of anyway.
+    if (format == Format::Gif)
+        throw ImageError(nameForErrors +
+                         ": GIF images are not read (supported: PNG, JPEG, BMP, TIFF, WebP); "
+                         "save the frame you want as PNG and open that");
     // The size every accepted format declares is checked before the decoder allocates
     // anything, so a small file that claims a gigantic canvas is refused at once.
     const std::optional<Dimensions> dims = headerDimensions(format, encoded);
@@ -399,6 +571,8 @@ RgbImage decodeImage(const std::vector<uint8_t>& encoded, const std::string& nam
         throw ImageError(nameForErrors + ": the image has no pixels (" +
                          sizeText(dims->first, dims->second) + ")");
     checkPixelCount(dims->first, dims->second, nameForErrors);
+    if (format == Format::Png)
+        checkPng(encoded, nameForErrors);
     // ANYDEPTH keeps 16-bit samples; ANYCOLOR keeps grayscale as one channel and strips
     // alpha. Any flag other than IMREAD_UNCHANGED makes OpenCV apply the EXIF orientation.
     cv::Mat decoded;

@@ -1,5 +1,6 @@
 #include <florence/engine.h>
 
+#include "model/CancellableFile.h"
 #include "model/CodeCheck.h"
 #include "model/Generator.h"
 #include <florence/process.h>
@@ -76,10 +77,15 @@ FloatArray toArray(const torch::Tensor& t) {
     return a;
 }
 
+EngineError cancelledError(const Manifest& manifest) {
+    return EngineError("loading " + manifest.dir + " was cancelled");
+}
+
 torch::jit::Module loadModule(const std::string& path, const Manifest& manifest,
-                              Precision precision) {
+                              Precision precision, const std::atomic<bool>* cancel) {
     try {
-        torch::jit::Module m = torch::jit::load(path, torch::kCPU);
+        torch::jit::Module m =
+            torch::jit::load(std::make_shared<detail::CancellableFile>(path, cancel), torch::kCPU);
         m.eval();
         if (manifest.storage == "float16")
             m.to(torch::kFloat32);
@@ -96,11 +102,15 @@ torch::jit::Module loadModule(const std::string& path, const Manifest& manifest,
         }
         return m;
     } catch (const c10::Error& e) {
+        if (cancel && cancel->load()) // the archive reader failed on a short read
+            throw cancelledError(manifest);
         throw EngineError(path +
                           " cannot be loaded as a TorchScript module (damaged, or written "
                           "by another exporter): " +
                           oneLine(e));
     } catch (const std::exception& e) {
+        if (cancel && cancel->load())
+            throw cancelledError(manifest);
         throw EngineError(path + " cannot be loaded as a TorchScript module: " + oneLine(e.what()));
     }
 }
@@ -169,6 +179,9 @@ struct Model::Impl {
     // package's seed and the tensor's name, so the weights do not depend on the list's order.
     void generateParameters() const {
         for (const GeneratedParameter& p : manifest.generatedParameters) {
+            // Filling the large speed-demo package takes seconds: a load stops between tensors.
+            if (options.cancel && options.cancel->load())
+                throw cancelledError(manifest);
             const std::string file = manifest.path(p.module);
             const at::Generator generator = at::detail::createCPUGenerator(
                 mixSeed(manifest.generatedSeed, p.module + "/" + p.names.front()));
@@ -186,8 +199,7 @@ struct Model::Impl {
                     to.setattr(slot, value.to(placeholder.scalar_type()));
                 } catch (const c10::Error& e) {
                     throw EngineError(file + ": cannot fill " + name + " (" +
-                                      std::string(e.what_without_backtrace()).substr(0, 200) +
-                                      ")");
+                                      std::string(e.what_without_backtrace()).substr(0, 200) + ")");
                 } catch (const std::exception& e) {
                     throw EngineError(file + " " + e.what());
                 }
@@ -248,6 +260,7 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
     std::shared_ptr<Model> model(new Model());
     Impl& d = *model->m_impl;
     d.options = options;
+    d.options.beforeModules = nullptr; // the caller's, for this load only
     try {
         d.manifest = readManifest(packageDir);
         verifyPackageFiles(d.manifest, true, options.cancel);
@@ -305,14 +318,18 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
     torch::jit::getProfilingMode() = false;
     auto checkCancel = [&] {
         if (options.cancel && options.cancel->load())
-            throw EngineError("loading " + d.manifest.dir + " was cancelled");
+            throw cancelledError(d.manifest);
     };
     checkCancel();
-    d.vision = loadModule(d.manifest.path("vision"), d.manifest, options.precision);
+    if (options.beforeModules)
+        options.beforeModules();
+    d.vision = loadModule(d.manifest.path("vision"), d.manifest, options.precision, options.cancel);
     checkCancel();
-    d.textEncoder = loadModule(d.manifest.path("text_encoder"), d.manifest, options.precision);
+    d.textEncoder =
+        loadModule(d.manifest.path("text_encoder"), d.manifest, options.precision, options.cancel);
     checkCancel();
-    d.decoder = loadModule(d.manifest.path("decoder"), d.manifest, options.precision);
+    d.decoder =
+        loadModule(d.manifest.path("decoder"), d.manifest, options.precision, options.cancel);
     checkCancel();
     d.generateParameters();
     d.shareParameters();
@@ -548,6 +565,34 @@ void checkPrompt(const Manifest& m, const std::vector<int64_t>& ids) {
 }
 
 } // namespace
+
+ImageEncoding Session::encodeImage(const RgbImage& image, const std::atomic<bool>* cancel) {
+    c10::InferenceMode guard;
+    ImageEncoding out;
+    auto cancelled = [&] { return out.cancelled = cancel && cancel->load(); };
+    if (image.empty())
+        throw ImageError("no image to encode");
+    const uint64_t key = hashImage(image);
+    if (m_state->features.find(key).defined()) {
+        out.alreadyEncoded = true;
+        return out;
+    }
+    if (cancelled())
+        return out;
+    const Manifest& m = m_model->manifest();
+    auto start = Clock::now();
+    const std::vector<float> chw =
+        preprocess(image, m.imageWidth, m.imageHeight, m.imageMean, m.imageStd);
+    out.preprocessMs = msSince(start);
+    if (cancelled())
+        return out;
+    start = Clock::now();
+    torch::Tensor features =
+        m_model->impl().imageFeatures(toTensor(chw, {1, 3, m.imageHeight, m.imageWidth}));
+    out.visionMs = msSince(start);
+    m_state->features.remember(key, std::move(features));
+    return out;
+}
 
 FloatArray Session::imageFeatures(const std::vector<float>& pixelValues) {
     c10::InferenceMode guard;

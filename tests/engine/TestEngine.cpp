@@ -96,6 +96,7 @@ private slots:
     void callbackStops();
     void cancelBeforeDecoding();
     void featureReuse();
+    void encodeImageAheadOfRun();
     void verifiedRecordKeepsRecentEntries();
     void batchEqualsOneByOne_data();
     void batchEqualsOneByOne();
@@ -542,6 +543,30 @@ void TestEngine::featureReuse() {
     const Result third = s.generate(req, o);
     QVERIFY(!third.timings.featuresReused);
     QCOMPARE(third.generatedIds, second.generatedIds);
+}
+
+void TestEngine::encodeImageAheadOfRun() {
+    // The app's encode on open: features computed before the request are what the run uses,
+    // and its answer is the one a run that encodes itself gives.
+    Session s(m_models[0]);
+    const RgbImage pier = loadImage(FLORENCE_SAMPLES_DIR "/pier.png");
+    std::atomic<bool> cancel{true};
+    const ImageEncoding skipped = s.encodeImage(pier, &cancel);
+    QVERIFY(skipped.cancelled);
+    const ImageEncoding done = s.encodeImage(pier);
+    QVERIFY(!done.cancelled && !done.alreadyEncoded);
+    QVERIFY(done.visionMs > 0);
+    QVERIFY(s.encodeImage(pier).alreadyEncoded);
+    Request req;
+    req.image = std::make_shared<const RgbImage>(pier);
+    req.prompt = m_tasks[1].prompt;
+    GenerationOptions o = model(0).defaultOptions();
+    o.numBeams = 1;
+    o.maxNewTokens = 24;
+    const Result ahead = s.generate(req, o);
+    QVERIFY(ahead.timings.featuresReused);
+    QCOMPARE(ahead.timings.visionMs, 0.0);
+    QCOMPARE(ahead.generatedIds, m_tasks[1].generated);
 }
 
 void TestEngine::batchEqualsOneByOne_data() {

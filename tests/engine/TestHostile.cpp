@@ -110,6 +110,8 @@ class TestHostile : public QObject {
 private slots:
     void initTestCase();
     void pickleWithPayloadIsRefused();
+    void checkpointErrorsNameTheFile_data();
+    void checkpointErrorsNameTheFile();
     void scriptedModuleOfAnotherAuthorIsRefused_data();
     void scriptedModuleOfAnotherAuthorIsRefused();
     void manifestValuesOutOfRange_data();
@@ -118,6 +120,8 @@ private slots:
     void packageFilesThatAreNotFiles_data();
     void packageFilesThatAreNotFiles();
     void loadCanBeCancelled();
+    void loadStopsInsideAModuleArchive();
+    void modulesLoadOnlyAfterTheChecks();
     void importOutIsNeverDeleted_data();
     void importOutIsNeverDeleted();
     void cancelledImportLeavesNoTemporaryFolder();
@@ -151,6 +155,96 @@ void TestHostile::pickleWithPayloadIsRefused() {
     const QString err = importError(job);
     QVERIFY2(err.contains("pytorch_model.bin") && err.contains("plain weights"), qPrintable(err));
     QVERIFY2(!err.contains('\n'), qPrintable(err));
+    QVERIFY2(!QFile::exists(witness), "the pickle's payload ran");
+    QVERIFY(!QFile::exists(dir.path() + "/out"));
+}
+
+// What a stranger's Hugging Face folder can hold, through the exporter (/usr/bin/python3): each
+// gives one line naming the file at fault and what is wrong with it, and no code of theirs runs.
+void TestHostile::checkpointErrorsNameTheFile_data() {
+    QTest::addColumn<QString>("kind");
+    QTest::addColumn<QString>("file"); // named in the message ("" = the folder)
+    QTest::addColumn<QString>("problem");
+    QTest::newRow("no weights") << "no-weights"
+                                << ""
+                                << "no weights found";
+    QTest::newRow("text named pytorch_model.bin") << "text"
+                                                  << "pytorch_model.bin"
+                                                  << "not a PyTorch checkpoint";
+    QTest::newRow("half a checkpoint") << "truncated"
+                                       << "pytorch_model.bin"
+                                       << "damaged or incomplete";
+    QTest::newRow("zip checkpoint calling os.system") << "zip-payload"
+                                                      << "pytorch_model.bin"
+                                                      << "holds more than plain weights";
+    QTest::newRow("config missing") << "no-config"
+                                    << "config.json"
+                                    << "is missing";
+    QTest::newRow("config not JSON") << "config-text"
+                                     << "config.json"
+                                     << "is not valid JSON";
+    QTest::newRow("d_model 10^12") << "d-model"
+                                   << "config.json"
+                                   << "text_config.d_model is 1000000000000";
+    QTest::newRow("16 billion parameters, each size within bounds") << "billions"
+                                                                    << "config.json"
+                                                                    << "billion parameters";
+    QTest::newRow("vision stage of depth 10^6") << "vision-depth"
+                                                << "config.json"
+                                                << "vision_config.depths";
+}
+
+void TestHostile::checkpointErrorsNameTheFile() {
+    QFETCH(QString, kind);
+    QFETCH(QString, file);
+    QFETCH(QString, problem);
+    QTemporaryDir dir;
+    const QString hf = dir.path() + "/hf";
+    const QString witness = dir.path() + "/payload-ran";
+    QVERIFY(QDir().mkpath(hf));
+    if (kind != "no-config")
+        QVERIFY(QFile::copy(kFixture + "/config.json", hf + "/config.json"));
+    if (kind != "no-weights")
+        QVERIFY(QFile::copy(kFixture + "/pytorch_model.bin", hf + "/pytorch_model.bin"));
+    QFile weights(hf + "/pytorch_model.bin");
+    QJsonObject config = readJson(hf + "/config.json");
+    QJsonObject text = config["text_config"].toObject();
+    QJsonObject vision = config["vision_config"].toObject();
+    if (kind == "text" || kind == "config-text") {
+        QFile f(hf + (kind == "text" ? "/pytorch_model.bin" : "/config.json"));
+        QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        f.write("These are not the weights you are looking for.\n");
+    } else if (kind == "truncated") {
+        QVERIFY(weights.resize(weights.size() / 2));
+    } else if (kind == "zip-payload") {
+        QCOMPARE(python("import os, sys, torch\n"
+                        "class P:\n"
+                        "    def __reduce__(self):\n"
+                        "        return (os.system, ('touch ' + sys.argv[2],))\n"
+                        "torch.save({'w': P()}, sys.argv[1])\n",
+                        {hf + "/pytorch_model.bin", witness}),
+                 0);
+    } else if (kind == "d-model") {
+        text["d_model"] = 1e12;
+    } else if (kind == "billions") {
+        text["d_model"] = 16384;
+        text["vocab_size"] = 1000000;
+    } else if (kind == "vision-depth") {
+        vision["depths"] = QJsonArray{1, 1, 1000000, 1};
+    }
+    if (kind == "d-model" || kind == "billions" || kind == "vision-depth") {
+        config["text_config"] = text;
+        config["vision_config"] = vision;
+        writeJson(hf + "/config.json", config);
+    }
+    ImportJob job;
+    job.hfDir = hf.toStdString();
+    job.outDir = (dir.path() + "/out").toStdString();
+    const QString err = importError(job);
+    QVERIFY2(err.contains(file.isEmpty() ? hf : hf + "/" + file), qPrintable(err));
+    QVERIFY2(err.contains(problem), qPrintable(err));
+    QVERIFY2(!err.contains('\n'), qPrintable(err));
+    QVERIFY2(!err.contains("weights_only"), qPrintable(err)); // torch's advice to load unsafely
     QVERIFY2(!QFile::exists(witness), "the pickle's payload ran");
     QVERIFY(!QFile::exists(dir.path() + "/out"));
 }
@@ -374,6 +468,41 @@ void TestHostile::loadCanBeCancelled() {
     options.cancel = &cancel;
     const QString err = errorOf([&] { Model::load(kBundled.toStdString(), options); });
     QVERIFY2(err.contains("cancelled"), qPrintable(err));
+}
+
+void TestHostile::loadStopsInsideAModuleArchive() {
+    // Set just before the modules are read (the last check of the flag before them has passed):
+    // the archive reader sees short reads and the load ends as cancelled, not as a damaged file.
+    std::atomic<bool> cancel{false};
+    LoadOptions options;
+    options.cancel = &cancel;
+    options.beforeModules = [&] { cancel = true; };
+    const QString err = errorOf([&] { Model::load(kBundled.toStdString(), options); });
+    QVERIFY2(err.contains("cancelled") && err.contains(kBundled), qPrintable(err));
+    QVERIFY2(!err.contains("TorchScript"), qPrintable(err));
+}
+
+void TestHostile::modulesLoadOnlyAfterTheChecks() {
+    // beforeModules is where a caller releases the model in use: never for a package its
+    // checks refuse, once for a good one.
+    int calls = 0;
+    LoadOptions options;
+    options.beforeModules = [&] { ++calls; };
+    QTemporaryDir dir;
+    const QString pkg = dir.path() + "/pkg";
+    copyDir(kBundled, pkg);
+    {
+        QFile decoder(pkg + "/decoder.pt");
+        QVERIFY(decoder.open(QIODevice::ReadWrite));
+        QVERIFY(decoder.seek(100));
+        QCOMPARE(decoder.write("XXXX"), qint64(4));
+    }
+    const QString err = errorOf([&] { Model::load(pkg.toStdString(), options); });
+    QVERIFY2(err.contains("checksum"), qPrintable(err));
+    QCOMPARE(calls, 0);
+    const auto model = Model::load(kBundled.toStdString(), options);
+    QVERIFY(model != nullptr);
+    QCOMPARE(calls, 1);
 }
 
 void TestHostile::importOutIsNeverDeleted_data() {

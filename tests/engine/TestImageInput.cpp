@@ -14,7 +14,10 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <zlib.h>
+
 #include <cmath>
+#include <fcntl.h>
 #include <random>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -155,6 +158,10 @@ private slots:
     void resizeRejectsEmpty();
     void hostileFiles_data();
     void hostileFiles();
+    void gifIsRefusedClearly_data();
+    void gifIsRefusedClearly();
+    void damagedPngIsReportedQuietly_data();
+    void damagedPngIsReportedQuietly();
 };
 
 void TestImageInput::resizeMatchesPil_data() {
@@ -487,8 +494,8 @@ void TestImageInput::loadErrorsNameTheFile_data() {
     QTest::newRow("text") << "notes.png" << QByteArray("just some text, not pixels\n")
                           << "not an image";
     QTest::newRow("truncated png")
-        << "cut.png" << validPng.left(validPng.size() / 3) << "not an image";
-    QTest::newRow("png header only") << "header.png" << validPng.left(40) << "not an image";
+        << "cut.png" << validPng.left(validPng.size() / 3) << "PNG file is damaged";
+    QTest::newRow("png header only") << "header.png" << validPng.left(40) << "PNG file is damaged";
     QTest::newRow("truncated jpeg") << "cut.jpg" << validJpg.left(200) << "not an image";
     QTest::newRow("zero width") << "zero.png" << pngHeaderClaiming(0, 100) << "no pixels";
     // 50000×50000 claimed in a 33-byte file: refused from the header, before decoding.
@@ -644,6 +651,187 @@ void TestImageInput::hostileFiles() {
         QVERIFY2(message.contains(path), qPrintable(message));
         QVERIFY2(message.contains(problem, Qt::CaseInsensitive), qPrintable(message));
         QVERIFY2(!message.contains('\n'), qPrintable(message));
+    }
+}
+
+namespace {
+
+void appendBe32(QByteArray& out, uint32_t v) {
+    for (int shift = 24; shift >= 0; shift -= 8)
+        out.append(char((v >> shift) & 0xff));
+}
+
+uint32_t be32At(const QByteArray& b, int at) {
+    uint32_t v = 0;
+    for (int i = 0; i < 4; ++i)
+        v = (v << 8) | uint8_t(b[at + i]);
+    return v;
+}
+
+void appendChunk(QByteArray& png, const char* type, const QByteArray& data) {
+    appendBe32(png, uint32_t(data.size()));
+    const QByteArray body = QByteArray(type, 4) + data;
+    png.append(body);
+    appendBe32(png, uint32_t(crc32(0, reinterpret_cast<const Bytef*>(body.constData()),
+                                   uInt(body.size()))));
+}
+
+// A gray 8-bit PNG written by hand (OpenCV cannot write interlaced ones), with correct
+// checksums whatever `raw` holds: the filtered rows, Adam7 passes one after another.
+QByteArray grayPng(int w, int h, bool interlaced, const QByteArray& raw, int depth = 8) {
+    QByteArray ihdr;
+    appendBe32(ihdr, uint32_t(w));
+    appendBe32(ihdr, uint32_t(h));
+    ihdr.append(char(depth)).append(char(0)).append(char(0)).append(char(0));
+    ihdr.append(char(interlaced ? 1 : 0));
+    uLongf size = compressBound(uLong(raw.size()));
+    QByteArray z(int(size), 0);
+    compress(reinterpret_cast<Bytef*>(z.data()), &size,
+             reinterpret_cast<const Bytef*>(raw.constData()), uLong(raw.size()));
+    z.resize(int(size));
+    QByteArray png("\x89PNG\r\n\x1a\n", 8);
+    appendChunk(png, "IHDR", ihdr);
+    appendChunk(png, "IDAT", z);
+    appendChunk(png, "IEND", QByteArray());
+    return png;
+}
+
+// Filter byte 0 and a ramp for each row of each pass.
+QByteArray grayRows(int w, int h, bool interlaced) {
+    static const int x0[7] = {0, 4, 0, 2, 0, 1, 0}, dx[7] = {8, 8, 4, 4, 2, 2, 1};
+    static const int y0[7] = {0, 0, 4, 0, 2, 0, 1}, dy[7] = {8, 8, 8, 4, 4, 2, 2};
+    QByteArray raw;
+    for (int p = 0; p < (interlaced ? 7 : 1); ++p) {
+        const int pw = interlaced ? (w - x0[p] + dx[p] - 1) / dx[p] : w;
+        const int ph = interlaced ? (h - y0[p] + dy[p] - 1) / dy[p] : h;
+        if (pw <= 0 || ph <= 0)
+            continue;
+        for (int y = 0; y < ph; ++y) {
+            raw.append(char(0));
+            for (int x = 0; x < pw; ++x)
+                raw.append(char((x * 13 + y * 7 + p) & 0xff));
+        }
+    }
+    return raw;
+}
+
+} // namespace
+
+// libpng prints "libpng error: …" on stderr; the engine checks the PNG first, so a damaged one
+// gets our one-line message and nothing else is printed. Hand-made files with valid checksums
+// reach the checks past the chunk structure; the interlaced ones must still decode.
+void TestImageInput::damagedPngIsReportedQuietly_data() {
+    QTest::addColumn<QByteArray>("png");
+    QTest::addColumn<QString>("problem"); // "" = decodes
+    QTest::addColumn<int>("secondPixel"); // when it decodes: pixel (1, 0)
+    const QByteArray rows = grayRows(13, 11, false);
+    const QByteArray passes = grayRows(13, 11, true);
+    // Pixel (1, 0) is the second of a row, or the first of Adam7's sixth pass.
+    QTest::newRow("valid") << grayPng(13, 11, false, rows) << "" << 13;
+    QTest::newRow("valid interlaced") << grayPng(13, 11, true, passes) << "" << 5;
+    QTest::newRow("valid interlaced, one row")
+        << grayPng(13, 1, true, grayRows(13, 1, true)) << "" << 5;
+    QTest::newRow("trailing pixel data ignored")
+        << grayPng(13, 11, false, rows + QByteArray(20, 0)) << "" << 13;
+    QTest::newRow("cut") << grayPng(13, 11, false, rows).left(60) << "ends before its last chunk"
+                         << 0;
+    QByteArray flipped = grayPng(13, 11, false, rows);
+    flipped[45] = char(flipped[45] ^ 0x55);
+    QTest::newRow("checksum") << flipped << "fails its checksum" << 0;
+    QTest::newRow("too little data")
+        << grayPng(13, 11, false, rows.left(rows.size() - 5)) << "less pixel data" << 0;
+    QTest::newRow("interlaced, too little data")
+        << grayPng(13, 11, true, passes.left(passes.size() - 1)) << "less pixel data" << 0;
+    QByteArray badFilter = rows;
+    badFilter[14 * 3] = char(9);
+    QTest::newRow("filter type 9")
+        << grayPng(13, 11, false, badFilter) << "unknown filter type" << 0;
+    QTest::newRow("depth 3") << grayPng(13, 11, false, rows, 3) << "header is invalid" << 0;
+    QByteArray noDeflate = grayPng(13, 11, false, rows);
+    const int idat = int(noDeflate.indexOf("IDAT"));
+    noDeflate.replace(idat + 4, 4, QByteArray("\x78\x9c\xff\xff", 4)); // invalid block type
+    const QByteArray body = noDeflate.mid(idat, 4 + int(be32At(noDeflate, idat - 4)));
+    QByteArray crc;
+    appendBe32(crc, uint32_t(crc32(0, reinterpret_cast<const Bytef*>(body.constData()),
+                                   uInt(body.size()))));
+    noDeflate.replace(idat + body.size(), 4, crc);
+    QTest::newRow("corrupt deflate") << noDeflate << "compressed pixel data is corrupt" << 0;
+}
+
+void TestImageInput::damagedPngIsReportedQuietly() {
+    QFETCH(QByteArray, png);
+    QFETCH(QString, problem);
+    QFETCH(int, secondPixel);
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString path = dir.filePath("damaged.png");
+    writeBytes(path, png);
+    // What the libraries print goes to a file for the length of the call.
+    const QString errPath = dir.filePath("stderr.txt");
+    fflush(stderr);
+    const int saved = ::dup(2);
+    const int err = ::open(QFile::encodeName(errPath).constData(), O_WRONLY | O_CREAT, 0600);
+    QVERIFY(saved >= 0 && err >= 0);
+    ::dup2(err, 2);
+    ::close(err);
+    QString message;
+    RgbImage image;
+    try {
+        image = loadImage(path.toStdString());
+    } catch (const ImageError& e) {
+        message = QString::fromStdString(e.what());
+    }
+    fflush(stderr);
+    ::dup2(saved, 2);
+    ::close(saved);
+    QFile printed(errPath);
+    QVERIFY(printed.open(QIODevice::ReadOnly));
+    // Where the image opens, libpng's own warnings are left (trailing data: "Too much image
+    // data"); where it does not, our message is the only one.
+    if (!problem.isEmpty())
+        QCOMPARE(QString::fromLocal8Bit(printed.readAll()), QString());
+    if (problem.isEmpty()) {
+        QVERIFY2(message.isEmpty(), qPrintable(message));
+        QCOMPARE(image.width, 13);
+        QVERIFY(image.height == 11 || image.height == 1);
+        QCOMPARE(int(image.pixels[3 * 1]), secondPixel);
+    } else {
+        QVERIFY2(message.contains(path) && message.contains("PNG file is damaged") &&
+                     message.contains(problem),
+                 qPrintable(message));
+    }
+}
+
+// GIF is not decoded (this OpenCV has no GIF reader): a normal one and one declaring a
+// 65535×65535 canvas both get the same one-line message, from a file or from memory.
+void TestImageInput::gifIsRefusedClearly_data() {
+    QTest::addColumn<QString>("file");
+    QTest::newRow("normal 16x12") << "small.gif";
+    QTest::newRow("canvas 65535x65535") << "bomb.gif";
+}
+
+void TestImageInput::gifIsRefusedClearly() {
+    QFETCH(QString, file);
+    const QString path = dataPath(file);
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QByteArray bytes = f.readAll();
+    QVERIFY(bytes.startsWith("GIF89a"));
+    for (const bool fromFile : {true, false}) {
+        try {
+            if (fromFile)
+                loadImage(path.toStdString());
+            else
+                decodeImage(std::vector<uint8_t>(bytes.begin(), bytes.end()), "dropped image");
+            QFAIL("no error");
+        } catch (const ImageError& e) {
+            const QString message = QString::fromStdString(e.what());
+            QVERIFY2(message.contains(fromFile ? path : QStringLiteral("dropped image")),
+                     qPrintable(message));
+            QVERIFY2(message.contains("GIF images are not read"), qPrintable(message));
+            QVERIFY2(message.contains("PNG"), qPrintable(message));
+            QVERIFY2(!message.contains('\n'), qPrintable(message));
+        }
     }
 }
 

@@ -14,31 +14,46 @@ EngineWorker::~EngineWorker() = default;
 
 void EngineWorker::loadModel(const QString& packageDir, Precision precision) {
     emit modelLoading(packageDir);
+    bool released = false;
+    QString error;
     try {
         LoadOptions options;
         options.precision = precision;
         options.cancel = &m_stopLoading;
-        // The old model stays in memory until the new one has loaded: a package that fails
-        // to load (damaged, refused) must leave the model in use working.
-        auto model = Model::load(packageDir.toStdString(), options);
-        // Drop the old session first so two models are never resident longer than needed.
-        m_session.reset();
-        m_model = std::move(model);
-        m_session = std::make_unique<Session>(m_model);
-        const Manifest& m = m_model->manifest();
-        ModelInfo info;
-        info.dir = QString::fromStdString(m.dir.empty() ? packageDir.toStdString() : m.dir);
-        info.manifest = m;
-        // The precision the weights run in, not the manifest's (which is how they are stored).
-        info.precisionMode = m_model->loadOptions().precision;
-        info.loadMs = m_model->loadMs();
-        info.defaults = m_model->defaultOptions();
-        emit modelLoaded(info);
+        // Peak memory is one model, not two. A package that its checks refuse (damaged, not
+        // ours) never gets here, and the model in use keeps working.
+        options.beforeModules = [this, &released] {
+            m_session.reset();
+            m_model.reset();
+            released = true;
+            emit modelReleased();
+        };
+        install(Model::load(packageDir.toStdString(), options), packageDir);
+        return;
     } catch (const std::exception& e) {
-        emit modelFailed(packageDir, QString::fromStdString(e.what()));
+        error = QString::fromStdString(e.what());
     } catch (...) {
-        emit modelFailed(packageDir, tr("unknown error while loading the model"));
+        error = tr("unknown error while loading the model");
     }
+    if (released) {
+        emit modelUnloaded();
+        error += tr(" (the model in use had been released to make room; none is loaded now)");
+    }
+    emit modelFailed(packageDir, error);
+}
+
+void EngineWorker::install(std::shared_ptr<const Model> model, const QString& packageDir) {
+    m_model = std::move(model);
+    m_session = std::make_unique<Session>(m_model);
+    const Manifest& m = m_model->manifest();
+    ModelInfo info;
+    info.dir = QString::fromStdString(m.dir.empty() ? packageDir.toStdString() : m.dir);
+    info.manifest = m;
+    // The precision the weights run in, not the manifest's (which is how they are stored).
+    info.precisionMode = m_model->loadOptions().precision;
+    info.loadMs = m_model->loadMs();
+    info.defaults = m_model->defaultOptions();
+    emit modelLoaded(info);
 }
 
 RunOutcome EngineWorker::runPass(const RunRequest& request, const GenerationOptions& options,
@@ -184,6 +199,25 @@ void EngineWorker::run(const RunRequest& request) {
     } catch (...) {
         emit runFailed(request.runId, tr("unknown error in the engine"));
     }
+}
+
+void EngineWorker::encodeImage(const EncodeRequest& request) {
+    EncodeOutcome out;
+    out.imageId = request.imageId;
+    // No model yet: the window asks again once one is loaded.
+    if (!m_session || !request.image || (request.cancel && request.cancel->load())) {
+        out.encoding.cancelled = true;
+        emit imageEncoded(out);
+        return;
+    }
+    try {
+        out.encoding = m_session->encodeImage(*request.image, request.cancel.get());
+    } catch (const std::exception& e) {
+        out.error = QString::fromStdString(e.what());
+    } catch (...) {
+        out.error = tr("unknown error in the vision encoder");
+    }
+    emit imageEncoded(out);
 }
 
 } // namespace florence::ui

@@ -39,7 +39,10 @@ public:
     void stopLoading() { m_stopLoading.store(true); }
 
 public slots:
-    // Loads a package and replaces the current model; on failure the previous model stays.
+    // Loads a package and replaces the current model. The current model is released once the
+    // package has passed its checks, before its modules are read, so two models are never in
+    // memory at once: a package refused by the checks leaves the current model in use; one that
+    // fails later (or a cancelled load) leaves none, and modelUnloaded() says so.
     // Reloading the same package with another precision takes the same path.
     void loadModel(const QString& packageDir,
                    florence::Precision precision = florence::Precision::Float32);
@@ -48,10 +51,17 @@ public slots:
     // Answers a task on a folder of images, one at a time, writing each image's sidecars as it
     // completes (run/FolderRun.cpp); a broken image is reported and the run goes on.
     void processFolder(const florence::ui::FolderRequest& request);
+    // Runs the vision encoder on an image ahead of Run; the session keeps the features, so a
+    // run on that image (queued behind this, so it waits for it) reuses them.
+    void encodeImage(const florence::ui::EncodeRequest& request);
 
 signals:
     void modelLoading(const QString& packageDir);
     void modelLoaded(const florence::ui::ModelInfo& info);
+    // The previous model was released to make room for the one being loaded.
+    void modelReleased();
+    // Sent before modelFailed when the failed load had released the previous model.
+    void modelUnloaded();
     void modelFailed(const QString& packageDir, const QString& message);
     void runStarted(quint64 runId);
     void tokenReady(const florence::ui::TokenUpdate& update);
@@ -68,11 +78,14 @@ signals:
     void folderImageStarted(const QString& path, const QImage& thumbnail);
     void folderProgress(const florence::ui::FolderProgress& progress);
     void folderFinished(const florence::ui::FolderOutcome& outcome);
+    void imageEncoded(const florence::ui::EncodeOutcome& outcome);
 
 private:
     // What a pass reports while it runs: every token (tokenReady), how far it got
     // (compareTokens: a comparison's repeats), or nothing (its warm-up).
     enum class Report { Tokens, Progress, Nothing };
+
+    void install(std::shared_ptr<const Model> model, const QString& packageDir);
     RunOutcome runPass(const RunRequest& request, const GenerationOptions& options, int pass,
                        Report report = Report::Tokens);
     CompareOutcome compare(const RunRequest& request);

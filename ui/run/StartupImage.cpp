@@ -1,7 +1,5 @@
 #include "run/StartupImage.h"
 
-#include <QFileInfo>
-
 namespace florence::ui {
 
 namespace {
@@ -21,16 +19,6 @@ void endStartupOpen(QSettings& settings, bool opened) {
     if (opened)
         settings.remove(kKey);
     settings.sync();
-}
-
-void reopenAtStartup(const QString& path, const std::function<bool(const QString&)>& open) {
-    if (path.isEmpty() || !QFileInfo::exists(path))
-        return;
-    QSettings s;
-    if (mayReopenAtStartup(s, path)) {
-        beginStartupOpen(s, path);
-        endStartupOpen(s, open(path));
-    }
 }
 
 } // namespace florence::ui

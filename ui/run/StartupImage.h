@@ -4,14 +4,13 @@
 //   QSettings s;
 //   if (florence::ui::mayReopenAtStartup(s, lastImage)) {
 //       florence::ui::beginStartupOpen(s, lastImage);
-//       florence::ui::endStartupOpen(s, openImageFile(lastImage));
+//       florence::ui::endStartupOpen(s, opened); // when the decode ends (ImageOpener)
 //   }
 #pragma once
 
 #include <QSettings>
 #include <QString>
 
-#include <functional>
 
 namespace florence::ui {
 
@@ -21,7 +20,5 @@ bool mayReopenAtStartup(const QSettings& settings, const QString& path);
 void beginStartupOpen(QSettings& settings, const QString& path);
 // Clears the record when the image opened; keeps it when it failed.
 void endStartupOpen(QSettings& settings, bool opened);
-// All of the above: opens `path` with `open` when it exists and may be reopened.
-void reopenAtStartup(const QString& path, const std::function<bool(const QString&)>& open);
 
 } // namespace florence::ui

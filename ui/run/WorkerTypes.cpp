@@ -4,6 +4,8 @@ namespace florence::ui {
 
 void registerWorkerTypes() {
     qRegisterMetaType<RunRequest>();
+    qRegisterMetaType<EncodeRequest>();
+    qRegisterMetaType<EncodeOutcome>();
     qRegisterMetaType<TokenUpdate>();
     qRegisterMetaType<RunOutcome>();
     qRegisterMetaType<CompareOutcome>();

@@ -41,6 +41,20 @@ struct RunRequest {
     bool compareWarmup = true;
 };
 
+// The vision encoder run ahead of Run on the image just opened (issue 17, "encode on open").
+struct EncodeRequest {
+    quint64 imageId = 0; // the window's count of images shown
+    std::shared_ptr<const RgbImage> image;
+    // Set by the GUI thread when a newer image (or model) makes this encode pointless.
+    std::shared_ptr<std::atomic<bool>> cancel;
+};
+
+struct EncodeOutcome {
+    quint64 imageId = 0;
+    ImageEncoding encoding; // encoding.cancelled: skipped for a newer image or model
+    QString error;          // non-empty when the encoder failed (the run will say so again)
+};
+
 // One streamed token: the engine's TokenEvent as it was reported, plus which run and pass it
 // belongs to. `pass` is 0 for a single run; for a comparison 0 = cached, 1 = uncached.
 struct TokenUpdate {
@@ -104,6 +118,8 @@ void registerWorkerTypes();
 } // namespace florence::ui
 
 Q_DECLARE_METATYPE(florence::ui::RunRequest)
+Q_DECLARE_METATYPE(florence::ui::EncodeRequest)
+Q_DECLARE_METATYPE(florence::ui::EncodeOutcome)
 Q_DECLARE_METATYPE(florence::ui::TokenUpdate)
 Q_DECLARE_METATYPE(florence::ui::RunOutcome)
 Q_DECLARE_METATYPE(florence::ui::CompareOutcome)

@@ -219,7 +219,16 @@ void CompareView::setOutcome(const CompareOutcome& outcome) {
     m_marks->setText(marks.speedupText.isEmpty() ? QStringLiteral("–") : marks.speedupText);
     m_firstToken->setText(marks.firstTokenText.isEmpty() ? QStringLiteral("–")
                                                          : marks.firstTokenText);
-    m_note->setText(v.conclusion);
+    // Fair only when both kinds of pass did the same work before decoding.
+    const bool cachedReused = outcome.cached.result.timings.featuresReused;
+    const bool uncachedReused = outcome.uncached.result.timings.featuresReused;
+    m_note->setText(v.conclusion + QLatin1Char('\n') +
+                    (cachedReused && uncachedReused
+                         ? tr("Both passes used the image features computed before Run.")
+                     : !cachedReused && !uncachedReused
+                         ? tr("Both passes ran the vision encoder (no precomputed features).")
+                         : tr("Only one pass used precomputed image features: the totals are "
+                              "not comparable.")));
     m_verdict->setText(outcome.identical ? tr("identical ✔")
                                          : tr("different ✘ (the cache changed the answer)"));
 }

@@ -139,7 +139,14 @@ void LatencyChart::updateStats() {
 void LatencyChart::showStages(double preprocessMs, double visionMs, double textEncoderMs,
                               bool reused) {
     m_preprocess->setText(reused ? tr("– (features reused)") : formatMs(preprocessMs));
-    m_vision->setText(reused ? tr("– (features reused)") : formatMs(visionMs));
+    const bool before = reused && m_encodedBeforeRunMs > 0;
+    m_vision->setText(!reused  ? formatMs(visionMs)
+                      : before ? tr("%1 on open").arg(formatMs(m_encodedBeforeRunMs))
+                               : tr("– (features reused)"));
+    // Short enough for the narrow column; the tooltip says what it means.
+    m_vision->setToolTip(before ? tr("The vision encoder ran when the image was opened, before "
+                                     "Run, and took this long; the run reused its features.")
+                                : QString());
     m_textEncoder->setText(formatMs(textEncoderMs));
 }
 

@@ -38,6 +38,9 @@ public:
     // Pushes the steps added since the last refresh into the chart and the numbers.
     void refresh();
     void finishRun(const Timings& timings, bool cancelled);
+    // The vision encoder's time when it ran ahead of Run on the image shown (< 0: it did not);
+    // a run that reused those features shows it as run before Run.
+    void setEncodedBeforeRun(double visionMs) { m_encodedBeforeRunMs = visionMs; }
 
     int pointCount() const;
     QChart* chart() const { return m_chart; }
@@ -73,6 +76,7 @@ private:
     bool m_finished = false;
     bool m_stagesKnown = false;
     double m_preprocessMs = 0, m_visionMs = 0, m_textEncoderMs = 0;
+    double m_encodedBeforeRunMs = -1;
 };
 
 } // namespace florence::ui

@@ -35,6 +35,26 @@ class CheckpointError(Exception):
     """A checkpoint folder or file that cannot be used, with a message a user can act on."""
 
 
+def checkpoint_error(pt: str, e: Exception) -> str:
+    """One line saying why torch.load(weights_only=True) refused `pt`, without torch's advice to
+    load it unsafely."""
+    text = " ".join(str(e).split()) or type(e).__name__
+    try:
+        with open(pt, "rb") as f:
+            head = f.read(2)
+    except OSError as err:
+        return f"{pt}: cannot be read ({err.strerror})"
+    if head != b"PK" and head[:1] != b"\x80":
+        return (f"{pt}: not a PyTorch checkpoint (neither a zip archive nor a pickle): a damaged "
+                "file or another kind of file")
+    if "Weights only load failed" in text:
+        what = text.split("WeightsUnpickler error:", 1)[-1].strip()
+        return (f"{pt}: refused: it holds more than plain weights ({what[:120]}), and loading it "
+                "could run code; only checkpoints of plain weights are imported")
+    return (f"{pt}: cannot be read as a PyTorch checkpoint of plain weights ({text[:200]}): the "
+            "file is damaged or incomplete")
+
+
 def read_safetensors(path: str) -> Dict[str, torch.Tensor]:
     size = os.path.getsize(path)
     with open(path, "rb") as f:
@@ -118,10 +138,7 @@ def load_state_dict(folder: str) -> Dict[str, torch.Tensor]:
             # from a stranger is data, never code.
             sd = torch.load(pt, map_location="cpu", weights_only=True)
         except Exception as e:  # a truncated, foreign or code-carrying file: say which
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise CheckpointError(
-                f"{pt}: cannot be read as a PyTorch checkpoint of plain weights ({first[:200]}); "
-                "a checkpoint that needs more than tensors to load is refused") from None
+            raise CheckpointError(checkpoint_error(pt, e)) from None
         if not isinstance(sd, dict) or not all(
                 isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in sd.items()):
             raise CheckpointError(f"{pt}: does not hold a state dict (names to tensors)")

@@ -110,21 +110,63 @@ def read_json(path: str) -> dict:
         raise ExportError(f"{path} is not valid JSON ({e})") from None
 
 
+# Bounds well above any Florence-2 (large: d_model 1024, 12 layers, 16 heads, 51,289 tokens,
+# 1024 positions) and the same as the engine's for a package's manifest. Each alone is not
+# enough (d_model 16384 with a million tokens is 16 billion weights), so the estimated
+# parameter count is bounded too: a hostile config must not make the exporter allocate without
+# bound before the checkpoint's own tensors are even looked at.
+TEXT_LIMITS = {"d_model": 16384, "encoder_layers": 256, "decoder_layers": 256,
+               "encoder_attention_heads": 256, "decoder_attention_heads": 256,
+               "encoder_ffn_dim": 65536, "decoder_ffn_dim": 65536, "vocab_size": 1_000_000,
+               "max_position_embeddings": 65536}
+VISION_LIST_LIMITS = {"dim_embed": 16384, "num_heads": 256, "num_groups": 256, "depths": 256,
+                      "patch_size": 64, "patch_stride": 64, "patch_padding": 64}
+MAX_PARAMETERS = 5_000_000_000  # Florence-2-large has 0.77 billion
+
+
+def whole(value, low: int, high: int) -> bool:
+    return type(value) is int and low <= value <= high
+
+
 def check_config(config: dict, path: str) -> None:
     if (not isinstance(config, dict) or not isinstance(config.get("text_config"), dict)
             or not isinstance(config.get("vision_config"), dict)):
         raise ExportError(f"{path} is not a Florence-2 config (no text_config/vision_config)")
-    tc = config["text_config"]
-    for key in ("d_model", "encoder_layers", "decoder_layers", "encoder_attention_heads",
-                "decoder_attention_heads", "encoder_ffn_dim", "decoder_ffn_dim", "vocab_size",
-                "max_position_embeddings"):
+    tc, vc = config["text_config"], config["vision_config"]
+    for key, high in TEXT_LIMITS.items():
         if key not in tc:
             raise ExportError(f"{path}: text_config lacks {key}")
-        # Sizes a model of billions of parameters would not reach: a hostile config must not
-        # make the exporter allocate without bound.
-        if type(tc[key]) is not int or not 0 < tc[key] <= 1_000_000:
-            raise ExportError(f"{path}: text_config.{key} is {tc[key]!r}, expected a positive "
-                              "whole number")
+        if not whole(tc[key], 1, high):
+            raise ExportError(f"{path}: text_config.{key} is {tc[key]!r}, expected a whole "
+                              f"number from 1 to {high}")
+    stages = vc.get("dim_embed")
+    if not isinstance(stages, list) or not 1 <= len(stages) <= 8:
+        raise ExportError(f"{path}: vision_config.dim_embed is {stages!r}, expected a list of "
+                          "1 to 8 stage widths")
+    for key, high in VISION_LIST_LIMITS.items():
+        v = vc.get(key)
+        if (not isinstance(v, list) or len(v) != len(stages)
+                or not all(whole(x, 0 if key == "patch_padding" else 1, high) for x in v)):
+            raise ExportError(f"{path}: vision_config.{key} is {v!r}, expected {len(stages)} "
+                              f"whole numbers up to {high}, one per stage")
+    nested = {"window_size": vc.get("window_size"),
+              "image_pos_embed.max_pos_embeddings":
+                  (vc.get("image_pos_embed") or {}).get("max_pos_embeddings"),
+              "visual_temporal_embedding.max_temporal_embeddings":
+                  (vc.get("visual_temporal_embedding") or {}).get("max_temporal_embeddings")}
+    for key, v in nested.items():
+        if not whole(v, 1, 4096):
+            raise ExportError(f"{path}: vision_config.{key} is {v!r}, expected a whole number "
+                              "from 1 to 4096")
+    d, vocab = tc["d_model"], tc["vocab_size"]
+    text = ((vocab + 2 * tc["max_position_embeddings"]) * d
+            + tc["encoder_layers"] * (4 * d * d + 2 * d * tc["encoder_ffn_dim"])
+            + tc["decoder_layers"] * (8 * d * d + 2 * d * tc["decoder_ffn_dim"]))
+    vision = sum(depth * 12 * dim * dim for depth, dim in zip(vc["depths"], stages))
+    if text + vision > MAX_PARAMETERS:
+        raise ExportError(f"{path}: its sizes describe a model of about "
+                          f"{(text + vision) / 1e9:.0f} billion parameters, more than "
+                          f"{MAX_PARAMETERS // 1_000_000_000} billion: not a Florence-2 config")
 
 
 def random_state(model: Florence2, seed: int) -> None:

@@ -41,9 +41,14 @@ const char* precisionName(Precision p);
 struct LoadOptions {
     int threads = 0; // intra-op threads; 0 = all cores of the machine
     Precision precision = Precision::Float32;
-    // Set from another thread to stop a load (between files and while hashing them): load()
-    // then throws EngineError "… was cancelled".
+    // Set from another thread to stop a load (between files, while hashing them, while reading
+    // a module's archive and between generated parameters): load() then throws EngineError
+    // "… was cancelled".
     const std::atomic<bool>* cancel = nullptr;
+    // Called once the package's files are verified and its code checked, just before the
+    // modules are read into memory: a caller replacing a model releases the old one here, so the
+    // two are never in memory together, while a package refused by the checks leaves it alone.
+    std::function<void()> beforeModules = nullptr;
 };
 
 struct GenerationOptions {
@@ -88,6 +93,14 @@ struct Timings {
     bool featuresReused = false; // the image features came from an earlier run
 };
 
+// What Session::encodeImage did.
+struct ImageEncoding {
+    bool cancelled = false;      // stopped before the vision encoder ran
+    bool alreadyEncoded = false; // this session held the image's features already
+    double preprocessMs = 0;     // resize and normalization
+    double visionMs = 0;         // vision encoder + projection
+};
+
 struct Request {
     // The original image (its size maps locations to pixels); shared and never changed, so
     // requests, passes and threads hold the same pixels without copying them. May be null
@@ -107,8 +120,8 @@ struct Result {
     // log-probability in the returned beam). Forced tokens have 0. parseAnswerTokens turns these
     // into a score per answer item.
     std::vector<float> tokenLogprobs;
-    double score = 0;                  // beam score of the returned hypothesis
-    bool cancelled = false;            // stopped by the cancel flag or the callback
+    double score = 0;       // beam score of the returned hypothesis
+    bool cancelled = false; // stopped by the cancel flag or the callback
     Timings timings;
 };
 
@@ -186,6 +199,12 @@ public:
                                       const GenerationOptions& options,
                                       const BatchTokenCallback& onToken = {},
                                       const std::atomic<bool>* cancel = nullptr);
+
+    // Runs the vision encoder on `image` ahead of a request, keeping its features for the next
+    // runs on the same image (GenerationOptions::reuseFeatures), so the first token of a run
+    // does not wait for the encoder. `cancel` is checked before preprocessing and before the
+    // encoder.
+    ImageEncoding encodeImage(const RgbImage& image, const std::atomic<bool>* cancel = nullptr);
 
     // Diagnostics (parity tests): the stages on their own.
     FloatArray imageFeatures(const std::vector<float>& pixelValues);

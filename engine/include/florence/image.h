@@ -31,10 +31,10 @@ constexpr int64_t kMaxImagePixels = 100'000'000;
 constexpr int64_t kMaxImageFileBytes = 256ll << 20;
 
 // Reads PNG, JPEG, BMP, TIFF and WebP (told by the file's signature, whatever its name; other
-// formats are refused before any decoder sees them) with EXIF orientation applied; grayscale,
-// alpha and 16-bit images become RGB8. Only regular files up to kMaxImageFileBytes; the size the
-// header declares is checked against kMaxImagePixels before decoding. Throws ImageError with a
-// message naming the file.
+// formats, GIF included, are refused before any decoder sees them) with EXIF orientation
+// applied; grayscale, alpha and 16-bit images become RGB8. Only regular files up to
+// kMaxImageFileBytes; the size the header declares is checked against kMaxImagePixels before
+// decoding. Throws ImageError with a message naming the file.
 RgbImage loadImage(const std::string& path);
 // Same from encoded bytes in memory (a pasted or dropped image).
 RgbImage decodeImage(const std::vector<uint8_t>& encoded, const std::string& nameForErrors);

@@ -1,0 +1,57 @@
+#include "run/ImageEncoder.h"
+
+#include "run/EngineWorker.h"
+
+#include <utility>
+
+namespace florence::ui {
+
+ImageEncoder::ImageEncoder(EngineWorker* worker, QObject* parent)
+    : QObject(parent), m_worker(worker) {
+    connect(worker, &EngineWorker::imageEncoded, this, &ImageEncoder::onEncoded);
+}
+
+ImageEncoder::~ImageEncoder() {
+    cancel();
+}
+
+void ImageEncoder::cancel() {
+    if (m_cancel)
+        m_cancel->store(true);
+    m_pending = false;
+}
+
+void ImageEncoder::request(std::shared_ptr<const RgbImage> image) {
+    cancel();
+    if (image != m_image)
+        m_visionMs = -1; // another image: the last time measured is not its
+    m_image = std::move(image);
+    if (!m_image)
+        return;
+    EncodeRequest r;
+    r.imageId = ++m_lastId;
+    r.image = m_image;
+    r.cancel = m_cancel = std::make_shared<std::atomic<bool>>(false);
+    m_pending = true;
+    QMetaObject::invokeMethod(
+        m_worker, [w = m_worker, r] { w->encodeImage(r); }, Qt::QueuedConnection);
+}
+
+void ImageEncoder::onEncoded(const EncodeOutcome& outcome) {
+    if (outcome.imageId != m_lastId || !m_pending)
+        return; // an older image's, or cancelled since
+    m_pending = false;
+    if (!outcome.error.isEmpty()) {
+        emit failed(outcome.error);
+        return;
+    }
+    if (outcome.encoding.cancelled)
+        return; // no model yet: requested again once one is loaded
+    // Already encoded (the same image again after a reload that found it): the time measured
+    // when it was encoded stands.
+    if (!outcome.encoding.alreadyEncoded)
+        m_visionMs = outcome.encoding.visionMs;
+    emit ready(m_visionMs);
+}
+
+} // namespace florence::ui

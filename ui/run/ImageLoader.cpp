@@ -1,0 +1,41 @@
+#include "run/ImageLoader.h"
+
+#include "ImageSource.h"
+
+#include <QFileInfo>
+
+#include <utility>
+
+
+namespace florence::ui {
+
+namespace {
+
+DecodedImage decoded(quint64 id, const OpenedImage& o, const QString& path) {
+    DecodedImage out;
+    out.id = id;
+    out.path = o.image ? o.path : QFileInfo(path).absoluteFilePath();
+    out.name = o.image || path.isEmpty() ? o.name : QFileInfo(path).fileName();
+    out.image = o.image;
+    out.error = o.error;
+    return out;
+}
+
+} // namespace
+
+ImageLoader::ImageLoader(std::shared_ptr<const std::atomic<quint64>> latest, QObject* parent)
+    : QObject(parent), m_latest(std::move(latest)) {}
+
+void ImageLoader::loadFile(quint64 id, const QString& path) {
+    if (superseded(id))
+        return;
+    emit finished(decoded(id, readImageFile(path), path));
+}
+
+void ImageLoader::decodePasted(quint64 id, const QImage& image, const QString& name) {
+    if (superseded(id))
+        return;
+    emit finished(decoded(id, readImageData(image, name), QString()));
+}
+
+} // namespace florence::ui
