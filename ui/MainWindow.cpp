@@ -1,6 +1,7 @@
 #include "MainWindow.h"
 
 #include "ExportDocument.h"
+#include "HistoryDock.h"
 #include "ImageSource.h"
 #include "MainActions.h"
 #include "ModelCatalog.h"
@@ -15,7 +16,6 @@
 #include "dialogs/ImportDialog.h"
 #include "dialogs/ProcessFolderDialog.h"
 #include "run/EngineWorker.h"
-#include "run/History.h"
 #include "run/ImageEncoder.h"
 #include "run/ImageOpener.h"
 #include "run/RunController.h"
@@ -24,7 +24,6 @@
 #include "run/TaskPrompt.h"
 #include "widgets/CompareView.h"
 #include "widgets/ControlPanel.h"
-#include "widgets/HistoryPanel.h"
 #include "widgets/ImageView.h"
 #include "widgets/LatencyChart.h"
 #include "widgets/ResultsPanel.h"
@@ -39,17 +38,12 @@
 #include <QClipboard>
 #include <QCloseEvent>
 #include <QDir>
-#include <QDockWidget>
-#include <QDragEnterEvent>
-#include <QDropEvent>
 #include <QFileInfo>
 #include <QMenuBar>
 #include <QMessageBox>
-#include <QMimeData>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
-#include <QUrl>
 
 // The icons live in a static library, whose resource initializer the linker would drop.
 static void initUiResources() {
@@ -88,7 +82,8 @@ MainWindow::MainWindow(QWidget* parent)
     createCentral();
     m_actions->addMenus(menuBar());
     m_actions->addToolBar(this);
-    createHistoryDock();
+    m_historyDock = new HistoryDock(this, m_actions.get());
+    connect(m_historyDock, &HistoryDock::entryChosen, this, &MainWindow::showHistoryEntry);
     m_recent = new RecentFiles(m_actions->recent, this);
     connect(m_recent, &RecentFiles::chosen, this, &MainWindow::openImageFile);
     connectActions();
@@ -117,10 +112,8 @@ MainWindow::MainWindow(QWidget* parent)
     m_thread->start();
 
     restoreSettings();
-    if (!m_history->load()) {
-        m_historyPanel->setNote(m_history->loadMessage());
-        showMessage(m_history->loadMessage(), true);
-    }
+    if (QString why; !m_historyDock->load(&why))
+        showMessage(why, true);
     m_models->refresh();
     onTaskInputChanged();
     updateActions();
@@ -243,69 +236,6 @@ void MainWindow::createCentral() {
     connect(m_runView, &RunView::runAnswered, this, &MainWindow::recordRun);
 }
 
-void MainWindow::createHistoryDock() {
-    m_history = new History(History::defaultPath(), kMaxHistoryEntries, this);
-    m_historyPanel = new HistoryPanel(m_history, this);
-    connect(m_historyPanel, &HistoryPanel::entryChosen, this, &MainWindow::showHistoryEntry);
-    auto* dock = new QDockWidget(tr("History"), this);
-    dock->setObjectName(QStringLiteral("historyDock"));
-    dock->setWidget(m_historyPanel);
-    addDockWidget(Qt::LeftDockWidgetArea, dock);
-    // Hidden until asked for (View › History, Ctrl+H; the window state remembers it): beside
-    // the panels it would make the window too wide for a 1024-pixel screen.
-    dock->hide();
-    QAction* toggle = dock->toggleViewAction();
-    toggle->setShortcut(QKeySequence(tr("Ctrl+H")));
-    toggle->setToolTip(tr("Show or hide the runs of earlier sessions (Ctrl+H)"));
-    addAction(toggle);
-    m_actions->listShortcut(toggle);
-    m_actions->view->addSeparator();
-    m_actions->view->addAction(toggle);
-}
-
-void MainWindow::connectImageOpener() {
-    m_opener = new ImageOpener(this);
-    connect(m_opener, &ImageOpener::opening, this, [this](const QString& name) {
-        statusBar()->showMessage(tr("Opening %1…").arg(name));
-        updateActions();
-    });
-    connect(m_opener, &ImageOpener::opened, this, [this](const DecodedImage& d) {
-        if (!d.path.isEmpty()) {
-            m_files->setLastFolder(QFileInfo(d.path).absolutePath());
-            m_recent->add(d.path);
-        }
-        setImage(d.image, d.path, d.name);
-        emit imageOpened(d.name);
-    });
-    connect(m_opener, &ImageOpener::failed, this, [this](const QString& message) {
-        // The image, task and results on screen stay as they were.
-        showMessage(message, true);
-        updateActions();
-        emit imageFailed(message);
-    });
-}
-
-void MainWindow::connectImageEncoder() {
-    m_encoder = new ImageEncoder(m_worker.get(), this);
-    // A new model has a new session without the features: encode again once it is loaded,
-    // unless the image was opened during the load (its encode, queued behind the load, is for
-    // the new model already; asking again would cancel it after a run was queued behind it).
-    connect(m_modelCtl, &ModelController::switching, m_encoder, &ImageEncoder::cancel);
-    connect(m_modelCtl, &ModelController::ready, this, [this] {
-        if (!m_encoder->isPending())
-            m_encoder->request(m_image);
-    });
-    connect(m_encoder, &ImageEncoder::ready, this, [this](double visionMs) {
-        m_latency->setEncodedBeforeRun(visionMs);
-        statusBar()->showMessage(
-            visionMs > 0 ? tr("Image ready (vision encoder: %1)")
-                               .arg(QString::fromStdString(florence::formatMs(visionMs)))
-                         : tr("Image ready"),
-            8000);
-        emit imageReady(visionMs);
-    });
-}
-
 // ------------------------------------------------------------------------------------------
 // Settings and window size
 
@@ -360,155 +290,8 @@ void MainWindow::showEvent(QShowEvent* event) {
     fitToScreen();
 }
 
-void MainWindow::fitToScreen() {
-    ui::fitToScreen(this);
-}
-
-// ------------------------------------------------------------------------------------------
-// Models
-
-void MainWindow::loadDefaultModel() {
-    m_modelCtl->openBundled();
-}
-
-void MainWindow::openModelPackage(const QString& dir) {
-    m_modelCtl->open(dir);
-}
-
-bool MainWindow::isModelReady() const {
-    return m_modelCtl->isReady();
-}
-
-const ModelInfo& MainWindow::modelInfo() const {
-    return m_modelCtl->info();
-}
-
-Precision MainWindow::chosenPrecision() const {
-    return m_panel->precision();
-}
-
-void MainWindow::setPrecision(Precision precision) {
-    m_panel->setPrecision(precision); // reloads the model, as when the user picks it
-}
-
-// ------------------------------------------------------------------------------------------
-// Images
-
-bool MainWindow::isRunning() const {
-    return m_run->isRunning();
-}
-
-QString MainWindow::lastPrompt() const {
-    return QString::fromStdString(m_run->lastPrompt());
-}
-
-const GenerationOptions& MainWindow::lastOptions() const {
-    return m_run->lastOptions();
-}
-
-const ParsedAnswer& MainWindow::answer() const {
-    return m_run->answer();
-}
-
-int MainWindow::tokensReceived() const {
-    return m_run->tokensReceived();
-}
-
-QStringList MainWindow::recentFiles() const {
-    return m_recent->paths();
-}
-
-QSize MainWindow::imageSize() const {
-    return m_image ? QSize(m_image->width, m_image->height) : QSize();
-}
-
-bool MainWindow::isOpeningImage() const {
-    return m_opener->isPending();
-}
-
-void MainWindow::afterImageOpens(std::function<void()> f) {
-    m_opener->whenSettled(std::move(f));
-}
-
-bool MainWindow::openImageFile(const QString& path) {
-    if (path.isEmpty())
-        return false;
-    m_opener->openFile(path);
-    return true;
-}
-
-bool MainWindow::openImageData(const QImage& image, const QString& name) {
-    if (image.isNull()) {
-        showMessage(tr("The clipboard or drop holds no readable image."), true);
-        return false;
-    }
-    m_opener->openPasted(image, name);
-    return true;
-}
-
-bool MainWindow::openMimeData(const QMimeData* mime) {
-    if (!mime)
-        return false;
-    if (mime->hasUrls()) {
-        for (const QUrl& url : mime->urls())
-            if (url.isLocalFile())
-                return openImageFile(url.toLocalFile());
-    }
-    if (mime->hasImage())
-        return openImageData(qvariant_cast<QImage>(mime->imageData()), tr("pasted image"));
-    showMessage(tr("Nothing to open: drop or paste an image or an image file."), true);
-    return false;
-}
-
-void MainWindow::setImage(std::shared_ptr<const RgbImage> image, const QString& path,
-                          const QString& name) {
-    if (isRunning()) {
-        // The answer would belong to the previous image: stop it and ignore what it still sends.
-        m_run->cancel();
-        m_runView->end(tr("Cancelled: another image was opened"), true);
-    }
-    m_image = std::move(image);
-    m_imagePath = path;
-    m_imageName = name;
-    m_view->setImage(toQImage(*m_image));
-    m_latency->setEncodedBeforeRun(-1);
-    m_encoder->request(m_image); // queued behind a model load, ahead of any run
-    m_region.reset();
-    // Nothing of the previous image's answer, charts or status stays.
-    m_run->clearAnswer();
-    m_runView->clear();
-    statusBar()->clearMessage();
-    onTaskInputChanged();
-    setWindowTitle(tr("%1 — Florence Studio").arg(name));
-    showMessage(tr("%1: %2 × %3 pixels").arg(name).arg(m_image->width).arg(m_image->height));
-    updateActions();
-}
-
-void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
-    if (event->mimeData()->hasUrls() || event->mimeData()->hasImage())
-        event->acceptProposedAction();
-}
-
-void MainWindow::dropEvent(QDropEvent* event) {
-    if (openMimeData(event->mimeData()))
-        event->acceptProposedAction();
-}
-
 // ------------------------------------------------------------------------------------------
 // Task and region
-
-QString MainWindow::currentTask() const {
-    return m_panel->task();
-}
-
-void MainWindow::setTask(const QString& token) {
-    if (!m_panel->setTask(token))
-        showMessage(tr("Unknown task %1").arg(token), true);
-}
-
-void MainWindow::setTaskText(const QString& text) {
-    m_panel->setTaskText(text);
-}
 
 void MainWindow::setRegion(const QRectF& imageRect) {
     m_region = imageRect;
@@ -639,15 +422,14 @@ void MainWindow::recordRun(const RunOutcome& outcome) {
     r.taskText = m_runTaskText;
     r.region = m_run->answerAskedRegion();
     r.image = m_run->answerImage();
-    QString error;
-    if (!m_history->add(makeHistoryDocument(r), &error))
-        m_historyPanel->setNote(error);
+    m_historyDock->record(r);
 }
 
 void MainWindow::showHistoryEntry(int row) {
-    if (row < 0 || row >= m_history->count())
+    const History* history = m_historyDock->history();
+    if (row < 0 || row >= history->count())
         return;
-    const HistoryEntry& e = m_history->entry(row);
+    const HistoryEntry& e = history->entry(row);
     const RecordedImage img = recordedImage(e);
     setImage(img.image, img.fromFile ? e.imagePath : QString(), e.imageName);
     if (!img.fromFile)
@@ -683,10 +465,6 @@ void MainWindow::showMessage(const QString& text, bool isError) {
         statusBar()->clearMessage();
     else
         statusBar()->showMessage(text, isError ? 15000 : 5000);
-}
-
-QString MainWindow::messageText() const {
-    return m_panel->message();
 }
 
 void MainWindow::updateActions() {
@@ -728,6 +506,7 @@ ProcessFolderDialog* MainWindow::showProcessFolderDialog() {
     opts.numBeams = m_panel->beams();
     opts.maxNewTokens = m_panel->maxNewTokens();
     opts.useCache = m_panel->useCache();
+    opts.ignoreEos = m_panel->ignoreEos();
     m_folderDialog->setOptions(opts);
     m_folderDialog->show();
     m_folderDialog->raise();
@@ -736,45 +515,6 @@ ProcessFolderDialog* MainWindow::showProcessFolderDialog() {
 
 bool MainWindow::isProcessingFolder() const {
     return m_folderDialog && m_folderDialog->isRunning();
-}
-
-bool MainWindow::openFirstRunSample(const QString& samplesDir) {
-    const QString sample = firstRunImage(samplesDir);
-    if (sample.isEmpty() || !openImageFile(sample))
-        return false;
-    if (isSampleScene(sample)) {
-        setTask(QStringLiteral("<CAPTION>"));
-        // Once the scene is shown; the run is queued behind the model load on the engine thread.
-        afterImageOpens([this, sample] {
-            if (m_imagePath == QFileInfo(sample).absoluteFilePath())
-                startRun();
-        });
-    }
-    return true;
-}
-
-QString MainWindow::firstRunImage(const QString& samplesDir) {
-    return ui::firstRunImage(samplesDir);
-}
-
-QString MainWindow::aboutText() const {
-    return AboutDialog::text(m_modelCtl->loaded());
-}
-
-QString MainWindow::shortcutsText() const {
-    return m_actions->shortcutsText();
-}
-
-void MainWindow::setMaxNewTokens(int n) {
-    m_panel->setMaxNewTokens(n);
-}
-
-int MainWindow::maxNewTokens() const {
-    return m_panel->maxNewTokens();
-}
-
-void MainWindow::setBeams(int n) {
-    m_panel->setBeams(n);
 }
 
 } // namespace florence::ui

@@ -39,6 +39,7 @@ class CompareView;
 class ControlPanel;
 class EngineWorker;
 class History;
+class HistoryDock;
 class HistoryPanel;
 class ImageEncoder;
 class ImageOpener;
@@ -110,8 +111,8 @@ public:
     ResultsPanel* resultsPanel() const { return m_results; }
     LatencyChart* latencyChart() const { return m_latency; }
     CompareView* compareView() const { return m_compare; }
-    History* history() const { return m_history; }
-    HistoryPanel* historyPanel() const { return m_historyPanel; }
+    History* history() const;
+    HistoryPanel* historyPanel() const;
 
 public slots:
     // These start opening an image and return at once (false only when there is nothing to
@@ -178,7 +179,6 @@ private:
     std::optional<std::string> currentPrompt(QString* error) const;
     bool startRequest(RunKind kind);
     void setImage(std::shared_ptr<const RgbImage> image, const QString& path, const QString& name);
-    void createHistoryDock();
     void recordRun(const RunOutcome& outcome);
 
     // Widgets (owned by Qt parents).
@@ -192,8 +192,7 @@ private:
     QSplitter* m_topSplit = nullptr;
     std::unique_ptr<StatusLabels> m_status;
     RunView* m_runView = nullptr; // how runs show in the widgets above
-    History* m_history = nullptr; // the runs remembered across restarts
-    HistoryPanel* m_historyPanel = nullptr;
+    HistoryDock* m_historyDock = nullptr; // the runs remembered across restarts
     RecentFiles* m_recent = nullptr;
     ModelController* m_modelCtl = nullptr; // the model in use
     ImageOpener* m_opener = nullptr;       // images decoded off the GUI thread

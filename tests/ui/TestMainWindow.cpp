@@ -1200,7 +1200,7 @@ void TestMainWindow::ignoreEosFollowsTheModel() {
     QVERIFY(load(speedLike));
     QVERIFY(check->isChecked());
     // The run lasts exactly Max new tokens.
-    QVERIFY(m_w->openImageFile(samplePath("pier.png")));
+    QVERIFY(openImage(samplePath("pier.png")));
     setSpin("maxTokensSpin", 6);
     setSpin("beamsSpin", 1);
     QSignalSpy tokens(m_w.get(), &MainWindow::tokenArrived);

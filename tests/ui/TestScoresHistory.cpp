@@ -26,6 +26,7 @@
 #include <QPlainTextEdit>
 #include <QSettings>
 #include <QDockWidget>
+#include <QFileInfo>
 #include <QSignalSpy>
 #include <QSlider>
 #include <QSpinBox>
@@ -43,6 +44,15 @@ using florence::ui::MainWindow;
 using florence::ui::MainWindowTester;
 
 namespace {
+
+// Images open off the GUI thread: waits until `path` is the one shown (or it failed).
+bool openAndWait(MainWindow* w, const QString& path) {
+    if (!w->openImageFile(path))
+        return false;
+    if (!QTest::qWaitFor([w] { return !w->isOpeningImage(); }, 60'000))
+        return false;
+    return w->hasImage() && w->imagePath() == QFileInfo(path).absoluteFilePath();
+}
 
 constexpr int kRunTimeoutMs = 180'000; // two shared cores, colleagues compiling
 constexpr int kScoreColumn = 4;
@@ -161,7 +171,7 @@ std::unique_ptr<MainWindow> TestScoresHistory::makeWindow() {
 }
 
 bool TestScoresHistory::runTask(MainWindow* w, const QString& image, const char* task) {
-    if (!w->openImageFile(image))
+    if (!openAndWait(w, image))
         return false;
     w->setTask(QString::fromLatin1(task));
     child<QSpinBox>(w, "beamsSpin")->setValue(1);
@@ -172,7 +182,7 @@ bool TestScoresHistory::runTask(MainWindow* w, const QString& image, const char*
 }
 
 void TestScoresHistory::showKnownAnswer(MainWindow* w, const QString& image) {
-    QVERIFY(w->openImageFile(image));
+    QVERIFY(openAndWait(w, image));
     MainWindowTester(w).showAnswerText(
         "<OD>", "</s><s>circle<loc_52><loc_333><loc_932><loc_774>star<loc_10>"
                 "<loc_10><loc_100><loc_200></s>");
@@ -324,7 +334,7 @@ void TestScoresHistory::historySurvivesRestartAndRestores() {
     QCOMPARE(w->latencyChart()->pointCount(), steps);
     QVERIFY2(!w->messageText().contains("gone"), qPrintable(w->messageText()));
     // Another image opened meanwhile: a second click on the same (current) entry shows it again.
-    QVERIFY(w->openImageFile(scenePath("scene_01.png")));
+    QVERIFY(openAndWait(w.get(), scenePath("scene_01.png")));
     QCOMPARE(w->imageView()->overlayItemCount(), 0);
     QTest::mouseClick(list->viewport(), Qt::LeftButton, {}, row.center());
     QCOMPARE(w->imagePath(), QFileInfo(scenePath("scene_00.png")).absoluteFilePath());
@@ -336,11 +346,11 @@ void TestScoresHistory::historySurvivesRestartAndRestores() {
 
 void TestScoresHistory::taskTextAndRegionAreRestored() {
     auto w = makeWindow();
-    w->openImageFile(scenePath("scene_00.png"));
+    openAndWait(w.get(), scenePath("scene_00.png"));
     w->setTaskText("red circle");
     QVERIFY(runTask(w.get(), scenePath("scene_00.png"), "<CAPTION_TO_PHRASE_GROUNDING>"));
     const QRectF region(40, 60, 200, 220);
-    QVERIFY(w->openImageFile(scenePath("scene_01.png")));
+    QVERIFY(openAndWait(w.get(), scenePath("scene_01.png")));
     w->setTask("<REGION_TO_CATEGORY>");
     w->setRegion(region);
     QSignalSpy done(w.get(), &MainWindow::runCompleted);
@@ -379,7 +389,7 @@ void TestScoresHistory::deletedImageGivesNote() {
     showKnownAnswer(w.get(), copy);
     QCOMPARE(w->history()->count(), 1);
     QVERIFY(QFile::remove(copy));
-    w->openImageFile(scenePath("scene_00.png"));
+    openAndWait(w.get(), scenePath("scene_00.png"));
     w->historyPanel()->chooseEntry(0);
     QVERIFY2(w->messageText().contains("is gone"), qPrintable(w->messageText()));
     QVERIFY(w->messageText().contains(QDir::toNativeSeparators(copy)));
