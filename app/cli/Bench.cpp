@@ -426,10 +426,16 @@ BatchReport measureBatching(Session& session, Progress& progress) {
 // baseline the ratios use, so they are not flattered by a slow BLAS setting.
 std::vector<std::pair<std::string, QProcessEnvironment>> pythonEnvironments() {
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    if (env.contains("FLORENCE_STUDIO_BLAS_REEXEC")) { // prepareProcess chose the kernels itself
+    // What prepareProcess set itself (florence/process.h), the baseline runs without.
+    if (env.contains("FLORENCE_STUDIO_BLAS_REEXEC")) {
         env.remove("FLORENCE_STUDIO_BLAS_REEXEC");
         env.remove("OPENBLAS_CORETYPE");
     }
+    if (env.contains("FLORENCE_STUDIO_OMP_PASSIVE")) {
+        env.remove("FLORENCE_STUDIO_OMP_PASSIVE");
+        env.remove("OMP_WAIT_POLICY");
+    }
+    env.remove("FLORENCE_STUDIO_REEXEC");
     const QString preset = env.value("OPENBLAS_CORETYPE");
     std::vector<std::pair<std::string, QProcessEnvironment>> out;
     out.emplace_back(preset.isEmpty()

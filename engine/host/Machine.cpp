@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 namespace florence {
@@ -51,6 +52,8 @@ std::string runtimeSummary() {
     else
         s += ", BLAS: not OpenBLAS";
     s += ", row kernels " + ops::rowKernelName();
+    if (const char* wait = std::getenv("OMP_WAIT_POLICY"))
+        s += std::string(", OMP_WAIT_POLICY=") + wait;
     return s;
 }
 

@@ -26,30 +26,57 @@ const char* preferredCoreType() {
     return nullptr;
 }
 
-constexpr const char* kReexecGuard = "FLORENCE_STUDIO_BLAS_REEXEC";
+constexpr const char* kReexecGuard = "FLORENCE_STUDIO_REEXEC";
+// Set when prepareProcess chose the OpenBLAS kernels or the OpenMP wait policy itself, so a child
+// that should see the user's environment (bench's Python baseline) can undo it.
+constexpr const char* kChoseBlas = "FLORENCE_STUDIO_BLAS_REEXEC";
+constexpr const char* kChoseOmp = "FLORENCE_STUDIO_OMP_PASSIVE";
+
+// OpenBLAS's kernels for this CPU when it fell back to generic ones; nullptr to keep them.
+const char* betterBlasKernels() {
+    const char* core = openblasCoreName();
+    if (!core)
+        return nullptr; // not OpenBLAS
+    // "Prescott" (or "Core2"/"Nehalem"…) is OpenBLAS's fallback for CPUs it does not know.
+    const bool fallback = std::strcmp(core, "Prescott") == 0 || std::strcmp(core, "Core2") == 0 ||
+                          std::strcmp(core, "Nehalem") == 0 ||
+                          std::strcmp(core, "Sandybridge") == 0;
+    return fallback ? preferredCoreType() : nullptr;
+}
 
 } // namespace
 
 void prepareProcess(int argc, char** argv) {
     (void)argc;
-    if (std::getenv("OPENBLAS_CORETYPE") || std::getenv(kReexecGuard))
+    if (std::getenv(kReexecGuard))
         return;
-    const char* core = openblasCoreName();
-    if (!core)
-        return; // not OpenBLAS
-    // "Prescott" (or "Core2"/"Nehalem"…) is OpenBLAS's fallback for CPUs it does not know.
-    const bool fallback = std::strcmp(core, "Prescott") == 0 || std::strcmp(core, "Core2") == 0 ||
-                          std::strcmp(core, "Nehalem") == 0 ||
-                          std::strcmp(core, "Sandybridge") == 0;
-    const char* wanted = preferredCoreType();
-    if (!fallback || !wanted)
+    bool changed = false;
+    // OpenMP threads that wait for work sleep instead of spinning: on a desktop where another
+    // program keeps a core busy, spinning threads take turns with it and a 2-thread vision
+    // encoder ran 2.9x slower than alone (the same work with sleeping threads 1.8x; README,
+    // Performance). The user's own OMP_WAIT_POLICY wins.
+    if (!std::getenv("OMP_WAIT_POLICY")) {
+        setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+        setenv(kChoseOmp, "1", 1);
+        changed = true;
+    }
+    if (!std::getenv("OPENBLAS_CORETYPE")) {
+        if (const char* wanted = betterBlasKernels()) {
+            setenv("OPENBLAS_CORETYPE", wanted, 1);
+            setenv(kChoseBlas, "1", 1);
+            changed = true;
+        }
+    }
+    if (!changed)
         return;
-    setenv("OPENBLAS_CORETYPE", wanted, 0);
     setenv(kReexecGuard, "1", 1);
-    // The kernel is chosen when libopenblas loads, so the setting only takes effect in a new
-    // process image. On failure we simply go on with the slow kernels.
+    // libgomp reads its settings and libopenblas picks its kernels when they load, so both take
+    // effect only in a new process image. On failure we go on as we are.
     execv("/proc/self/exe", argv);
-    unsetenv("OPENBLAS_CORETYPE");
+    if (std::getenv(kChoseOmp))
+        unsetenv("OMP_WAIT_POLICY");
+    if (std::getenv(kChoseBlas))
+        unsetenv("OPENBLAS_CORETYPE");
 }
 
 void tuneAllocator() {

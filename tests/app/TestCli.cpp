@@ -77,6 +77,7 @@ private slots:
     void runJsonHasTimingsAndAnnotates();
     void noCacheGivesSameTokens();
     void ignoreEosGeneratesExactlyMaxNewTokens();
+    void openMpThreadsSleepUnlessTheUserChose();
     void modelsListsTheSpeedDemos();
     void batchOfImages();
     void tokenize();
@@ -224,6 +225,29 @@ void TestCli::ignoreEosGeneratesExactlyMaxNewTokens() {
     const QJsonObject f = QJsonDocument::fromJson(forced.out).object();
     QCOMPARE(f["generated_ids"].toArray().size(), 61); // the decoder start token and 60 more
     QCOMPARE(f["generation"].toObject()["ignore_eos"].toBool(), true);
+}
+
+void TestCli::openMpThreadsSleepUnlessTheUserChose() {
+    // The runtime line names the OpenMP wait policy the run had: PASSIVE when the environment
+    // has none (prepareProcess sets it and re-executes), the user's own value otherwise.
+    const QStringList args{"run", "--image", kSamples + "/scenes/scene_00.png", "--beams", "1",
+                           "--max-new-tokens", "2", "--json", "--quiet"};
+    const auto runtimeWith = [&](const QString& policy) {
+        QProcess p;
+        QProcessEnvironment env = cliEnvironment();
+        env.remove("OMP_WAIT_POLICY");
+        if (!policy.isEmpty())
+            env.insert("OMP_WAIT_POLICY", policy);
+        p.setProcessEnvironment(env);
+        p.start(kCli, args);
+        if (!p.waitForFinished(120000) || p.exitCode() != 0)
+            return QString("failed: ") + p.readAllStandardError();
+        return QJsonDocument::fromJson(p.readAllStandardOutput()).object()["runtime"].toString();
+    };
+    const QString chosen = runtimeWith(QString());
+    QVERIFY2(chosen.endsWith("OMP_WAIT_POLICY=PASSIVE"), qPrintable(chosen));
+    const QString users = runtimeWith("ACTIVE");
+    QVERIFY2(users.endsWith("OMP_WAIT_POLICY=ACTIVE"), qPrintable(users));
 }
 
 void TestCli::modelsListsTheSpeedDemos() {

@@ -9,11 +9,14 @@
 
 namespace florence {
 
-// OpenBLAS 0.3.21 does not recognize recent CPUs and falls back to its slowest kernels; the
-// kernel is chosen when the library loads, before main(). When OpenBLAS would fall back and the
-// user has not set OPENBLAS_CORETYPE, this sets it for the CPU (SkylakeX on AVX-512, Haswell on
-// AVX2) and re-executes the program once so the library loads with it. Never overrides a value
-// the user set. Safe to call when OpenBLAS is not the BLAS in use (does nothing then).
+// Settings the libraries read when they load, before main(), so they take effect only in a new
+// process image; when one is missing this sets it and re-executes the program once:
+// - OMP_WAIT_POLICY=PASSIVE: OpenMP threads waiting for work sleep instead of spinning, which on
+//   cores shared with another busy program keeps the slowdown near that program's share
+//   (README, Performance: a busy desktop);
+// - OPENBLAS_CORETYPE: OpenBLAS 0.3.21 does not recognize recent CPUs and falls back to its
+//   slowest kernels; then this picks the CPU's (SkylakeX on AVX-512, Haswell on AVX2).
+// Never overrides a value the user set; the BLAS part does nothing when OpenBLAS is not in use.
 void prepareProcess(int argc, char** argv);
 
 // Keeps freed tensor memory in the heap instead of returning it to the kernel: the vision
