@@ -254,6 +254,44 @@ struct Model::Impl {
 Model::Model() : m_impl(std::make_unique<Impl>()) {}
 Model::~Model() = default;
 
+namespace {
+
+// A module is a program: run only the code this version's exporter writes, whatever the
+// manifest's checksums say (its author computed them). All three from one model family.
+void checkModuleCode(const Manifest& manifest) {
+    std::vector<std::string> families;
+    for (const char* role : {"vision", "text_encoder", "decoder"}) {
+        const std::string path = manifest.path(role);
+        std::vector<std::string> found;
+        try {
+            found = detail::codeFamilies(role, detail::torchScriptCodeDigest(path));
+        } catch (const detail::ArchiveError& e) {
+            throw EngineError(e.what());
+        }
+        if (found.empty())
+            throw EngineError(path +
+                              ": its TorchScript code is not code Florence Studio's exporter "
+                              "writes, so it is not run (the package was not made by this "
+                              "version's exporter, or was changed); re-import the model from its "
+                              "checkpoint (florence-studio-cli import --hf DIR --out PKG)");
+        if (std::string(role) == "vision") {
+            families = found;
+        } else {
+            std::vector<std::string> both;
+            for (const std::string& f : found)
+                if (std::find(families.begin(), families.end(), f) != families.end())
+                    both.push_back(f);
+            if (both.empty())
+                throw EngineError(path + ": its TorchScript code is of another model than " +
+                                  manifest.path("vision") +
+                                  "; re-import the model from its checkpoint");
+            families = both;
+        }
+    }
+}
+
+} // namespace
+
 std::shared_ptr<const Model> Model::load(const std::string& packageDir,
                                          const LoadOptions& options) {
     const auto start = Clock::now();
@@ -279,37 +317,7 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
         throw EngineError(d.manifest.dir + "/manifest.json: unknown precision " +
                           d.manifest.precision);
 
-    // A module is a program: run only the code this version's exporter writes, whatever the
-    // manifest's checksums say (its author computed them). All three from one model family.
-    std::vector<std::string> families;
-    for (const char* role : {"vision", "text_encoder", "decoder"}) {
-        const std::string path = d.manifest.path(role);
-        std::vector<std::string> found;
-        try {
-            found = detail::codeFamilies(role, detail::torchScriptCodeDigest(path));
-        } catch (const detail::ArchiveError& e) {
-            throw EngineError(e.what());
-        }
-        if (found.empty())
-            throw EngineError(path +
-                              ": its TorchScript code is not code Florence Studio's exporter "
-                              "writes, so it is not run (the package was not made by this "
-                              "version's exporter, or was changed); re-import the model from its "
-                              "checkpoint (florence-studio-cli import --hf DIR --out PKG)");
-        if (std::string(role) == "vision") {
-            families = found;
-        } else {
-            std::vector<std::string> both;
-            for (const std::string& f : found)
-                if (std::find(families.begin(), families.end(), f) != families.end())
-                    both.push_back(f);
-            if (both.empty())
-                throw EngineError(path + ": its TorchScript code is of another model than " +
-                                  d.manifest.path("vision") +
-                                  "; re-import the model from its checkpoint");
-            families = both;
-        }
-    }
+    checkModuleCode(d.manifest);
 
     setThreads(options.threads);
     tuneAllocator();

@@ -59,6 +59,24 @@ inline float expInPlace(float* sc, int64_t S) {
     return _mm512_reduce_add_ps(sum);
 }
 
+// The scores plus the additive mask (`ms`: its stride; 1 is the contiguous common case).
+inline void addMask(float* sc, const float* mask, int64_t ms, int64_t S) {
+    if (ms != 1) {
+        for (int64_t s = 0; s < S; ++s)
+            sc[s] += mask[s * ms];
+        return;
+    }
+    int64_t s = 0;
+    for (; s + 16 <= S; s += 16)
+        _mm512_storeu_ps(sc + s, _mm512_add_ps(_mm512_loadu_ps(sc + s), _mm512_loadu_ps(mask + s)));
+    if (s < S) {
+        const __mmask16 t = firstN(S - s);
+        _mm512_mask_storeu_ps(
+            sc + s, t,
+            _mm512_add_ps(_mm512_maskz_loadu_ps(t, sc + s), _mm512_maskz_loadu_ps(t, mask + s)));
+    }
+}
+
 // d in (16 (C - 1), 16 C]: q, the accumulators of the output, and one row of k or v fit in C
 // registers each; the last 16 are loaded masked when d is not a multiple of 16.
 template <int C>
@@ -97,20 +115,8 @@ void attend(const float* q, const float* k, int64_t ks, const float* v, int64_t 
             a = _mm512_fmadd_ps(load(k + s * ks, c), qv[c], a);
         sc[s] = _mm512_reduce_add_ps(a);
     }
-    if (mask && ms == 1) {
-        for (s = 0; s + 16 <= S; s += 16)
-            _mm512_storeu_ps(sc + s,
-                             _mm512_add_ps(_mm512_loadu_ps(sc + s), _mm512_loadu_ps(mask + s)));
-        if (s < S) {
-            const __mmask16 t = firstN(S - s);
-            _mm512_mask_storeu_ps(sc + s, t,
-                                  _mm512_add_ps(_mm512_maskz_loadu_ps(t, sc + s),
-                                                _mm512_maskz_loadu_ps(t, mask + s)));
-        }
-    } else if (mask) {
-        for (s = 0; s < S; ++s)
-            sc[s] += mask[s * ms];
-    }
+    if (mask)
+        addMask(sc, mask, ms, S);
 
     const float total = expInPlace(sc, S);
 
