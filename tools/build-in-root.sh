@@ -55,6 +55,12 @@ mount_in_root() {   # mount_in_root TARGET mount-arguments...
     local target="$root$1"
     shift
     mkdir -p "$target"
+    # The root is kept between runs: a run that was killed, or a chroot into the root by hand,
+    # may have left this mounted (mount would fail with "already mounted"). Take it down first.
+    while mountpoint -q "$target"; do
+        echo "unmounting $target, left mounted from before" >&2
+        umount -R "$target" 2>/dev/null || umount -l "$target"
+    done
     mount "$@" "$target"
     mounted+=("$target")
 }
