@@ -35,6 +35,21 @@ class CheckpointError(Exception):
     """A checkpoint folder or file that cannot be used, with a message a user can act on."""
 
 
+def refused_reason(raw: str) -> str:
+    """What torch.load(weights_only=True) found in a checkpoint, without its advice to load the
+    file unsafely. PyTorch 1.13 puts it after "WeightsUnpickler error:"; 2.6 on a line of its own
+    ("Trying to load unsupported GLOBAL posix.system ...") among lines about weights_only."""
+    if "WeightsUnpickler error:" in raw:
+        what = raw.split("WeightsUnpickler error:", 1)[-1]
+    else:
+        lines = [line.strip() for line in raw.splitlines() if line.strip()]
+        what = next((line for line in lines if "weights_only" not in line and
+                     "torch.load" not in line and not line.startswith("Weights only load failed")),
+                    "")
+    what = " ".join(what.split())
+    return "" if "weights_only" in what else what
+
+
 def checkpoint_error(pt: str, e: Exception) -> str:
     """One line saying why torch.load(weights_only=True) refused `pt`, without torch's advice to
     load it unsafely."""
@@ -48,8 +63,9 @@ def checkpoint_error(pt: str, e: Exception) -> str:
         return (f"{pt}: not a PyTorch checkpoint (neither a zip archive nor a pickle): a damaged "
                 "file or another kind of file")
     if "Weights only load failed" in text:
-        what = text.split("WeightsUnpickler error:", 1)[-1].strip()
-        return (f"{pt}: refused: it holds more than plain weights ({what[:120]}), and loading it "
+        what = refused_reason(str(e))
+        detail = f" ({what[:120]})" if what else ""
+        return (f"{pt}: refused: it holds more than plain weights{detail}, and loading it "
                 "could run code; only checkpoints of plain weights are imported")
     return (f"{pt}: cannot be read as a PyTorch checkpoint of plain weights ({text[:200]}): the "
             "file is damaged or incomplete")
