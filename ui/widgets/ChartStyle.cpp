@@ -8,6 +8,8 @@
 #include <QChartView>
 #include <QHBoxLayout>
 #include <QLegend>
+#include <QLineSeries>
+#include <QPen>
 #include <QValueAxis>
 #include <QWidget>
 
@@ -51,6 +53,24 @@ void setUpLatencyChart(QChart* chart, QValueAxis*& axisX, QValueAxis*& axisY) {
     setNiceRange(axisY, 10, false);
     chart->addAxis(axisX, Qt::AlignBottom);
     chart->addAxis(axisY, Qt::AlignLeft);
+}
+
+void addCacheSeries(QChart* chart, QValueAxis* axisX, QValueAxis* axisY,
+                    std::array<QLineSeries*, 2>& series) {
+    const QString names[2] = {QObject::tr("KV cache on"), QObject::tr("KV cache off")};
+    for (int i = 0; i < 2; ++i) {
+        series[i] = new QLineSeries();
+        series[i]->setName(names[i]);
+        chart->addSeries(series[i]);
+        series[i]->attachAxis(axisX);
+        series[i]->attachAxis(axisY);
+    }
+    chart->legend()->setAlignment(Qt::AlignTop);
+}
+
+void styleCacheSeries(std::array<QLineSeries*, 2>& series) {
+    series[0]->setPen(QPen(QColor(0x2c, 0xa0, 0x2c), 2));
+    series[1]->setPen(QPen(QColor(0xd6, 0x27, 0x28), 2));
 }
 
 NiceScale niceScale(double maxValue, bool integer, int maxTicks) {

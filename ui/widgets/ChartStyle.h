@@ -7,8 +7,11 @@
 #include <QPalette>
 #include <QString>
 
+#include <array>
+
 class QChart;
 class QChartView;
+class QLineSeries;
 class QValueAxis;
 class QWidget;
 
@@ -23,6 +26,14 @@ QString formatMs(double ms);
 // The latency charts' common frame: no animation (it lags behind fast streams), small margins,
 // "token" and "ms" value axes from 0 to 10 that the owner widens as steps arrive.
 void setUpLatencyChart(QChart* chart, QValueAxis*& axisX, QValueAxis*& axisY);
+
+// The "KV cache on" / "KV cache off" pair of lines of the comparison charts, on those axes, the
+// legend on top: series[0] cached, series[1] uncached.
+void addCacheSeries(QChart* chart, QValueAxis* axisX, QValueAxis* axisY,
+                    std::array<QLineSeries*, 2>& series);
+// Their pens: fixed hues (not palette roles), so cached and uncached keep their colours in both
+// themes and in every chart that shows them.
+void styleCacheSeries(std::array<QLineSeries*, 2>& series);
 
 // Ticks a reader can use: a step of 1, 2 or 5 times a power of ten (at least 1 for `integer`
 // axes, e.g. tokens), at most about `maxTicks` of them, from 0 to the first multiple of the

@@ -22,28 +22,12 @@
 
 namespace florence::ui {
 
-namespace {
-
-// Fixed hues (not palette roles) so "cached" and "uncached" keep their colors in both themes.
-const QColor kCachedColor(0x2c, 0xa0, 0x2c);
-const QColor kUncachedColor(0xd6, 0x27, 0x28);
-
-} // namespace
-
 CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     setObjectName(QStringLiteral("compareView"));
     m_chart = new QChart();
     m_chart->setTitle(tr("Cached vs uncached: run Compare (Ctrl+Shift+R)"));
     setUpLatencyChart(m_chart, m_axisX, m_axisY);
-    const QString names[2] = {tr("KV cache on"), tr("KV cache off")};
-    for (int i = 0; i < 2; ++i) {
-        m_series[i] = new QLineSeries();
-        m_series[i]->setName(names[i]);
-        m_chart->addSeries(m_series[i]);
-        m_series[i]->attachAxis(m_axisX);
-        m_series[i]->attachAxis(m_axisY);
-    }
-    m_chart->legend()->setAlignment(Qt::AlignTop);
+    addCacheSeries(m_chart, m_axisX, m_axisY, m_series);
 
     auto* stats = new QWidget(this);
     auto* form = new QFormLayout(stats);
@@ -284,8 +268,7 @@ QString CompareView::verdict() const {
 
 void CompareView::applyPalette() {
     applyChartPalette(m_chart, palette());
-    m_series[0]->setPen(QPen(kCachedColor, 2));
-    m_series[1]->setPen(QPen(kUncachedColor, 2));
+    styleCacheSeries(m_series);
 }
 
 void CompareView::changeEvent(QEvent* event) {

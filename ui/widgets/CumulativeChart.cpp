@@ -12,14 +12,6 @@
 
 namespace florence::ui {
 
-namespace {
-
-// The same hues as the latency curves beside it.
-const QColor kCachedColor(0x2c, 0xa0, 0x2c);
-const QColor kUncachedColor(0xd6, 0x27, 0x28);
-
-} // namespace
-
 CumulativeChart::CumulativeChart(QWidget* parent) : QChartView(parent) {
     setObjectName(QStringLiteral("cumulativeChartView"));
     m_chart = new QChart();
@@ -27,15 +19,7 @@ CumulativeChart::CumulativeChart(QWidget* parent) : QChartView(parent) {
     setUpLatencyChart(m_chart, m_axisX, m_axisY);
     m_axisX->setTitleText(tr("tokens generated"));
     m_axisY->setTitleText(tr("s"));
-    const QString names[2] = {tr("KV cache on"), tr("KV cache off")};
-    for (int i = 0; i < 2; ++i) {
-        m_series[i] = new QLineSeries();
-        m_series[i]->setName(names[i]);
-        m_chart->addSeries(m_series[i]);
-        m_series[i]->attachAxis(m_axisX);
-        m_series[i]->attachAxis(m_axisY);
-    }
-    m_chart->legend()->setAlignment(Qt::AlignTop);
+    addCacheSeries(m_chart, m_axisX, m_axisY, m_series);
     setChart(m_chart); // the view owns the chart
     setRenderHint(QPainter::Antialiasing);
     setMinimumSize(200, 140);
@@ -82,8 +66,7 @@ void CumulativeChart::updateRange() {
 
 void CumulativeChart::applyPalette() {
     applyChartPalette(m_chart, palette());
-    m_series[0]->setPen(QPen(kCachedColor, 2));
-    m_series[1]->setPen(QPen(kUncachedColor, 2));
+    styleCacheSeries(m_series);
 }
 
 void CumulativeChart::changeEvent(QEvent* event) {
