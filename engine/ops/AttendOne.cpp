@@ -1,8 +1,8 @@
 #include "AttendKernels.h"
 #include "RowKernels.h"
+#include "StepThreads.h"
 
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 #include <torch/library.h>
 
 #include <vector>
@@ -50,10 +50,10 @@ at::Tensor attendOne(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
     const float* vp = v.data_ptr<float>();
     const float* mp = m.data_ptr<float>();
     float* op = out.data_ptr<float>();
-    // Whole (batch, head) pairs per thread, at least ~64k floats of keys and values each: a
-    // self-attention cache of a few dozen positions is not worth waking a thread for.
-    const int64_t grain = std::max<int64_t>(1, 65536 / (2 * s * d));
-    at::parallel_for(0, b * h, grain, [&](int64_t begin, int64_t end) {
+    // Chunks of whole (batch, head) pairs, at least ~64k floats of keys and values each: a
+    // self-attention cache of a few dozen positions is not worth another core (StepThreads.h).
+    const int64_t chunk = std::max<int64_t>(1, 65536 / (2 * s * d));
+    splitOverCores(b * h, chunk, [&](int64_t begin, int64_t end) {
         std::vector<float> scratch(static_cast<size_t>(s));
         for (int64_t i = begin; i < end; ++i) {
             const int64_t bi = i / h, hi = i % h;

@@ -1,8 +1,8 @@
 #include "Ops.h"
 #include "RowKernels.h"
+#include "StepThreads.h"
 
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 #include <torch/library.h>
 
 #include <dlfcn.h>
@@ -75,14 +75,16 @@ at::Tensor linearRows(const at::Tensor& x, const at::Tensor& weight,
     const float* bp = hasBias ? bc.data_ptr<float>() : nullptr;
     float* yp = y.data_ptr<float>();
     const int r = static_cast<int>(rows);
-    // Threads take whole groups of four output columns (what the kernels compute at once), at
-    // least ~32k weights each: below that, waking a thread costs more than it saves.
+    // Chunks of whole groups of four output columns (what the kernels compute at once): at least
+    // ~32k weights each (below that, handing a chunk to another core costs more than it saves)
+    // and at most ~32 per product, so a helper that starts late leaves little for the caller to
+    // wait for (StepThreads.h).
     const int64_t groups = (n + 3) / 4;
-    const int64_t grain = std::max<int64_t>(1, 8192 / std::max<int64_t>(k, 1));
+    const int64_t chunk = std::max((32768 / 4 + k - 1) / std::max<int64_t>(k, 1), (groups + 31) / 32);
     if (wc.scalar_type() == at::kFloat) {
         const float* xp = xc.data_ptr<float>();
         const float* wp = wc.data_ptr<float>();
-        at::parallel_for(0, groups, grain, [&](int64_t begin, int64_t end) {
+        splitOverCores(groups, chunk, [&](int64_t begin, int64_t end) {
             rowsF32Avx512(xp, r, wp, bp, yp, n, k, begin * 4, std::min(end * 4, n));
         });
     } else {
@@ -90,7 +92,7 @@ at::Tensor linearRows(const at::Tensor& x, const at::Tensor& weight,
         prepareBf16Input(xc.data_ptr<float>(), r, k, prepared.data());
         const float* xp = prepared.data();
         const auto* wp = reinterpret_cast<const uint16_t*>(wc.data_ptr<at::BFloat16>());
-        at::parallel_for(0, groups, grain, [&](int64_t begin, int64_t end) {
+        splitOverCores(groups, chunk, [&](int64_t begin, int64_t end) {
             rowsBf16Avx512(xp, r, wp, bp, yp, n, k, begin * 4, std::min(end * 4, n));
         });
     }

@@ -9,16 +9,17 @@
 // florence::linear_rows(Tensor x, Tensor weight, Tensor? bias) -> Tensor
 //   x [..., k], weight [n, k] float32 or bfloat16, bias [n] or None; returns float32 [..., n],
 //   x W^T + bias. For one to four rows of x (a decoding step) it reads the weights once at
-//   memory speed with AVX-512 kernels (bfloat16 widened in registers, float32 products); other
-//   row counts and CPUs without AVX-512 go to LibTorch's own products.
+//   memory speed with AVX-512 kernels (bfloat16 widened in registers, float32 products), its
+//   output columns split over the cores by StepThreads.h; other row counts and CPUs without
+//   AVX-512 go to LibTorch's own products.
 //
 // florence::attend_one(Tensor q, Tensor k, Tensor v, Tensor mask) -> Tensor
 //   q [B, H, 1, d] (already scaled), k and v [B, H, S, d] (any strides with unit stride along
 //   d: a view of the preallocated cache), mask additive and broadcastable to [B, H, 1, S];
 //   returns softmax(q k^T + mask) v, [B, H, 1, d] (a view of a [B, 1, H, d] tensor, so merging
 //   the heads costs no copy). One pass over each head's keys and values with AVX-512, heads
-//   split over threads; other shapes and dtypes, d > 128 and CPUs without AVX-512 go to
-//   LibTorch's arithmetic.
+//   split over the cores by StepThreads.h; other shapes and dtypes, d > 128 and CPUs without
+//   AVX-512 go to LibTorch's arithmetic.
 #pragma once
 
 #include <string>
