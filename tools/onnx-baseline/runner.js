@@ -191,7 +191,10 @@ async function main() {
     else process.stdout.write(table(results, meta) + '\n');
 }
 
-main().catch((e) => {
-    process.stderr.write(`runner.js: ${e.message || e}\n`);
-    process.exit(1);
-});
+module.exports = {loadSessions, MODELS, EOS, DECODER_START};
+
+if (require.main === module)
+    main().catch((e) => {
+        process.stderr.write(`runner.js: ${e.message || e}\n`);
+        process.exit(1);
+    });
