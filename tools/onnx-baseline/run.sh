@@ -2,17 +2,20 @@
 # ONNX Runtime as a second baseline for `florence-studio-cli bench` (tools/onnx-baseline/README.md).
 #
 #   tools/onnx-baseline/run.sh [--size base|large] [--rounds N] [--tokens N] [--threads 2,1]
-#                              [--bench CLI [--repeat N]]
+#                              [--no-spin] [--bench CLI [--repeat N]]
 #
 # Exports the speed demo's model to ONNX once (cached in
 # ${XDG_CACHE_HOME:-~/.cache}/florence-studio/onnx-baseline/SIZE, made again when the exporter's
 # code changes), installs onnxruntime-node from package-lock.json when node_modules is missing
 # (needs network once), runs runner.js and prints its table. With --bench CLI it alternates
 # runner.js with `CLI bench --size SIZE --no-uncached --no-batch --no-python --lengths TOKENS`,
-# --repeat times (default 2), and prints both and their ratios (report.js).
+# --repeat times (default 2), and prints both and their ratios (report.js); before that it checks
+# the export against the engine: `CLI run` on the speed demo with the export's pixels, 32 tokens,
+# and check_cli.js decoding the same on ONNX Runtime (fp32 must choose the same tokens).
+# --no-spin: ONNX Runtime's idle threads sleep instead of spinning (its default).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-size=base rounds=5 tokens=64 threads=2,1 cli= repeat=2
+size=base rounds=5 tokens=64 threads=2,1 cli= repeat=2 spin=
 while [ $# -gt 0 ]; do
     case $1 in
         --size) size=$2; shift 2 ;;
@@ -21,7 +24,8 @@ while [ $# -gt 0 ]; do
         --threads) threads=$2; shift 2 ;;
         --bench) cli=$2; shift 2 ;;
         --repeat) repeat=$2; shift 2 ;;
-        -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --no-spin) spin=--no-spin; shift ;;
+        -h|--help) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -51,16 +55,25 @@ mkdir -p "$cache"
 grep '^export_onnx:' "$cache/export-$size.log" >&2 || true
 
 if [ -z "$cli" ]; then
-    exec node "$here/runner.js" --dir "$dir" --rounds "$rounds" --tokens "$tokens" --threads "$threads"
+    exec node "$here/runner.js" --dir "$dir" --rounds "$rounds" --tokens "$tokens" \
+        --threads "$threads" $spin
 fi
 runs=$(mktemp -d "${TMPDIR:-/tmp}/onnx-baseline.XXXXXX")
 trap 'rm -rf "$runs"' EXIT
+if [ -n "$package" ]; then
+    echo "checking the export against the engine (32 tokens of <CAPTION>, greedy)" >&2
+    "$cli" run --model "$package" --pixel-values "$dir/pixels.safetensors" --task '<CAPTION>' \
+        --beams 1 --ignore-eos --max-new-tokens 32 --json --quiet > "$runs/cli-run.json"
+    node "$here/check_cli.js" --dir "$dir" --cli-json "$runs/cli-run.json" ||
+        echo "run.sh: WARNING: ONNX Runtime's fp32 tokens differ from the engine's" >&2
+    node "$here/check_cli.js" --dir "$dir" --cli-json "$runs/cli-run.json" --variant int8 || true
+fi
 ort= engine=
 i=1
 while [ "$i" -le "$repeat" ]; do
     echo "run $i/$repeat: ONNX Runtime" >&2
     node "$here/runner.js" --dir "$dir" --rounds "$rounds" --tokens "$tokens" \
-        --threads "$threads" --json > "$runs/ort-$i.json"
+        --threads "$threads" $spin --json > "$runs/ort-$i.json"
     echo "run $i/$repeat: florence-studio-cli bench" >&2
     "$cli" bench --size "$size" --no-uncached --no-batch --no-python --lengths "$tokens" --json \
         > "$runs/engine-$i.json"

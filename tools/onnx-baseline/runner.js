@@ -4,13 +4,15 @@
 // the end token ignored, a fixed number of generated tokens.
 //
 //   node tools/onnx-baseline/runner.js --dir ~/.cache/florence-studio/onnx-baseline/base \
-//        [--threads 2,1] [--variants fp32,int8] [--rounds 5] [--tokens 64] [--json]
+//        [--threads 2,1] [--variants fp32,int8] [--rounds 5] [--tokens 64] [--no-spin] [--json]
 //
 // Per variant and thread count: one warm-up round, then --rounds rounds; each figure is the
 // median over the rounds. "first token" is what bench calls it: vision encoder + text encoder
 // (the engine adds its ~5 ms of preprocessing; here the pixels are given). "first step" is
 // the cross-attention keys/values plus the first decoding step; "step" the cached steps after
-// it (tokens 2..N), median and p95 within a round.
+// it (tokens 2..N), median and p95 within a round. --no-spin stops ONNX Runtime's idle
+// intra-op threads from spinning (session.intra_op.allow_spinning=0; ONNX Runtime spins by
+// default, the engine's OpenMP threads sleep: OMP_WAIT_POLICY=PASSIVE).
 'use strict';
 
 const fs = require('fs');
@@ -23,7 +25,7 @@ const MODELS = ['vision_encoder', 'encoder_model', 'decoder_cross_kv', 'decoder_
 
 function parseArgs(argv) {
     const args = {dir: '', threads: [2, 1], variants: ['fp32', 'int8'], rounds: 5, tokens: 64,
-                  json: false};
+                  json: false, spin: true};
     for (let i = 0; i < argv.length; i++) {
         const a = argv[i];
         const value = () => {
@@ -36,6 +38,7 @@ function parseArgs(argv) {
         else if (a === '--rounds') args.rounds = Number(value());
         else if (a === '--tokens') args.tokens = Number(value());
         else if (a === '--json') args.json = true;
+        else if (a === '--no-spin') args.spin = false;
         else if (a === '--help' || a === '-h') {
             process.stdout.write(fs.readFileSync(__filename, 'utf8').split('\n').slice(1, 14)
                 .map((l) => l.replace(/^\/\/ ?/, '')).join('\n') + '\n');
@@ -75,9 +78,11 @@ function argmaxIgnoringEos(logits) {
     return best;
 }
 
-async function loadSessions(folder, threads) {
+async function loadSessions(folder, threads, spin = true) {
     const options = {intraOpNumThreads: threads, interOpNumThreads: 1,
                      executionMode: 'sequential', graphOptimizationLevel: 'all'};
+    if (!spin)
+        options.extra = {session: {intra_op: {allow_spinning: '0'}, inter_op: {allow_spinning: '0'}}};
     const sessions = {};
     const start = now();
     for (const name of MODELS)
@@ -132,12 +137,13 @@ async function round(s, meta, pixels, tokens) {
 
 async function measure(dir, variant, threads, meta, pixels, args) {
     const folder = variant === 'int8' ? path.join(dir, 'int8') : dir;
-    const {sessions, loadMs} = await loadSessions(folder, threads);
+    const {sessions, loadMs} = await loadSessions(folder, threads, args.spin);
     await round(sessions, meta, pixels, args.tokens); // warm-up
     const rounds = [];
     for (let r = 0; r < args.rounds; r++) rounds.push(await round(sessions, meta, pixels, args.tokens));
     for (const s of Object.values(sessions)) await s.release();
-    const result = {variant, threads, load_ms: loadMs, rounds: rounds.length};
+    const result = {variant, threads, spinning: args.spin, load_ms: loadMs,
+                    rounds: rounds.length};
     for (const key of ['vision_ms', 'text_encoder_ms', 'first_token_ms', 'first_step_ms',
                        'step_ms', 'step_p95_ms'])
         result[key] = median(rounds.map((r) => r[key]));
@@ -157,7 +163,8 @@ function table(results, meta) {
     const f = (x) => (x >= 100 ? x.toFixed(0) : x.toFixed(1));
     const lines = [
         `ONNX Runtime ${ort.env.versions.common} (onnxruntime-node, CPU), Florence-2 ` +
-        `${meta.size}, ${meta.prompt_ids.length}-token prompt, medians of ${results[0].rounds} rounds`,
+        `${meta.size}, ${meta.prompt_ids.length}-token prompt, medians of ${results[0].rounds} rounds, ` +
+        `idle threads ${results[0].spinning ? 'spinning (its default)' : 'sleeping (--no-spin)'}`,
         '| variant | threads | load | vision | text encoder | first token (vision + text) | ' +
         'first step (cross k/v + step 1) | cached step median (p95) | tokens = PyTorch eager |',
         '|---|---|---|---|---|---|---|---|---|'];
