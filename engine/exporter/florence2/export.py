@@ -206,26 +206,17 @@ def all_parameters(module: torch.nn.Module, prefix: str = "") -> list:
     return found
 
 
-def export_architecture(config: dict, out: str, size: str, seed: int) -> None:
-    """A package of the architecture alone: the scripted modules hold an empty placeholder for
-    every parameter, and the manifest the shapes and the recipe the engine fills them from with
-    a seeded generator. A few MB instead of 1-3 GB; answers are noise, speed is the real model's.
-    The module code is the same as every other export's, which verify() checks there."""
-    progress(5, "building the architecture")
-    with torch.no_grad():
-        model = Florence2(config).eval()
-    model.tie_weights()
-    model.tie_encoder_embedding()
+def generation_recipe(model: Florence2) -> tuple:
+    """The manifest's "generated_parameters" list and "shared_parameters" entries of an
+    architecture package of `model` (tied as export_architecture ties it). Each tensor once:
+    generated in the first module that holds it (the decoder first, so the token embedding is
+    generated there), its other names in that module filled with the same tensor, and another
+    module's use listed as shared, as exports with weights do. tools/onnx-baseline/ fills its
+    ONNX export's weights from this list as the engine fills a speed demo's."""
     recipe = init_recipe(model)
-    eager = {"decoder": model.dec, "text_encoder": model.text, "vision": model.vision}
-    progress(30, "scripting modules")
-    with torch.no_grad():
-        scripted = {role: torch.jit.script(m) for role, m in eager.items()}
-    # Each tensor once: generated in the first module that holds it (the decoder first, so the
-    # token embedding is generated there), its other names in that module filled with the same
-    # tensor, and another module's use listed as shared, as exports with weights do.
     generated, shared, first = [], [], {}
-    for role, module in eager.items():
+    for role, module in (("decoder", model.dec), ("text_encoder", model.text),
+                         ("vision", model.vision)):
         by_tensor = {}
         for name, p in all_parameters(module):
             by_tensor.setdefault(id(p), (p, []))[1].append(name)
@@ -239,9 +230,28 @@ def export_architecture(config: dict, out: str, size: str, seed: int) -> None:
                 mean, std = recipe[key]
                 generated.append({"module": role, "names": names, "shape": list(p.shape),
                                   "mean": mean, "std": std})
-            for n in names:
-                package.set_parameter(scripted[role], n,
-                                      p.detach().new_empty((0,) + tuple(p.shape[1:])))
+    return generated, shared
+
+
+def export_architecture(config: dict, out: str, size: str, seed: int) -> None:
+    """A package of the architecture alone: the scripted modules hold an empty placeholder for
+    every parameter, and the manifest the shapes and the recipe the engine fills them from with
+    a seeded generator. A few MB instead of 1-3 GB; answers are noise, speed is the real model's.
+    The module code is the same as every other export's, which verify() checks there."""
+    progress(5, "building the architecture")
+    with torch.no_grad():
+        model = Florence2(config).eval()
+    model.tie_weights()
+    model.tie_encoder_embedding()
+    eager = {"decoder": model.dec, "text_encoder": model.text, "vision": model.vision}
+    progress(30, "scripting modules")
+    with torch.no_grad():
+        scripted = {role: torch.jit.script(m) for role, m in eager.items()}
+    generated, shared = generation_recipe(model)
+    for role, module in eager.items():
+        for n, p in all_parameters(module):
+            package.set_parameter(scripted[role], n,
+                                  p.detach().new_empty((0,) + tuple(p.shape[1:])))
     pre = preprocessor("")
     name = (f"Florence-2-{size} · random weights (speed demo: answers are noise)")
     tmp = start_package(out)

@@ -1,0 +1,116 @@
+#!/usr/bin/env node
+// Summarizes interleaved runs: runner.js --json outputs and `florence-studio-cli bench --json`
+// outputs taken in the same minutes, into one table with the engine's figures against
+// ONNX Runtime's (medians over the runs; on a shared machine only the ratios mean something).
+//
+//   node tools/onnx-baseline/report.js --ort ort-1.json --ort ort-2.json \
+//        --engine bench-1.json --engine bench-2.json [--tokens 64]
+'use strict';
+
+const fs = require('fs');
+
+function median(xs) {
+    const s = xs.filter((x) => typeof x === 'number' && isFinite(x)).sort((a, b) => a - b);
+    if (!s.length) return NaN;
+    const m = s.length >> 1;
+    return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+function parseArgs(argv) {
+    const args = {ort: [], engine: [], tokens: 64};
+    for (let i = 0; i < argv.length; i++) {
+        const a = argv[i];
+        if (i + 1 >= argv.length) throw new Error(`${a} needs a value`);
+        if (a === '--ort') args.ort.push(argv[++i]);
+        else if (a === '--engine') args.engine.push(argv[++i]);
+        else if (a === '--tokens') args.tokens = Number(argv[++i]);
+        else throw new Error(`unknown argument ${a}`);
+    }
+    if (!args.ort.length) throw new Error('give at least one --ort FILE (runner.js --json)');
+    return args;
+}
+
+const read = (file) => JSON.parse(fs.readFileSync(file, 'utf8'));
+
+function engineRows(files, tokens) {
+    const runs = files.map(read);
+    const step = (r) => {
+        const lengths = Object.keys(r.cached || {});
+        const key = lengths.includes(String(tokens)) ? String(tokens)
+            : lengths.sort((a, b) => Number(b) - Number(a))[0];
+        return r.cached[key];
+    };
+    const rows = [{
+        label: 'our engine fp32',
+        vision_ms: median(runs.map((r) => r.vision_ms)),
+        text_encoder_ms: median(runs.map((r) => r.text_encoder_ms)),
+        first_token_ms: median(runs.map((r) => r.first_token_ms)),
+        step_ms: median(runs.map((r) => step(r).median_step_ms)),
+        step_p95_ms: median(runs.map((r) => step(r).p95_step_ms)),
+    }];
+    if (runs.every((r) => r.bfloat16))
+        rows.push({
+            label: 'our engine bf16',
+            vision_ms: median(runs.map((r) => r.bfloat16.vision_ms)),
+            text_encoder_ms: median(runs.map((r) => r.bfloat16.text_encoder_ms)),
+            first_token_ms: median(runs.map((r) => r.bfloat16.first_token_ms)),
+            step_ms: median(runs.map((r) => r.bfloat16.median_step_ms)),
+        });
+    return rows;
+}
+
+function ortRows(files) {
+    const runs = files.map(read);
+    const rows = [];
+    for (const first of runs[0].results) {
+        const same = runs.map((r) => r.results.find((x) => x.variant === first.variant &&
+                                                          x.threads === first.threads));
+        const row = {label: `ONNX Runtime ${runs[0].onnxruntime} ${first.variant}, ` +
+                            `${first.threads} thread${first.threads > 1 ? 's' : ''}`,
+                     variant: first.variant, threads: first.threads,
+                     tokens: same.map((r) => r.tokens_matching_pytorch).join(', ')};
+        for (const key of ['vision_ms', 'text_encoder_ms', 'first_token_ms', 'first_step_ms',
+                           'step_ms', 'step_p95_ms'])
+            row[key] = median(same.map((r) => r[key]));
+        rows.push(row);
+    }
+    return rows;
+}
+
+function main() {
+    const args = parseArgs(process.argv.slice(2));
+    const ort = ortRows(args.ort);
+    const engine = args.engine.length ? engineRows(args.engine, args.tokens) : [];
+    const ms = (x) => (isFinite(x) ? (x >= 100 ? `${x.toFixed(0)} ms` : `${x.toFixed(1)} ms`) : '');
+    const out = [
+        `medians over ${args.ort.length} ONNX Runtime run(s)` +
+        (engine.length ? ` and ${args.engine.length} engine bench run(s), interleaved` : ''),
+        '',
+        '| | vision | text encoder | first token (vision + text) | cached step median (p95) |',
+        '|---|---|---|---|---|'];
+    for (const r of [...ort, ...engine])
+        out.push(`| ${r.label} | ${ms(r.vision_ms)} | ${ms(r.text_encoder_ms)} | ` +
+                 `${ms(r.first_token_ms)} | ${ms(r.step_ms)}` +
+                 (isFinite(r.step_p95_ms) ? ` (${ms(r.step_p95_ms)})` : '') + ' |');
+    if (engine.length) {
+        out.push('', '| engine / ONNX Runtime (below 1: the engine is faster) | vision | ' +
+                 'text encoder | first token | cached step |', '|---|---|---|---|---|');
+        const ratio = (a, b) => (isFinite(a / b) ? `${(a / b).toFixed(2)}×` : '');
+        for (const e of engine)
+            for (const o of ort.filter((x) => x.threads === 2 || ort.length <= 2))
+                out.push(`| ${e.label} / ${o.label} | ${ratio(e.vision_ms, o.vision_ms)} | ` +
+                         `${ratio(e.text_encoder_ms, o.text_encoder_ms)} | ` +
+                         `${ratio(e.first_token_ms, o.first_token_ms)} | ` +
+                         `${ratio(e.step_ms, o.step_ms)} |`);
+    }
+    out.push('', 'ONNX Runtime tokens equal to the PyTorch eager model\'s (per run): ' +
+             ort.map((r) => `${r.variant}/${r.threads}t ${r.tokens}`).join('; '));
+    process.stdout.write(out.join('\n') + '\n');
+}
+
+try {
+    main();
+} catch (e) {
+    process.stderr.write(`report.js: ${e.message || e}\n`);
+    process.exit(1);
+}
