@@ -99,8 +99,7 @@ std::vector<torch::jit::Module> linearModules(const torch::jit::Module& m) {
 // for the lookup.
 torch::Tensor quantizeInt8(const torch::Tensor& weight) {
     const torch::Tensor w = weight.to(torch::kFloat32).contiguous();
-    const torch::Tensor scales =
-        (w.abs().amax({1}).to(torch::kDouble) / 127.0).clamp_min(1e-30);
+    const torch::Tensor scales = (w.abs().amax({1}).to(torch::kDouble) / 127.0).clamp_min(1e-30);
     return at::quantize_per_channel(w, scales, torch::zeros({w.size(0)}, torch::kLong), 0,
                                     torch::kQInt8);
 }
@@ -243,7 +242,8 @@ struct Model::Impl {
         at::parallel_for(0, int64_t(layers.size()), 1, [&](int64_t begin, int64_t end) {
             for (int64_t i = begin; i < end; ++i)
                 if (!(options.cancel && options.cancel->load()))
-                    quantized[size_t(i)] = quantizeInt8(layers[size_t(i)].attr("weight").toTensor());
+                    quantized[size_t(i)] =
+                        quantizeInt8(layers[size_t(i)].attr("weight").toTensor());
         });
         if (options.cancel && options.cancel->load())
             throw cancelledError(manifest);

@@ -79,8 +79,8 @@ at::Tensor int8Scales(const at::Tensor& weight) {
 }
 
 // int8 weights and five rows and more without VNNI (a prompt, the uncached path, a batch), or
-// without AVX-512: LibTorch's float32 products over blocks of output channels widened to float32 (about 1 MB each, so a block
-// stays in cache and the whole weight never exists as float32).
+// without AVX-512: LibTorch's float32 products over blocks of output channels widened to float32
+// (about 1 MB each, so a block stays in cache and the whole weight never exists as float32).
 at::Tensor int8ManyRows(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
     const int64_t n = weight.size(0), k = weight.size(1);
     const int64_t rows = k > 0 ? x.numel() / k : 0;
@@ -130,8 +130,9 @@ at::Tensor int8VnniRows(const at::Tensor& x, const at::Tensor& weight, const at:
     at::parallel_for(0, (n + kTile - 1) / kTile, 1, [&](int64_t begin, int64_t end) {
         for (int64_t t = begin; t < end; ++t)
             for (int64_t r0 = 0; r0 < rows; r0 += 4)
-                rowsInt8Vnni(xq, static_cast<int>(r0), static_cast<int>(std::min<int64_t>(4, rows - r0)),
-                             wp, sp, bp, yp + r0 * n, n, k, t * kTile, std::min(n, (t + 1) * kTile));
+                rowsInt8Vnni(xq, static_cast<int>(r0),
+                             static_cast<int>(std::min<int64_t>(4, rows - r0)), wp, sp, bp,
+                             yp + r0 * n, n, k, t * kTile, std::min(n, (t + 1) * kTile));
     });
     return y;
 }

@@ -141,10 +141,9 @@ inline void fourColumns(const float* x, const typename W::T* w, const float* bia
     const __m128 s = scales ? _mm256_cvtpd_ps(_mm256_loadu_pd(scales + j)) : _mm_set1_ps(1.0f);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r)
-        _mm_storeu_ps(y + r * n + j, _mm_add_ps(_mm_mul_ps(sum4(acc[r][0], acc[r][1], acc[r][2],
-                                                                 acc[r][3]),
-                                                            s),
-                                                 b));
+        _mm_storeu_ps(
+            y + r * n + j,
+            _mm_add_ps(_mm_mul_ps(sum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]), s), b));
 }
 
 // One output column (the last few of a range).
@@ -206,9 +205,9 @@ void dispatchRows(const float* x, int rows, const typename W::T* w, const float*
 #define FLORENCE_VNNI __attribute__((target("avx512vnni")))
 
 template <int R>
-FLORENCE_VNNI inline void vnniFourColumns(const VnniInput& x, int row0, const int8_t* w, const double* scales,
-                                          const float* bias, float* y, int64_t n, int64_t k,
-                                          int64_t j) {
+FLORENCE_VNNI inline void vnniFourColumns(const VnniInput& x, int row0, const int8_t* w,
+                                          const double* scales, const float* bias, float* y,
+                                          int64_t n, int64_t k, int64_t j) {
     const int8_t* wc[4] = {w + j * k, w + (j + 1) * k, w + (j + 2) * k, w + (j + 3) * k};
     __m512i acc[R][4];
 #pragma GCC unroll 4
@@ -242,15 +241,16 @@ FLORENCE_VNNI inline void vnniFourColumns(const VnniInput& x, int row0, const in
     for (int r = 0; r < R; ++r) {
         const __m128 sum = sum4(_mm512_cvtepi32_ps(acc[r][0]), _mm512_cvtepi32_ps(acc[r][1]),
                                 _mm512_cvtepi32_ps(acc[r][2]), _mm512_cvtepi32_ps(acc[r][3]));
-        _mm_storeu_ps(y + r * n + j,
-                      _mm_add_ps(_mm_mul_ps(sum, _mm_mul_ps(s, _mm_set1_ps(x.scales[row0 + r]))), b));
+        _mm_storeu_ps(
+            y + r * n + j,
+            _mm_add_ps(_mm_mul_ps(sum, _mm_mul_ps(s, _mm_set1_ps(x.scales[row0 + r]))), b));
     }
 }
 
 template <int R>
-FLORENCE_VNNI inline void vnniOneColumn(const VnniInput& x, int row0, const int8_t* w, const double* scales,
-                                        const float* bias, float* y, int64_t n, int64_t k,
-                                        int64_t j) {
+FLORENCE_VNNI inline void vnniOneColumn(const VnniInput& x, int row0, const int8_t* w,
+                                        const double* scales, const float* bias, float* y,
+                                        int64_t n, int64_t k, int64_t j) {
     const int8_t* w0 = w + j * k;
     __m512i acc[R];
 #pragma GCC unroll 4
@@ -270,8 +270,9 @@ FLORENCE_VNNI inline void vnniOneColumn(const VnniInput& x, int row0, const int8
     }
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r)
-        y[r * n + j] = float(_mm512_reduce_add_epi32(acc[r])) * x.scales[row0 + r] * float(scales[j]) +
-                       (bias ? bias[j] : 0.0f);
+        y[r * n + j] =
+            float(_mm512_reduce_add_epi32(acc[r])) * x.scales[row0 + r] * float(scales[j]) +
+            (bias ? bias[j] : 0.0f);
 }
 
 template <int R>
@@ -378,10 +379,9 @@ void dequantizeInt8Avx512(const int8_t* w, const double* scales, int64_t k, int6
         const __m512 s = _mm512_set1_ps(float(scales[j]));
         int64_t i = 0;
         for (; i + 16 <= k; i += 16)
-            _mm512_storeu_ps(o + i,
-                             _mm512_mul_ps(Int8Weights::widen(_mm_loadu_si128(
-                                               reinterpret_cast<const __m128i*>(wj + i))),
-                                           s));
+            _mm512_storeu_ps(o + i, _mm512_mul_ps(Int8Weights::widen(_mm_loadu_si128(
+                                                      reinterpret_cast<const __m128i*>(wj + i))),
+                                                  s));
         for (; i < k; ++i)
             o[i] = float(wj[i]) * float(scales[j]);
     }

@@ -1,7 +1,8 @@
 #pragma once
 // Matrix-vector kernels for the one to four rows of a decoding step: y = x W^T (+ bias) with W
-// row-major [n, k] in float32, bfloat16 or int8 (with a scale per row of W), x float32 [rows, k], y float32 [rows, n]. Each call
-// computes the output columns [begin, end); callers split that range over threads.
+// row-major [n, k] in float32, bfloat16 or int8 (with a scale per row of W), x float32 [rows, k], y
+// float32 [rows, n]. Each call computes the output columns [begin, end); callers split that range
+// over threads.
 //
 //     std::vector<float> xs(rows * florence::ops::bf16InputFloats(k));
 //     florence::ops::prepareBf16Input(x, rows, k, xs.data());
@@ -47,8 +48,8 @@ bool haveAvx512Vnni();
 struct VnniInput {
     int64_t stride = 0;             // bytes per row of magnitude
     std::vector<uint8_t> magnitude; // stride per row
-    std::vector<uint64_t> signs; // stride / 64 per row, bit i%64 of word i/64: x[i] < 0
-    std::vector<float> scales;   // per row
+    std::vector<uint64_t> signs;    // stride / 64 per row, bit i%64 of word i/64: x[i] < 0
+    std::vector<float> scales;      // per row
 };
 int64_t vnniInputBytes(int64_t k);
 void prepareVnniInput(const float* x, int rows, int64_t k, VnniInput& out);

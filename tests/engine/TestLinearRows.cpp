@@ -139,7 +139,8 @@ void TestLinearRows::int8MatchesItsFloatValue_data() {
     // The int8 kernel reads 64 weights per step in blocks of 16: k % 64 != 0 leaves a masked
     // tail of whole and partial blocks; n % 4 != 0 single columns. Five rows and more (a prompt,
     // the uncached path, a batch) go through weights widened block by block.
-    const Shape shapes[] = {{1, 1}, {3, 7}, {37, 45}, {64, 768}, {13, 100}, {769, 3071}, {5003, 129}};
+    const Shape shapes[] = {{1, 1},    {3, 7},      {37, 45},   {64, 768},
+                            {13, 100}, {769, 3071}, {5003, 129}};
     for (const Shape& s : shapes)
         for (int rows : {1, 2, 3, 4, 5, 17})
             for (bool bias : {false, true})
@@ -178,8 +179,8 @@ void TestLinearRows::int8MatchesItsFloatValue() {
         // With VNNI, five rows and more are each what the kernel gives that row alone (the
         // uncached path and batches agree with cached decoding).
         for (int r = 0; vnni && r < rows; r += 3) {
-            const at::Tensor one =
-                linearRows(x.slice(0, r, r + 1), w, bias ? c10::optional<at::Tensor>(b) : c10::nullopt);
+            const at::Tensor one = linearRows(x.slice(0, r, r + 1), w,
+                                              bias ? c10::optional<at::Tensor>(b) : c10::nullopt);
             QVERIFY2(at::equal(one, y.slice(0, r, r + 1)), qPrintable(QString("row %1").arg(r)));
         }
         return;
@@ -193,9 +194,9 @@ void TestLinearRows::int8MatchesItsFloatValue() {
     at::Tensor widened = at::zeros({rows, n});
     florence::ops::rowsInt8Avx512(x.data_ptr<float>(), rows, wp, scales.data_ptr<double>(), bp,
                                   widened.data_ptr<float>(), n, k, begin, end);
-    const double widenErr =
-        relativeError(widened.slice(1, begin, end), want.slice(1, begin, end));
-    QVERIFY2(widenErr < 2e-5, qPrintable(QString("widening kernel: relative error %1").arg(widenErr)));
+    const double widenErr = relativeError(widened.slice(1, begin, end), want.slice(1, begin, end));
+    QVERIFY2(widenErr < 2e-5,
+             qPrintable(QString("widening kernel: relative error %1").arg(widenErr)));
     if (!florence::ops::haveAvx512Vnni())
         return;
     florence::ops::VnniInput xq;
@@ -212,8 +213,8 @@ void TestLinearRows::int8MatchesItsFloatValue() {
     at::Tensor viaVnni = at::zeros({rows, n});
     florence::ops::rowsInt8Vnni(xq, 0, rows, wp, scales.data_ptr<double>(), bp,
                                 viaVnni.data_ptr<float>(), n, k, begin, end);
-    const double vnniErr = relativeError(viaVnni.slice(1, begin, end),
-                                         at::linear(xv, wd, bd).slice(1, begin, end));
+    const double vnniErr =
+        relativeError(viaVnni.slice(1, begin, end), at::linear(xv, wd, bd).slice(1, begin, end));
     QVERIFY2(vnniErr < 2e-5, qPrintable(QString("VNNI kernel: relative error %1").arg(vnniErr)));
 }
 
@@ -226,8 +227,7 @@ void TestLinearRows::int8KeepsTheProduct() {
     const at::Tensor y = linearRows(x, quantize(w), c10::nullopt);
     QCOMPARE(y.sizes().vec(), (std::vector<int64_t>{2, 1, 512}));
     const at::Tensor ref = at::linear(x, w);
-    const double cos =
-        at::cosine_similarity(y.flatten(), ref.flatten(), 0).item<double>();
+    const double cos = at::cosine_similarity(y.flatten(), ref.flatten(), 0).item<double>();
     QVERIFY2(cos > 0.9999, qPrintable(QString("cosine %1").arg(cos, 0, 'f', 6)));
     // Weights that are not per output channel are refused, not computed wrongly.
     const at::Tensor perTensor = at::quantize_per_tensor(w, 0.001, 0, at::kQInt8);
