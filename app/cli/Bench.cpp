@@ -39,8 +39,8 @@ Measures Florence-2 at a real size with random weights (the speed-demo package i
 the app, whose weights are generated at load): load, preprocessing, vision and text encoder,
 cached decoding (median/p95 step, tokens/s, first-32 vs last-32), uncached decoding, peak memory,
 the memory-bandwidth floor of a cached step, the same weights run eagerly in Python (needs
-python3 with torch and PIL: apt install python3-torch python3-pil), and the bfloat16 mode with
-its logit agreement. Every run generates exactly its length (the end token is ignored).
+python3 with torch and PIL: apt install python3-torch python3-pil), and the bfloat16 and int8
+modes with their logit agreement. Every run generates exactly its length (the end token is ignored).
 
   --size base|large       model size (default base): models/speed-demo-SIZE
   --lengths 32,128,256    generated tokens per run (end token ignored)
@@ -53,6 +53,7 @@ its logit agreement. Every run generates exactly its length (the end token is ig
                           with the environment's OpenBLAS kernels and with SkylakeX's)
   --no-uncached           skip uncached decoding (slow at large sizes)
   --no-bf16               skip the bfloat16 mode
+  --no-int8               skip the int8 mode
   --no-batch              skip batching (4 sample images together vs one by one)
   --json                  print one JSON object instead of the table
 )";
@@ -200,13 +201,14 @@ struct BenchConfig {
     bool python = true;
     bool uncached = true;
     bool bf16 = true;
+    bool int8 = true;
     bool batching = true;
     bool json = false;
 
     int maxLength() const { return *std::max_element(lengths.begin(), lengths.end()); }
     int progressSteps() const {
         return 4 + int(lengths.size()) * (uncached ? 2 : 1) + (python ? 2 : 0) + (bf16 ? 3 : 0) +
-               (batching ? 2 : 0);
+               (int8 ? 3 : 0) + (batching ? 2 : 0);
     }
 };
 
@@ -234,7 +236,7 @@ std::string benchPackage(const std::string& model, const std::string& size) {
 
 BenchConfig parseBenchArgs(int argc, char** argv) {
     Args a = parseArgs(argc, argv, 2, {"size", "lengths", "threads", "busy", "image", "model"},
-                       {"no-python", "no-uncached", "no-bf16", "no-batch", "json"});
+                       {"no-python", "no-uncached", "no-bf16", "no-int8", "no-batch", "json"});
     if (!a.positional.empty())
         throw UsageError("unexpected argument '" + a.positional[0] + "'");
     BenchConfig c;
@@ -254,6 +256,7 @@ BenchConfig parseBenchArgs(int argc, char** argv) {
     c.python = !a.has("no-python");
     c.uncached = !a.has("no-uncached");
     c.bf16 = !a.has("no-bf16");
+    c.int8 = !a.has("no-int8");
     c.batching = !a.has("no-batch");
     return c;
 }
@@ -292,9 +295,11 @@ struct PythonReport {
     double firstTokenMs() const { return preprocessMs + visionMs + textEncoderMs; }
 };
 
-struct Bf16Report {
+// A reduced-precision mode (bfloat16, int8) against float32.
+struct ReducedReport {
     double firstTokenMs = 0, visionMs = 0, textEncoderMs = 0, medianStepMs = 0;
     double logitsCosineMin = 1, logitsCosineMean = 1;
+    int64_t stepBytes = 0; // what one cached step reads in this mode
 };
 
 struct BenchReport {
@@ -312,7 +317,7 @@ struct BenchReport {
     std::vector<PythonReport> pythonRuns; // each BLAS setting measured
     std::optional<PythonReport> python;   // the faster of them: what the ratios compare with
     std::string pythonError;
-    std::optional<Bf16Report> bf16;
+    std::optional<ReducedReport> bf16, int8;
 
     // Median step of the longest cached run (the last one of that length).
     double cachedMedianMs() const {
@@ -493,27 +498,42 @@ void measurePython(const BenchConfig& c, const std::vector<int64_t>& promptIds, 
         [&](const PythonReport& a, const PythonReport& b) { return total(a) < total(b); });
 }
 
+// The float32 decoder logits the reduced-precision modes are compared with.
+struct LogitsReference {
+    std::vector<float> pixels;
+    std::vector<int64_t> promptIds, tokens;
+    FloatArray logits;
+};
+
+LogitsReference logitsReference(Session& session, const Request& req, const Float32Runs& runs) {
+    const Manifest m = session.model().manifest();
+    LogitsReference ref;
+    ref.pixels = preprocess(*req.image, m.imageWidth, m.imageHeight, m.imageMean, m.imageStd);
+    ref.promptIds = runs.promptIds;
+    ref.tokens.assign(runs.referenceIds.begin(),
+                      runs.referenceIds.begin() + std::min<size_t>(runs.referenceIds.size(), 65));
+    ref.logits = session.decoderLogits(ref.pixels, ref.promptIds, ref.tokens);
+    return ref;
+}
+
 // Speed, and agreement of the decoder logits with float32 over the same tokens. Replaces the
-// float32 model by the bfloat16 one: one model in memory at a time.
-Bf16Report measureBf16(std::unique_ptr<Session>& session, const Request& req, const BenchConfig& c,
-                       const Float32Runs& runs, Progress& progress) {
-    const Manifest m = session->model().manifest();
-    const std::vector<float> pixels =
-        preprocess(*req.image, m.imageWidth, m.imageHeight, m.imageMean, m.imageStd);
-    const std::vector<int64_t> tokens(runs.referenceIds.begin(),
-                                      runs.referenceIds.begin() +
-                                          std::min<size_t>(runs.referenceIds.size(), 65));
-    const FloatArray ref = session->decoderLogits(pixels, runs.promptIds, tokens);
+// model in the session by the one of `precision`: one model in memory at a time.
+ReducedReport measureReduced(std::unique_ptr<Session>& session, const Request& req,
+                             const BenchConfig& c, const LogitsReference& reference,
+                             Precision precision, Progress& progress) {
+    const std::string name = precisionName(precision);
     session.reset();
-    session = std::make_unique<Session>(
-        Model::load(c.package, LoadOptions{c.threads, Precision::BFloat16}));
-    progress.step("bfloat16 load");
+    session =
+        std::make_unique<Session>(Model::load(c.package, LoadOptions{c.threads, precision}));
+    progress.step(name + " load");
     const Model& bm = session->model();
     generateFixed(*session, req, bm, 4, true);
     const Result r = generateFixed(*session, req, bm, c.maxLength(), true);
-    progress.step("bfloat16 decoding");
-    const FloatArray got = session->decoderLogits(pixels, runs.promptIds, tokens);
-    progress.step("bfloat16 logits");
+    progress.step(name + " decoding");
+    const FloatArray got =
+        session->decoderLogits(reference.pixels, reference.promptIds, reference.tokens);
+    progress.step(name + " logits");
+    const FloatArray& ref = reference.logits;
     const size_t vocab = size_t(ref.shape[1]);
     double minCos = 1, sumCos = 0;
     for (int64_t row = 0; row < ref.shape[0]; ++row) {
@@ -521,7 +541,8 @@ Bf16Report measureBf16(std::unique_ptr<Session>& session, const Request& req, co
         minCos = std::min(minCos, cos);
         sumCos += cos;
     }
-    Bf16Report b;
+    ReducedReport b;
+    b.stepBytes = bm.decodeStepBytes(bm.manifest().imageTokens + int(reference.promptIds.size()));
     b.firstTokenMs = r.timings.preprocessMs + r.timings.visionMs + r.timings.textEncoderMs;
     b.visionMs = r.timings.visionMs;
     b.textEncoderMs = r.timings.textEncoderMs;
@@ -571,8 +592,14 @@ BenchReport measure(const BenchConfig& c) {
     report.runtime = runtimeSummary();
     if (c.python)
         measurePython(c, runs.promptIds, report, progress);
-    if (c.bf16)
-        report.bf16 = measureBf16(session, req, c, runs, progress);
+    if (c.bf16 || c.int8) {
+        const LogitsReference reference = logitsReference(*session, req, runs);
+        if (c.bf16)
+            report.bf16 =
+                measureReduced(session, req, c, reference, Precision::BFloat16, progress);
+        if (c.int8)
+            report.int8 = measureReduced(session, req, c, reference, Precision::Int8, progress);
+    }
     progress.done();
     return report;
 }
@@ -628,17 +655,22 @@ QJsonObject comparisonsJson(const BenchReport& r, QJsonObject out) {
     } else if (!r.pythonError.empty()) {
         out["python_error"] = QString::fromStdString(r.pythonError);
     }
-    if (r.bf16) {
-        const Bf16Report& b = *r.bf16;
+    for (const auto& [key, mode] : {std::pair{"bfloat16", &r.bf16}, std::pair{"int8", &r.int8}}) {
+        if (!*mode)
+            continue;
+        const ReducedReport& b = **mode;
+        const double floorMs = 1000.0 * double(b.stepBytes) / r.bandwidth;
         QJsonObject bj{
             {"first_token_ms", b.firstTokenMs},       {"vision_ms", b.visionMs},
             {"text_encoder_ms", b.textEncoderMs},     {"median_step_ms", b.medianStepMs},
-            {"logits_cosine_min", b.logitsCosineMin}, {"logits_cosine_mean", b.logitsCosineMean}};
+            {"logits_cosine_min", b.logitsCosineMin}, {"logits_cosine_mean", b.logitsCosineMean},
+            {"step_bytes", double(b.stepBytes)},      {"bandwidth_floor_ms", floorMs},
+            {"step_over_floor", b.medianStepMs / floorMs}};
         if (r.python) {
             bj["step_ratio_vs_python_fp32"] = b.medianStepMs / r.python->medianStepMs;
             bj["first_token_ratio_vs_python_fp32"] = b.firstTokenMs / r.python->firstTokenMs();
         }
-        out["bfloat16"] = bj;
+        out[key] = bj;
     }
     return out;
 }
@@ -752,15 +784,22 @@ void printComparisonTable(const BenchReport& r) {
     } else if (!r.pythonError.empty()) {
         line("python eager baseline", "not run: " + r.pythonError);
     }
-    if (r.bf16) {
-        const Bf16Report& b = *r.bf16;
-        line("bfloat16: first token / median step",
+    for (const auto& [name, mode] : {std::pair{"bfloat16", &r.bf16}, std::pair{"int8", &r.int8}}) {
+        if (!*mode)
+            continue;
+        const ReducedReport& b = **mode;
+        const std::string n = name;
+        const double floorMs = 1000.0 * double(b.stepBytes) / r.bandwidth;
+        line(n + ": first token / median step",
              formatMs(b.firstTokenMs) + " / " + formatMs(b.medianStepMs));
+        line(n + ": bandwidth floor per step",
+             formatMs(floorMs) + " (" + num(b.stepBytes / 1048576.0, "%.0f MiB") + ", " +
+                 num(b.medianStepMs / floorMs, "%.2fx floor") + ")");
         if (r.python)
-            line("bfloat16 / python fp32: step, first token",
+            line(n + " / python fp32: step, first token",
                  num(b.medianStepMs / r.python->medianStepMs, "%.2fx") + ", " +
                      num(b.firstTokenMs / r.python->firstTokenMs(), "%.2fx"));
-        line("bfloat16 logits cosine vs float32 (min/mean)",
+        line(n + " logits cosine vs float32 (min/mean)",
              num(b.logitsCosineMin, "%.6f") + " / " + num(b.logitsCosineMean, "%.6f"));
     }
 }

@@ -38,7 +38,9 @@ florence::Precision parsePrecision(const std::string& s) {
         return florence::Precision::Float32;
     if (s == "bfloat16" || s == "bf16")
         return florence::Precision::BFloat16;
-    throw UsageError("--precision takes float32 or bfloat16, not '" + s + "'");
+    if (s == "int8")
+        return florence::Precision::Int8;
+    throw UsageError("--precision takes float32, bfloat16 or int8, not '" + s + "'");
 }
 
 std::shared_ptr<const florence::Model> loadModel(const Args& a) {

@@ -22,7 +22,7 @@ void installCancelHandler();
 
 // --model, else the bundled model; UsageError when there is neither.
 std::string modelDir(const Args& a);
-// --precision float32|bfloat16 (fp32, bf16).
+// --precision float32|bfloat16|int8 (fp32, bf16).
 florence::Precision parsePrecision(const std::string& s);
 // The model of modelDir() with --threads and --precision.
 std::shared_ptr<const florence::Model> loadModel(const Args& a);

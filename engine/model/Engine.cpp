@@ -81,6 +81,29 @@ EngineError cancelledError(const Manifest& manifest) {
     return EngineError("loading " + manifest.dir + " was cancelled");
 }
 
+std::vector<torch::jit::Module> linearModules(const torch::jit::Module& m) {
+    std::vector<torch::jit::Module> found;
+    for (const auto& sub : m.named_modules()) {
+        const auto type = sub.value.type()->name();
+        if (type && type->name() == "Linear")
+            found.push_back(sub.value);
+    }
+    return found;
+}
+
+// int8 weights: symmetric, one scale per output channel (its largest magnitude / 127), as a
+// per-channel quantized tensor, which carries its scales with it, so the model code's
+// linear(x, weight, bias) is unchanged and florence::linear_rows reads both. Made at load from
+// the float32 weights (about 1 s for base, see README), after shared and generated parameters
+// are in place: the LM head gets its own int8 copy of the token embedding, which stays float32
+// for the lookup.
+torch::Tensor quantizeInt8(const torch::Tensor& weight) {
+    const torch::Tensor w = weight.to(torch::kFloat32).contiguous();
+    const torch::Tensor scales = (w.abs().amax({1}).to(torch::kDouble) / 127.0).clamp_min(1e-30);
+    return at::quantize_per_channel(w, scales, torch::zeros({w.size(0)}, torch::kLong), 0,
+                                    torch::kQInt8);
+}
+
 torch::jit::Module loadModule(const std::string& path, const Manifest& manifest,
                               Precision precision, const std::atomic<bool>* cancel) {
     try {
@@ -92,13 +115,8 @@ torch::jit::Module loadModule(const std::string& path, const Manifest& manifest,
         if (precision == Precision::BFloat16) {
             // Only the linear layers: they carry nearly all the work and bytes, and the model's
             // linear() helper runs them with oneDNN's bf16 kernels.
-            for (const auto& sub : m.named_modules()) {
-                const auto type = sub.value.type()->name();
-                if (!type || type->name() != "Linear")
-                    continue;
-                torch::jit::Module lin = sub.value;
+            for (torch::jit::Module lin : linearModules(m))
                 lin.setattr("weight", lin.attr("weight").toTensor().to(torch::kBFloat16));
-            }
         }
         return m;
     } catch (const c10::Error& e) {
@@ -150,7 +168,14 @@ uint64_t mixSeed(uint64_t seed, const std::string& name) {
 // Model
 
 const char* precisionName(Precision p) {
-    return p == Precision::BFloat16 ? "bfloat16" : "float32";
+    switch (p) {
+    case Precision::BFloat16:
+        return "bfloat16";
+    case Precision::Int8:
+        return "int8";
+    default:
+        return "float32";
+    }
 }
 
 struct Model::Impl {
@@ -205,6 +230,25 @@ struct Model::Impl {
                 }
             }
         }
+    }
+
+    // int8: the decoder's linear layers (its decoding step and the LM head), once every
+    // parameter is in place.
+    // LibTorch quantizes on one thread: the layers are spread over the threads (base: about 1 s
+    // of work, the LM head 0.4 of it).
+    void quantizeDecoder() const {
+        std::vector<torch::jit::Module> layers = linearModules(decoder);
+        std::vector<torch::Tensor> quantized(layers.size());
+        at::parallel_for(0, int64_t(layers.size()), 1, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i)
+                if (!(options.cancel && options.cancel->load()))
+                    quantized[size_t(i)] =
+                        quantizeInt8(layers[size_t(i)].attr("weight").toTensor());
+        });
+        if (options.cancel && options.cancel->load())
+            throw cancelledError(manifest);
+        for (size_t i = 0; i < layers.size(); ++i)
+            layers[i].setattr("weight", quantized[i]);
     }
 
     // A parameter still empty once the package is loaded has no weights: a package that lists
@@ -331,17 +375,22 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
     checkCancel();
     if (options.beforeModules)
         options.beforeModules();
-    d.vision = loadModule(d.manifest.path("vision"), d.manifest, options.precision, options.cancel);
+    // int8 runs the encoders in bfloat16 (README, Precision): the decoder is quantized below.
+    const bool int8 = options.precision == Precision::Int8;
+    const Precision encoders = int8 ? Precision::BFloat16 : options.precision;
+    const Precision decoder = int8 ? Precision::Float32 : options.precision;
+    d.vision = loadModule(d.manifest.path("vision"), d.manifest, encoders, options.cancel);
     checkCancel();
     d.textEncoder =
-        loadModule(d.manifest.path("text_encoder"), d.manifest, options.precision, options.cancel);
+        loadModule(d.manifest.path("text_encoder"), d.manifest, encoders, options.cancel);
     checkCancel();
-    d.decoder =
-        loadModule(d.manifest.path("decoder"), d.manifest, options.precision, options.cancel);
+    d.decoder = loadModule(d.manifest.path("decoder"), d.manifest, decoder, options.cancel);
     checkCancel();
     d.generateParameters();
     d.shareParameters();
     d.checkNoEmptyParameters();
+    if (int8)
+        d.quantizeDecoder();
     for (const char* method : {"step", "cross_kv", "new_cache", "forward_full"})
         if (!d.decoder.find_method(method))
             throw EngineError(d.manifest.path("decoder") + " has no " + method +
@@ -364,16 +413,22 @@ int64_t Model::decodeStepBytes(int encoderTokens) const {
     int64_t bytes = 0;
     for (const auto& p : m_impl->decoder.named_parameters(true)) {
         const torch::Tensor& t = p.value;
-        if (!seen.insert(t.data_ptr()).second)
-            continue; // the LM head and the token embedding are one tensor
         const std::string& name = p.name;
         if (name.find("encoder_attn.k_proj") != std::string::npos ||
             name.find("encoder_attn.v_proj") != std::string::npos)
             continue; // computed once per request, not per step
-        if (name.find("embed_positions") != std::string::npos)
-            bytes += t.size(1) * t.element_size(); // one row per step
-        else
-            bytes += t.numel() * t.element_size();
+        // The embeddings: one row per step. The token embedding is the LM head's tensor in
+        // float32 and bfloat16, which the LM head reads whole; in int8 the head has its own.
+        if (name.find("embed_positions") != std::string::npos ||
+            name.find("embed_tokens") != std::string::npos) {
+            bytes += t.size(1) * t.element_size();
+            continue;
+        }
+        if (!seen.insert(t.data_ptr()).second)
+            continue;
+        bytes += t.numel() * t.element_size();
+        if (t.is_quantized()) // int8: a float64 scale per output channel
+            bytes += t.size(0) * int64_t(sizeof(double));
     }
     for (const auto& b : m_impl->decoder.named_buffers(true))
         bytes += b.value.numel() * b.value.element_size();

@@ -3,10 +3,13 @@
 #include "StepThreads.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <torch/library.h>
 
 #include <dlfcn.h>
 
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 namespace florence::ops {
@@ -48,31 +51,104 @@ at::Tensor fallback(const at::Tensor& x, const at::Tensor& weight,
     return at::stack(outs).view(shape);
 }
 
-at::Tensor linearRows(const at::Tensor& x, const at::Tensor& weight,
-                      const c10::optional<at::Tensor>& bias) {
-    TORCH_CHECK(weight.dim() == 2, "florence::linear_rows: weight must be 2-D, not ", weight.dim(),
-                "-D");
-    TORCH_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1), "florence::linear_rows: x of shape ",
-                x.sizes(), " does not fit weight of shape ", weight.sizes());
-    const bool hasBias = bias.has_value() && bias->defined();
-    const int64_t n = weight.size(0), k = weight.size(1);
-    TORCH_CHECK(!hasBias || bias->numel() == n, "florence::linear_rows: bias has ",
-                hasBias ? bias->numel() : 0, " elements, weight has ", n, " rows");
-    const int64_t rows = k > 0 ? x.numel() / k : 0;
-    const bool kernelDtype =
-        weight.scalar_type() == at::kFloat || weight.scalar_type() == at::kBFloat16;
-    if (!useAvx512() || rows < 1 || rows > 4 || n == 0 || !kernelDtype || !x.is_cpu() ||
-        !weight.is_cpu())
-        return fallback(x, weight, bias);
+// Which int8 kernel runs a decoding step's rows: VNNI when the CPU has it. FLORENCE_INT8_KERNEL=
+// widen picks the other one (widening the weights to float32), to measure both on one machine.
+bool useVnni() {
+    static const bool yes = [] {
+        const char* choice = std::getenv("FLORENCE_INT8_KERNEL");
+        return haveAvx512Vnni() && !(choice && std::string(choice) == "widen");
+    }();
+    return yes;
+}
 
+bool isInt8(const at::Tensor& weight) {
+    return weight.scalar_type() == at::kQInt8;
+}
+
+// The per-channel scales of int8 weights, float64 as LibTorch keeps them. The engine quantizes
+// symmetrically (zero points 0) along the output channels; anything else is refused rather than
+// computed wrongly.
+void checkInt8(const at::Tensor& weight) {
+    TORCH_CHECK(weight.qscheme() == at::kPerChannelAffine && weight.q_per_channel_axis() == 0,
+                "florence::linear_rows: int8 weights must be quantized per output channel");
+}
+
+at::Tensor int8Scales(const at::Tensor& weight) {
+    checkInt8(weight);
+    return weight.q_per_channel_scales().to(at::kDouble).contiguous();
+}
+
+// int8 weights and five rows and more without VNNI (a prompt, the uncached path, a batch), or
+// without AVX-512: LibTorch's float32 products over blocks of output channels widened to float32
+// (about 1 MB each, so a block stays in cache and the whole weight never exists as float32).
+at::Tensor int8ManyRows(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+    const int64_t n = weight.size(0), k = weight.size(1);
+    const int64_t rows = k > 0 ? x.numel() / k : 0;
+    const at::Tensor xf = x.reshape({rows, k}).to(at::kFloat);
+    std::vector<int64_t> shape = x.sizes().vec();
+    shape.back() = n;
+    at::Tensor y = at::empty({rows, n}, x.options().dtype(at::kFloat));
+    if (!useAvx512() || !weight.is_cpu()) {
+        y.copy_(at::linear(xf, weight.dequantize(), bias.defined() ? bias.to(at::kFloat) : bias));
+        return y.view(shape);
+    }
+    const at::Tensor wc = weight.contiguous();
+    const at::Tensor scales = int8Scales(wc);
+    const auto* wp = reinterpret_cast<const int8_t*>(wc.data_ptr<c10::qint8>());
+    const int64_t block = std::max<int64_t>(4, (int64_t(1) << 18) / std::max<int64_t>(k, 1));
+    at::Tensor wf = at::empty({std::min(block, n), k}, x.options().dtype(at::kFloat));
+    for (int64_t j = 0; j < n; j += block) {
+        const int64_t len = std::min(block, n - j);
+        dequantizeInt8Avx512(wp, scales.data_ptr<double>(), k, j, j + len, wf.data_ptr<float>());
+        const at::Tensor b = bias.defined() ? bias.narrow(0, j, len).to(at::kFloat) : at::Tensor();
+        y.narrow(1, j, len).copy_(at::linear(xf, wf.narrow(0, 0, len), b));
+    }
+    return y.view(shape);
+}
+
+// int8 weights, five rows and more, with VNNI: the decoding step's kernel over blocks of four rows,
+// so every row gets exactly what it gets in a step (its activations quantized on their own) and
+// the uncached path, a prompt and a batch agree with cached decoding. Tiles of 64 output columns
+// stay in cache while each block of rows reads them.
+at::Tensor int8VnniRows(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+    const int64_t n = weight.size(0), k = weight.size(1);
+    const int64_t rows = x.numel() / k;
+    const at::Tensor xc = x.reshape({rows, k}).to(at::kFloat).contiguous();
+    VnniInput xq;
+    prepareVnniInput(xc.data_ptr<float>(), static_cast<int>(rows), k, xq);
+    const at::Tensor wc = weight.contiguous();
+    const at::Tensor scales = int8Scales(wc);
+    const at::Tensor bc = bias.defined() ? bias.to(at::kFloat).contiguous() : at::Tensor();
+    std::vector<int64_t> shape = x.sizes().vec();
+    shape.back() = n;
+    at::Tensor y = at::empty(shape, x.options().dtype(at::kFloat));
+    const auto* wp = reinterpret_cast<const int8_t*>(wc.data_ptr<c10::qint8>());
+    const double* sp = scales.data_ptr<double>();
+    const float* bp = bias.defined() ? bc.data_ptr<float>() : nullptr;
+    float* yp = y.data_ptr<float>();
+    constexpr int64_t kTile = 64;
+    at::parallel_for(0, (n + kTile - 1) / kTile, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t)
+            for (int64_t r0 = 0; r0 < rows; r0 += 4)
+                rowsInt8Vnni(xq, static_cast<int>(r0),
+                             static_cast<int>(std::min<int64_t>(4, rows - r0)), wp, sp, bp,
+                             yp + r0 * n, n, k, t * kTile, std::min(n, (t + 1) * kTile));
+    });
+    return y;
+}
+
+// One to four rows with the AVX-512 kernels of the weight's type (a decoding step).
+at::Tensor stepRows(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                    int64_t rows) {
+    const int64_t n = weight.size(0), k = weight.size(1);
     const at::Tensor xc = x.reshape({rows, k}).to(at::kFloat).contiguous();
     const at::Tensor wc = weight.contiguous();
-    const at::Tensor bc = hasBias ? bias->to(at::kFloat).contiguous() : at::Tensor();
+    const at::Tensor bc = bias.defined() ? bias.to(at::kFloat).contiguous() : at::Tensor();
     std::vector<int64_t> shape = x.sizes().vec();
     shape.back() = n;
     at::Tensor y = at::empty(shape, x.options().dtype(at::kFloat));
 
-    const float* bp = hasBias ? bc.data_ptr<float>() : nullptr;
+    const float* bp = bias.defined() ? bc.data_ptr<float>() : nullptr;
     float* yp = y.data_ptr<float>();
     const int r = static_cast<int>(rows);
     // Chunks of whole groups of four output columns (what the kernels compute at once): at least
@@ -80,12 +156,30 @@ at::Tensor linearRows(const at::Tensor& x, const at::Tensor& weight,
     // and at most ~32 per product, so a helper that starts late leaves little for the caller to
     // wait for (StepThreads.h).
     const int64_t groups = (n + 3) / 4;
-    const int64_t chunk = std::max((32768 / 4 + k - 1) / std::max<int64_t>(k, 1), (groups + 31) / 32);
+    const int64_t chunk =
+        std::max((32768 / 4 + k - 1) / std::max<int64_t>(k, 1), (groups + 31) / 32);
     if (wc.scalar_type() == at::kFloat) {
         const float* xp = xc.data_ptr<float>();
         const float* wp = wc.data_ptr<float>();
         splitOverCores(groups, chunk, [&](int64_t begin, int64_t end) {
             rowsF32Avx512(xp, r, wp, bp, yp, n, k, begin * 4, std::min(end * 4, n));
+        });
+    } else if (isInt8(wc) && useVnni()) {
+        VnniInput xq;
+        prepareVnniInput(xc.data_ptr<float>(), r, k, xq);
+        const auto* wp = reinterpret_cast<const int8_t*>(wc.data_ptr<c10::qint8>());
+        const at::Tensor scales = int8Scales(wc);
+        const double* sp = scales.data_ptr<double>();
+        splitOverCores(groups, chunk, [&](int64_t begin, int64_t end) {
+            rowsInt8Vnni(xq, 0, r, wp, sp, bp, yp, n, k, begin * 4, std::min(end * 4, n));
+        });
+    } else if (isInt8(wc)) {
+        const float* xp = xc.data_ptr<float>();
+        const auto* wp = reinterpret_cast<const int8_t*>(wc.data_ptr<c10::qint8>());
+        const at::Tensor scales = int8Scales(wc);
+        const double* sp = scales.data_ptr<double>();
+        splitOverCores(groups, chunk, [&](int64_t begin, int64_t end) {
+            rowsInt8Avx512(xp, r, wp, sp, bp, yp, n, k, begin * 4, std::min(end * 4, n));
         });
     } else {
         std::vector<float> prepared(static_cast<size_t>(rows * bf16InputFloats(k)));
@@ -97,6 +191,34 @@ at::Tensor linearRows(const at::Tensor& x, const at::Tensor& weight,
         });
     }
     return y;
+}
+
+at::Tensor linearRows(const at::Tensor& x, const at::Tensor& weight,
+                      const c10::optional<at::Tensor>& bias) {
+    TORCH_CHECK(weight.dim() == 2, "florence::linear_rows: weight must be 2-D, not ", weight.dim(),
+                "-D");
+    TORCH_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1), "florence::linear_rows: x of shape ",
+                x.sizes(), " does not fit weight of shape ", weight.sizes());
+    const bool hasBias = bias.has_value() && bias->defined();
+    const int64_t n = weight.size(0), k = weight.size(1);
+    TORCH_CHECK(!hasBias || bias->numel() == n, "florence::linear_rows: bias has ",
+                hasBias ? bias->numel() : 0, " elements, weight has ", n, " rows");
+    const int64_t rows = k > 0 ? x.numel() / k : 0;
+    if (isInt8(weight)) {
+        checkInt8(weight);
+        if (rows > 4 && n > 0 && useVnni() && x.is_cpu() && weight.is_cpu())
+            return int8VnniRows(x, weight, hasBias ? *bias : at::Tensor());
+    }
+    if (isInt8(weight) &&
+        (rows < 1 || rows > 4 || n == 0 || !useAvx512() || !x.is_cpu() || !weight.is_cpu()))
+        return int8ManyRows(x, weight, hasBias ? *bias : at::Tensor());
+    const bool kernelDtype = weight.scalar_type() == at::kFloat ||
+                             weight.scalar_type() == at::kBFloat16 || isInt8(weight);
+    if (!useAvx512() || rows < 1 || rows > 4 || n == 0 || !kernelDtype || !x.is_cpu() ||
+        !weight.is_cpu())
+        return fallback(x, weight, bias);
+
+    return stepRows(x, weight, hasBias ? *bias : at::Tensor(), rows);
 }
 
 } // namespace
@@ -122,5 +244,11 @@ TORCH_LIBRARY(florence, m) {
 }
 
 TORCH_LIBRARY_IMPL(florence, CPU, m) {
+    m.impl("linear_rows", &florence::ops::linearRows);
+}
+
+// int8 weights are per-channel quantized tensors, whose dispatch key (QuantizedCPU) outranks x's:
+// the same function takes the call.
+TORCH_LIBRARY_IMPL(florence, QuantizedCPU, m) {
     m.impl("linear_rows", &florence::ops::linearRows);
 }

@@ -7,11 +7,13 @@
 //   a = torch.ops.florence.attend_one(q, k, v, mask)
 //
 // florence::linear_rows(Tensor x, Tensor weight, Tensor? bias) -> Tensor
-//   x [..., k], weight [n, k] float32 or bfloat16, bias [n] or None; returns float32 [..., n],
-//   x W^T + bias. For one to four rows of x (a decoding step) it reads the weights once at
-//   memory speed with AVX-512 kernels (bfloat16 widened in registers, float32 products), its
-//   output columns split over the cores by StepThreads.h; other row counts and CPUs without
-//   AVX-512 go to LibTorch's own products.
+//   x [..., k], weight [n, k] float32, bfloat16 or int8 (a per-channel quantized tensor, axis 0,
+//   zero points 0), bias [n] or None; returns float32 [..., n], x W^T + bias. For one to four
+//   rows of x (a decoding step) it reads the weights once at memory speed with AVX-512 kernels
+//   (bfloat16 widened in registers, float32 products; int8 with AVX512-VNNI against x quantized
+//   to 8 bits per row, or widened to float32 without VNNI), its output columns split over the
+//   cores by StepThreads.h; other row counts and CPUs without AVX-512 go to LibTorch's own
+//   products (int8 weights widened to float32 block by block).
 //
 // florence::attend_one(Tensor q, Tensor k, Tensor v, Tensor mask) -> Tensor
 //   q [B, H, 1, d] (already scaled), k and v [B, H, S, d] (any strides with unit stride along

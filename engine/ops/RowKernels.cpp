@@ -4,6 +4,8 @@
 
 #include "Avx512.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace florence::ops {
@@ -60,10 +62,44 @@ struct Bf16Weights {
     }
 };
 
-// Four output columns j..j+3 for R rows of x.
+// Weights as int8 with a scale per output column: 64 per step (a cache line), four blocks of 16
+// sign-extended to int32 and converted to float32 (vpmovsxbd with its load, vcvtdq2ps), then
+// multiplied by x in float32; the scale is applied once to each column's sum.
+struct Int8Weights {
+    using T = int8_t;
+    static constexpr int kStep = 64;
+    static int64_t xStride(int64_t k) { return k; }
+    static inline __m512 widen(__m128i v) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v)); }
+    static inline __m512 fma(const int8_t* w, const float* x, __m512 acc) {
+#pragma GCC unroll 4
+        for (int b = 0; b < 4; ++b)
+            acc = _mm512_fmadd_ps(
+                widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16 * b))),
+                _mm512_loadu_ps(x + 16 * b), acc);
+        return acc;
+    }
+    // Masked loads of both, block by block (a block past the end loads nothing), so x needs no
+    // padding.
+    static inline __m512 fmaTail(const int8_t* w, const float* x, __m512 acc, int valid) {
+#pragma GCC unroll 4
+        for (int b = 0; b < 4; ++b) {
+            const int left = valid - 16 * b;
+            if (left <= 0)
+                break;
+            const __mmask16 m =
+                left >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
+            acc = _mm512_fmadd_ps(widen(_mm_maskz_loadu_epi8(m, w + 16 * b)),
+                                  _mm512_maskz_loadu_ps(m, x + 16 * b), acc);
+        }
+        return acc;
+    }
+};
+
+// Four output columns j..j+3 for R rows of x; with scales (int8 weights), each column's sum is
+// multiplied by its scale before the bias is added.
 template <class W, int R>
-inline void fourColumns(const float* x, const typename W::T* w, const float* bias, float* y,
-                        int64_t n, int64_t k, int64_t j) {
+inline void fourColumns(const float* x, const typename W::T* w, const float* bias,
+                        const double* scales, float* y, int64_t n, int64_t k, int64_t j) {
     const int64_t xs = W::xStride(k);
     const typename W::T* w0 = w + j * k;
     const typename W::T* w1 = w0 + k;
@@ -102,16 +138,18 @@ inline void fourColumns(const float* x, const typename W::T* w, const float* bia
         }
     }
     const __m128 b = bias ? _mm_loadu_ps(bias + j) : _mm_setzero_ps();
+    const __m128 s = scales ? _mm256_cvtpd_ps(_mm256_loadu_pd(scales + j)) : _mm_set1_ps(1.0f);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r)
-        _mm_storeu_ps(y + r * n + j,
-                      _mm_add_ps(sum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]), b));
+        _mm_storeu_ps(
+            y + r * n + j,
+            _mm_add_ps(_mm_mul_ps(sum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]), s), b));
 }
 
 // One output column (the last few of a range).
 template <class W, int R>
-inline void oneColumn(const float* x, const typename W::T* w, const float* bias, float* y,
-                      int64_t n, int64_t k, int64_t j) {
+inline void oneColumn(const float* x, const typename W::T* w, const float* bias,
+                      const double* scales, float* y, int64_t n, int64_t k, int64_t j) {
     const int64_t xs = W::xStride(k);
     const typename W::T* w0 = w + j * k;
     __m512 acc[R];
@@ -129,39 +167,181 @@ inline void oneColumn(const float* x, const typename W::T* w, const float* bias,
             acc[r] = W::fmaTail(w0 + i, x + r * xs + i, acc[r], static_cast<int>(k - i));
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r)
-        y[r * n + j] = _mm512_reduce_add_ps(acc[r]) + (bias ? bias[j] : 0.0f);
+        y[r * n + j] = _mm512_reduce_add_ps(acc[r]) * (scales ? float(scales[j]) : 1.0f) +
+                       (bias ? bias[j] : 0.0f);
 }
 
 template <class W, int R>
-void columns(const float* x, const typename W::T* w, const float* bias, float* y, int64_t n,
-             int64_t k, int64_t begin, int64_t end) {
+void columns(const float* x, const typename W::T* w, const float* bias, const double* scales,
+             float* y, int64_t n, int64_t k, int64_t begin, int64_t end) {
     int64_t j = begin;
     for (; j + 4 <= end; j += 4)
-        fourColumns<W, R>(x, w, bias, y, n, k, j);
+        fourColumns<W, R>(x, w, bias, scales, y, n, k, j);
     for (; j < end; ++j)
-        oneColumn<W, R>(x, w, bias, y, n, k, j);
+        oneColumn<W, R>(x, w, bias, scales, y, n, k, j);
 }
 
 template <class W>
-void dispatchRows(const float* x, int rows, const typename W::T* w, const float* bias, float* y,
-                  int64_t n, int64_t k, int64_t begin, int64_t end) {
+void dispatchRows(const float* x, int rows, const typename W::T* w, const float* bias,
+                  const double* scales, float* y, int64_t n, int64_t k, int64_t begin,
+                  int64_t end) {
     switch (rows) {
     case 1:
-        return columns<W, 1>(x, w, bias, y, n, k, begin, end);
+        return columns<W, 1>(x, w, bias, scales, y, n, k, begin, end);
     case 2:
-        return columns<W, 2>(x, w, bias, y, n, k, begin, end);
+        return columns<W, 2>(x, w, bias, scales, y, n, k, begin, end);
     case 3:
-        return columns<W, 3>(x, w, bias, y, n, k, begin, end);
+        return columns<W, 3>(x, w, bias, scales, y, n, k, begin, end);
     default:
-        return columns<W, 4>(x, w, bias, y, n, k, begin, end);
+        return columns<W, 4>(x, w, bias, scales, y, n, k, begin, end);
     }
+}
+
+// int8 weights against activations quantized to 8 bits per row (AVX512-VNNI's vpdpbusd multiplies
+// unsigned bytes by signed ones and sums them four by four into int32). x is kept as magnitude
+// (0..255, so 9 bits with its sign) and sign: the sign is applied to the weights (0 - w where x
+// is negative; symmetric int8 weights never hold -128), which gives twice the resolution of
+// offsetting x by 128 and needs no per-column sum of the weights.
+#define FLORENCE_VNNI __attribute__((target("avx512vnni")))
+
+template <int R>
+FLORENCE_VNNI inline void vnniFourColumns(const VnniInput& x, int row0, const int8_t* w,
+                                          const double* scales, const float* bias, float* y,
+                                          int64_t n, int64_t k, int64_t j) {
+    const int8_t* wc[4] = {w + j * k, w + (j + 1) * k, w + (j + 2) * k, w + (j + 3) * k};
+    __m512i acc[R][4];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c)
+            acc[r][c] = _mm512_setzero_si512();
+    const __m512i zero = _mm512_setzero_si512();
+    for (int64_t i = 0; i < k; i += 64) {
+        const int64_t left = k - i;
+        const __mmask64 m = left >= 64 ? ~__mmask64(0) : (__mmask64(1) << left) - 1;
+        __m512i wv[4];
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {
+            prefetchNextGroup(wc[c] + i, k);
+            wv[c] = _mm512_maskz_loadu_epi8(m, wc[c] + i);
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+            const __m512i a = _mm512_loadu_si512(x.magnitude.data() + (row0 + r) * x.stride + i);
+            const __mmask64 neg = x.signs[(row0 + r) * (x.stride / 64) + i / 64];
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; ++c)
+                acc[r][c] = _mm512_dpbusd_epi32(acc[r][c], a,
+                                                _mm512_mask_sub_epi8(wv[c], neg, zero, wv[c]));
+        }
+    }
+    const __m128 b = bias ? _mm_loadu_ps(bias + j) : _mm_setzero_ps();
+    const __m128 s = _mm256_cvtpd_ps(_mm256_loadu_pd(scales + j));
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+        const __m128 sum = sum4(_mm512_cvtepi32_ps(acc[r][0]), _mm512_cvtepi32_ps(acc[r][1]),
+                                _mm512_cvtepi32_ps(acc[r][2]), _mm512_cvtepi32_ps(acc[r][3]));
+        _mm_storeu_ps(
+            y + r * n + j,
+            _mm_add_ps(_mm_mul_ps(sum, _mm_mul_ps(s, _mm_set1_ps(x.scales[row0 + r]))), b));
+    }
+}
+
+template <int R>
+FLORENCE_VNNI inline void vnniOneColumn(const VnniInput& x, int row0, const int8_t* w,
+                                        const double* scales, const float* bias, float* y,
+                                        int64_t n, int64_t k, int64_t j) {
+    const int8_t* w0 = w + j * k;
+    __m512i acc[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+        acc[r] = _mm512_setzero_si512();
+    const __m512i zero = _mm512_setzero_si512();
+    for (int64_t i = 0; i < k; i += 64) {
+        const int64_t left = k - i;
+        const __mmask64 m = left >= 64 ? ~__mmask64(0) : (__mmask64(1) << left) - 1;
+        const __m512i wv = _mm512_maskz_loadu_epi8(m, w0 + i);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+            const __m512i a = _mm512_loadu_si512(x.magnitude.data() + (row0 + r) * x.stride + i);
+            const __mmask64 neg = x.signs[(row0 + r) * (x.stride / 64) + i / 64];
+            acc[r] = _mm512_dpbusd_epi32(acc[r], a, _mm512_mask_sub_epi8(wv, neg, zero, wv));
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+        y[r * n + j] =
+            float(_mm512_reduce_add_epi32(acc[r])) * x.scales[row0 + r] * float(scales[j]) +
+            (bias ? bias[j] : 0.0f);
+}
+
+template <int R>
+FLORENCE_VNNI void vnniColumns(const VnniInput& x, int row0, const int8_t* w, const double* scales,
+                               const float* bias, float* y, int64_t n, int64_t k, int64_t begin,
+                               int64_t end) {
+    int64_t j = begin;
+    for (; j + 4 <= end; j += 4)
+        vnniFourColumns<R>(x, row0, w, scales, bias, y, n, k, j);
+    for (; j < end; ++j)
+        vnniOneColumn<R>(x, row0, w, scales, bias, y, n, k, j);
 }
 
 } // namespace
 
+bool haveAvx512Vnni() {
+    __builtin_cpu_init();
+    return haveAvx512() && __builtin_cpu_supports("avx512vnni");
+}
+
+int64_t vnniInputBytes(int64_t k) {
+    return (k + 63) / 64 * 64;
+}
+
+void prepareVnniInput(const float* x, int rows, int64_t k, VnniInput& out) {
+    out.stride = vnniInputBytes(k);
+    out.magnitude.assign(size_t(rows * out.stride), 0);
+    out.signs.assign(size_t(rows * (out.stride / 64)), 0);
+    out.scales.assign(size_t(rows), 0.0f);
+    for (int r = 0; r < rows; ++r) {
+        const float* xr = x + r * k;
+        float largest = 0;
+        for (int64_t i = 0; i < k; ++i)
+            largest = std::max(largest, std::fabs(xr[i]));
+        const float scale = largest > 0 ? largest / 255.0f : 1.0f;
+        out.scales[size_t(r)] = scale;
+        const __m512 inv = _mm512_set1_ps(1.0f / scale);
+        uint8_t* mag = out.magnitude.data() + r * out.stride;
+        uint64_t* signs = out.signs.data() + r * (out.stride / 64);
+        for (int64_t i = 0; i < k; i += 16) {
+            const int valid = int(std::min<int64_t>(16, k - i));
+            const __mmask16 m = valid == 16 ? __mmask16(0xFFFF) : __mmask16((1u << valid) - 1);
+            const __m512 v = _mm512_maskz_loadu_ps(m, xr + i);
+            const __m512 a = _mm512_mul_ps(_mm512_abs_ps(v), inv);
+            const __m128i q = _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(a));
+            _mm_mask_storeu_epi8(mag + i, m, q);
+            const uint64_t neg = _mm512_mask_cmplt_ps_mask(m, v, _mm512_setzero_ps());
+            signs[i / 64] |= neg << (i % 64);
+        }
+    }
+}
+
+void rowsInt8Vnni(const VnniInput& x, int row0, int rows, const int8_t* w, const double* scales,
+                  const float* bias, float* y, int64_t n, int64_t k, int64_t begin, int64_t end) {
+    switch (rows) {
+    case 1:
+        return vnniColumns<1>(x, row0, w, scales, bias, y, n, k, begin, end);
+    case 2:
+        return vnniColumns<2>(x, row0, w, scales, bias, y, n, k, begin, end);
+    case 3:
+        return vnniColumns<3>(x, row0, w, scales, bias, y, n, k, begin, end);
+    default:
+        return vnniColumns<4>(x, row0, w, scales, bias, y, n, k, begin, end);
+    }
+}
+
 void rowsF32Avx512(const float* x, int rows, const float* w, const float* bias, float* y, int64_t n,
                    int64_t k, int64_t begin, int64_t end) {
-    dispatchRows<F32Weights>(x, rows, w, bias, y, n, k, begin, end);
+    dispatchRows<F32Weights>(x, rows, w, bias, nullptr, y, n, k, begin, end);
 }
 
 int64_t bf16InputFloats(int64_t k) {
@@ -183,7 +363,28 @@ void prepareBf16Input(const float* x, int rows, int64_t k, float* out) {
 
 void rowsBf16Avx512(const float* preparedX, int rows, const uint16_t* w, const float* bias,
                     float* y, int64_t n, int64_t k, int64_t begin, int64_t end) {
-    dispatchRows<Bf16Weights>(preparedX, rows, w, bias, y, n, k, begin, end);
+    dispatchRows<Bf16Weights>(preparedX, rows, w, bias, nullptr, y, n, k, begin, end);
+}
+
+void rowsInt8Avx512(const float* x, int rows, const int8_t* w, const double* scales,
+                    const float* bias, float* y, int64_t n, int64_t k, int64_t begin, int64_t end) {
+    dispatchRows<Int8Weights>(x, rows, w, bias, scales, y, n, k, begin, end);
+}
+
+void dequantizeInt8Avx512(const int8_t* w, const double* scales, int64_t k, int64_t begin,
+                          int64_t end, float* out) {
+    for (int64_t j = begin; j < end; ++j) {
+        const int8_t* wj = w + j * k;
+        float* o = out + (j - begin) * k;
+        const __m512 s = _mm512_set1_ps(float(scales[j]));
+        int64_t i = 0;
+        for (; i + 16 <= k; i += 16)
+            _mm512_storeu_ps(o + i, _mm512_mul_ps(Int8Weights::widen(_mm_loadu_si128(
+                                                      reinterpret_cast<const __m128i*>(wj + i))),
+                                                  s));
+        for (; i < k; ++i)
+            o[i] = float(wj[i]) * float(scales[j]);
+    }
 }
 
 } // namespace florence::ops

@@ -131,6 +131,17 @@ private slots:
         QCOMPARE(int(generate(model, true, 4).generatedIds.size()), 5);
     }
 
+    void int8Loads() {
+        // Generated weights are filled before the decoder is quantized; cached and uncached
+        // decoding (the kernels' few rows, and the many rows of the uncached path) agree.
+        LoadOptions o;
+        o.precision = Precision::Int8;
+        const auto model = Model::load(m_arch.toStdString(), o);
+        const Result cached = generate(model, true, 8);
+        QCOMPARE(int(cached.generatedIds.size()), 9);
+        QCOMPARE(generate(model, false, 8).generatedIds, cached.generatedIds);
+    }
+
     void hostileRecipeIsRefused_data() {
         QTest::addColumn<QString>("key");
         QTest::addColumn<QJsonValue>("value");

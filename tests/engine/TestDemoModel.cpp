@@ -20,6 +20,7 @@
 #include <QTest>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -243,7 +244,18 @@ class TestDemoModel : public QObject {
 
 private:
     std::shared_ptr<const Model> m_model; // float32
-    std::shared_ptr<const Model> m_bf16;  // loaded by the first bfloat16 test
+    // bfloat16 and int8, each loaded by the first test that runs it.
+    std::map<int, std::shared_ptr<const Model>> m_reduced;
+    const std::shared_ptr<const Model>& reduced(Precision precision) {
+        auto& m = m_reduced[int(precision)];
+        if (!m) {
+            LoadOptions o;
+            o.threads = 1;
+            o.precision = precision;
+            m = Model::load(bundledModelDir(), o);
+        }
+        return m;
+    }
     std::vector<Scene> m_scenes;
 
     // The answer to `task` on `image` with the model's default generation settings.
@@ -267,8 +279,9 @@ private slots:
     void ocr();
     void ocrWithRegion();
     void regionToCategory();
-    void bfloat16MatchesFloat32_data();
-    void bfloat16MatchesFloat32();
+    void reducedPrecisionMatchesFloat32_data();
+    void reducedPrecisionMatchesFloat32();
+    void int8LogitsMatchFloat32();
 };
 
 void TestDemoModel::initTestCase() {
@@ -444,44 +457,77 @@ void TestDemoModel::regionToCategory() {
     QVERIFY2(shapeMean > emptyMean, "answers about empty regions score as high as about shapes");
 }
 
-void TestDemoModel::bfloat16MatchesFloat32_data() {
+void TestDemoModel::reducedPrecisionMatchesFloat32_data() {
+    QTest::addColumn<int>("precision");
     QTest::addColumn<QString>("task");
-    QTest::newRow("<CAPTION>") << QString("<CAPTION>");
-    QTest::newRow("<DETAILED_CAPTION>") << QString("<DETAILED_CAPTION>");
-    QTest::newRow("<OD>") << QString("<OD>");
-    QTest::newRow("<OCR>") << QString("<OCR>");
-    QTest::newRow("<OCR_WITH_REGION>") << QString("<OCR_WITH_REGION>");
+    for (const Precision p : {Precision::BFloat16, Precision::Int8})
+        for (const char* task :
+             {"<CAPTION>", "<DETAILED_CAPTION>", "<OD>", "<OCR>", "<OCR_WITH_REGION>"})
+            QTest::addRow("%s %s", precisionName(p), task) << int(p) << QString(task);
 }
 
-void TestDemoModel::bfloat16MatchesFloat32() {
+void TestDemoModel::reducedPrecisionMatchesFloat32() {
     // The app's precision switch must not change what the demo model says about the sample
-    // scenes a first start shows (up to kLocationTolerance).
+    // scenes a first start shows (up to kLocationTolerance): bfloat16, and int8 (its decoder in
+    // int8, its encoders in bfloat16).
+    QFETCH(int, precision);
     QFETCH(QString, task);
-    if (!m_bf16) {
-        LoadOptions o;
-        o.threads = 1;
-        o.precision = Precision::BFloat16;
-        m_bf16 = Model::load(bundledModelDir(), o);
-    }
+    const Precision p = static_cast<Precision>(precision);
     const QDir scenes(QString::fromStdString(samplesDir()) + "/scenes");
     const QStringList files = scenes.entryList({"*.png"}, QDir::Files, QDir::Name);
     QVERIFY2(files.size() >= 3, qPrintable(scenes.path()));
-    Session s32(m_model), s16(m_bf16);
+    Session s32(m_model), sr(reduced(p));
     QStringList differ;
     for (const QString& file : files) {
         const auto image =
             std::make_shared<const RgbImage>(loadImage(scenes.filePath(file).toStdString()));
         const Result a = run(s32, image, {task.toStdString(), "", std::nullopt});
-        const Result b = run(s16, image, {task.toStdString(), "", std::nullopt});
+        const Result b = run(sr, image, {task.toStdString(), "", std::nullopt});
         if (!sameAnswer(a.text, b.text))
-            differ << QStringLiteral("%1: float32 '%2', bfloat16 '%3'")
-                          .arg(file, QString::fromStdString(a.text),
+            differ << QStringLiteral("%1: float32 '%2', %3 '%4'")
+                          .arg(file, QString::fromStdString(a.text), precisionName(p),
                                QString::fromStdString(b.text));
     }
     for (const QString& d : differ)
-        qInfo("bfloat16 differs on %s", qPrintable(d));
+        qInfo("%s differs on %s", precisionName(p), qPrintable(d));
     QVERIFY2(differ.isEmpty(),
              qPrintable(QString("%1 of %2 scenes differ").arg(differ.size()).arg(files.size())));
+}
+
+void TestDemoModel::int8LogitsMatchFloat32() {
+    // The int8 decoder's logits against float32's over the same tokens (a detailed caption of
+    // each sample scene, as float32 says it): cosine >= 0.999 at every position, the issue's
+    // bar for int8 (bench reports the same figure for the speed demo).
+    const auto int8 = reduced(Precision::Int8);
+    const QDir scenes(QString::fromStdString(samplesDir()) + "/scenes");
+    const QStringList files = scenes.entryList({"*.png"}, QDir::Files, QDir::Name);
+    QVERIFY(!files.isEmpty());
+    Session s32(m_model), s8(int8);
+    const Manifest& m = m_model->manifest();
+    double minCos = 1;
+    for (const QString& file : files) {
+        const auto image =
+            std::make_shared<const RgbImage>(loadImage(scenes.filePath(file).toStdString()));
+        const Result r = run(s32, image, {"<MORE_DETAILED_CAPTION>", "", std::nullopt});
+        const std::vector<float> pixels =
+            preprocess(*image, m.imageWidth, m.imageHeight, m.imageMean, m.imageStd);
+        const FloatArray a = s32.decoderLogits(pixels, r.promptIds, r.generatedIds);
+        const FloatArray b = s8.decoderLogits(pixels, r.promptIds, r.generatedIds);
+        QCOMPARE(a.shape, b.shape);
+        const int64_t vocab = a.shape[1];
+        for (int64_t row = 0; row < a.shape[0]; ++row) {
+            double dot = 0, na = 0, nb = 0;
+            for (int64_t i = row * vocab; i < (row + 1) * vocab; ++i) {
+                dot += double(a.data[i]) * b.data[i];
+                na += double(a.data[i]) * a.data[i];
+                nb += double(b.data[i]) * b.data[i];
+            }
+            minCos = std::min(minCos, dot / std::sqrt(na * nb));
+        }
+    }
+    qInfo("int8 logits cosine vs float32, lowest of %lld scenes' positions: %.6f",
+          static_cast<long long>(files.size()), minCos);
+    QVERIFY2(minCos >= 0.999, qPrintable(QString::number(minCos, 'f', 6)));
 }
 
 QTEST_GUILESS_MAIN(TestDemoModel)

@@ -103,6 +103,7 @@ private slots:
     void realImageRuns();
     void sharedEmbedding_data();
     void sharedEmbedding();
+    void int8FixtureTokens();
     void badPackages_data();
     void badPackages();
     void badRequests_data();
@@ -640,10 +641,48 @@ void TestEngine::realImageRuns() {
     QVERIFY(r.timings.totalMs >= r.timings.decodeMs);
 }
 
+void TestEngine::int8FixtureTokens() {
+    // The reference fixture's greedy tokens in int8 mode (decoder int8, encoders bfloat16): the
+    // cached step (the VNNI kernel, four rows at most) and the uncached path (every row of the
+    // prefix at once) give the same tokens, and every token that differs from the reference is
+    // listed (the README lists them too).
+    LoadOptions lo;
+    lo.precision = Precision::Int8;
+    const auto int8 = Model::load((m_tmp.path() + "/pkg-st").toStdString(), lo);
+    Session s(int8);
+    GenerationOptions o = int8->defaultOptions();
+    o.numBeams = 1;
+    o.maxNewTokens = 24;
+    int same = 0, total = 0;
+    for (const TaskRef& t : m_tasks) {
+        Request req;
+        req.pixelValues = m_pixels;
+        req.prompt = t.prompt;
+        o.useCache = true;
+        const Result cached = s.generate(req, o);
+        o.useCache = false;
+        QCOMPARE(s.generate(req, o).generatedIds, cached.generatedIds);
+        const size_t n = std::min(cached.generatedIds.size(), t.generated.size());
+        size_t first = n;
+        for (size_t i = 0; i < n && first == n; ++i)
+            if (cached.generatedIds[i] != t.generated[i])
+                first = i;
+        total += int(t.generated.size());
+        same += int(first);
+        if (first < n || cached.generatedIds.size() != t.generated.size())
+            qInfo("int8 %s: first difference at token %d of %d: '%s' (float32 '%s')",
+                  qPrintable(t.token), int(first), int(t.generated.size()), cached.text.c_str(),
+                  t.text.c_str());
+    }
+    qInfo("int8: %d of %d reference tokens before the first difference", same, total);
+}
+
 void TestEngine::sharedEmbedding_data() {
     QTest::addColumn<int>("precision");
     QTest::newRow("float32") << int(Precision::Float32);
     QTest::newRow("bfloat16") << int(Precision::BFloat16);
+    // The LM head gets an int8 copy of the shared embedding; the embedding stays float32.
+    QTest::newRow("int8") << int(Precision::Int8);
 }
 
 void TestEngine::sharedEmbedding() {

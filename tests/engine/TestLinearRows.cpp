@@ -1,9 +1,10 @@
 // florence::linear_rows, the operator every decoding step of an exported model runs its linear
 // layers with (engine/ops/): its products against LibTorch's, for the shapes the kernels treat
 // specially (output columns not a multiple of four, inner sizes not a multiple of 16 or 32,
-// one to four rows), float32 and bfloat16 weights, with and without bias, strided inputs; and
+// one to four rows), float32, bfloat16 and int8 weights, with and without bias, strided inputs; and
 // that the TorchScript interpreter finds it, as loading a package needs.
 #include "Ops.h"
+#include "RowKernels.h"
 
 #include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -38,6 +39,9 @@ private slots:
     void initTestCase();
     void matchesLibTorch_data();
     void matchesLibTorch();
+    void int8MatchesItsFloatValue_data();
+    void int8MatchesItsFloatValue();
+    void int8KeepsTheProduct();
     void keepsLeadingDimensions();
     void moreRowsThanTheKernels();
     void refusesMismatchedShapes();
@@ -116,6 +120,118 @@ void TestLinearRows::matchesLibTorch() {
         QVERIFY2(oldErr < 2e-2,
                  qPrintable(QString("relative error %1 against F.linear").arg(oldErr)));
     }
+}
+
+// Per-channel int8 as the engine quantizes (Engine.cpp, quantizeInt8): symmetric, zero points 0.
+at::Tensor quantize(const at::Tensor& w) {
+    const at::Tensor scales = (w.abs().amax({1}).to(at::kDouble) / 127.0).clamp_min(1e-30);
+    return at::quantize_per_channel(w, scales, at::zeros({w.size(0)}, at::kLong), 0, at::kQInt8);
+}
+
+void TestLinearRows::int8MatchesItsFloatValue_data() {
+    QTest::addColumn<int>("n");
+    QTest::addColumn<int>("k");
+    QTest::addColumn<int>("rows");
+    QTest::addColumn<bool>("bias");
+    struct Shape {
+        int n, k;
+    };
+    // The int8 kernel reads 64 weights per step in blocks of 16: k % 64 != 0 leaves a masked
+    // tail of whole and partial blocks; n % 4 != 0 single columns. Five rows and more (a prompt,
+    // the uncached path, a batch) go through weights widened block by block.
+    const Shape shapes[] = {{1, 1},    {3, 7},      {37, 45},   {64, 768},
+                            {13, 100}, {769, 3071}, {5003, 129}};
+    for (const Shape& s : shapes)
+        for (int rows : {1, 2, 3, 4, 5, 17})
+            for (bool bias : {false, true})
+                QTest::addRow("%dx%d, %d rows%s", s.n, s.k, rows, bias ? ", bias" : "")
+                    << s.n << s.k << rows << bias;
+}
+
+void TestLinearRows::int8MatchesItsFloatValue() {
+    // The product with int8 weights is the product with the float32 values they stand for
+    // (int8 times scale): the quantization is the only error int8 mode adds, apart from the VNNI
+    // kernel's 8-bit activations, which are checked against their own exact value.
+    QFETCH(int, n);
+    QFETCH(int, k);
+    QFETCH(int, rows);
+    QFETCH(bool, bias);
+    c10::InferenceMode guard;
+    const at::Tensor w = quantize(torch::randn({n, k}));
+    QCOMPARE(w.scalar_type(), at::kQInt8);
+    const at::Tensor b = torch::randn({n});
+    const at::Tensor x = torch::randn({rows, k});
+    const at::Tensor y = linearRows(x, w, bias ? c10::optional<at::Tensor>(b) : c10::nullopt);
+    QCOMPARE(y.scalar_type(), at::kFloat);
+    QCOMPARE(y.sizes().vec(), (std::vector<int64_t>{rows, n}));
+    const at::Tensor wd = w.dequantize().to(at::kDouble);
+    const at::Tensor bd = bias ? b.to(at::kDouble) : at::Tensor();
+    const at::Tensor want = at::linear(x.to(at::kDouble), wd, bd);
+    // With VNNI (any row count) the activations are quantized (largest |x| / 510 per element at
+    // most); without, float32 products of the widened weights.
+    const bool vnni = florence::ops::haveAvx512Vnni();
+    const double err = relativeError(y, want);
+    QVERIFY2(err < (vnni ? 2e-2 : 2e-5),
+             qPrintable(QString("relative error %1 against the dequantized weights").arg(err)));
+    if (!florence::ops::haveAvx512())
+        return;
+    if (rows > 4) {
+        // With VNNI, five rows and more are each what the kernel gives that row alone (the
+        // uncached path and batches agree with cached decoding).
+        for (int r = 0; vnni && r < rows; r += 3) {
+            const at::Tensor one = linearRows(x.slice(0, r, r + 1), w,
+                                              bias ? c10::optional<at::Tensor>(b) : c10::nullopt);
+            QVERIFY2(at::equal(one, y.slice(0, r, r + 1)), qPrintable(QString("row %1").arg(r)));
+        }
+        return;
+    }
+
+    // Each kernel on its own, over a column range that starts and ends off a group of four.
+    const int64_t begin = n > 5 ? 1 : 0, end = n > 5 ? n - 1 : n;
+    const auto* wp = reinterpret_cast<const int8_t*>(w.data_ptr<c10::qint8>());
+    const at::Tensor scales = w.q_per_channel_scales().contiguous();
+    const float* bp = bias ? b.data_ptr<float>() : nullptr;
+    at::Tensor widened = at::zeros({rows, n});
+    florence::ops::rowsInt8Avx512(x.data_ptr<float>(), rows, wp, scales.data_ptr<double>(), bp,
+                                  widened.data_ptr<float>(), n, k, begin, end);
+    const double widenErr = relativeError(widened.slice(1, begin, end), want.slice(1, begin, end));
+    QVERIFY2(widenErr < 2e-5,
+             qPrintable(QString("widening kernel: relative error %1").arg(widenErr)));
+    if (!florence::ops::haveAvx512Vnni())
+        return;
+    florence::ops::VnniInput xq;
+    florence::ops::prepareVnniInput(x.data_ptr<float>(), rows, k, xq);
+    // x as the VNNI kernel sees it: sign times magnitude times the row's scale.
+    at::Tensor xv = at::zeros({rows, k}, at::kDouble);
+    for (int r = 0; r < rows; ++r)
+        for (int i = 0; i < k; ++i) {
+            const bool neg = (xq.signs[size_t(r * (xq.stride / 64) + i / 64)] >> (i % 64)) & 1;
+            xv[r][i] = (neg ? -1.0 : 1.0) * xq.magnitude[size_t(r * xq.stride + i)] *
+                       double(xq.scales[size_t(r)]);
+        }
+    QVERIFY(relativeError(xv, x) < 1.0 / 500); // half a step of 255
+    at::Tensor viaVnni = at::zeros({rows, n});
+    florence::ops::rowsInt8Vnni(xq, 0, rows, wp, scales.data_ptr<double>(), bp,
+                                viaVnni.data_ptr<float>(), n, k, begin, end);
+    const double vnniErr =
+        relativeError(viaVnni.slice(1, begin, end), at::linear(xv, wd, bd).slice(1, begin, end));
+    QVERIFY2(vnniErr < 2e-5, qPrintable(QString("VNNI kernel: relative error %1").arg(vnniErr)));
+}
+
+void TestLinearRows::int8KeepsTheProduct() {
+    // Against the float32 weights themselves: per-channel int8 keeps a decoding step's product
+    // (cosine of the outputs well above the 0.999 the int8 mode's logits must reach).
+    c10::InferenceMode guard;
+    const at::Tensor w = torch::randn({512, 768}) * 0.02;
+    const at::Tensor x = torch::randn({2, 1, 768});
+    const at::Tensor y = linearRows(x, quantize(w), c10::nullopt);
+    QCOMPARE(y.sizes().vec(), (std::vector<int64_t>{2, 1, 512}));
+    const at::Tensor ref = at::linear(x, w);
+    const double cos = at::cosine_similarity(y.flatten(), ref.flatten(), 0).item<double>();
+    QVERIFY2(cos > 0.9999, qPrintable(QString("cosine %1").arg(cos, 0, 'f', 6)));
+    // Weights that are not per output channel are refused, not computed wrongly.
+    const at::Tensor perTensor = at::quantize_per_tensor(w, 0.001, 0, at::kQInt8);
+    QVERIFY_THROWS_EXCEPTION(c10::Error, linearRows(x, perTensor, c10::nullopt));
 }
 
 void TestLinearRows::keepsLeadingDimensions() {

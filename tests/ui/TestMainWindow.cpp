@@ -585,9 +585,21 @@ void TestMainWindow::precisionSwitchReloadsModel() {
     QVERIFY(tokens.count() > before);
     QVERIFY(!child<QPlainTextEdit>(m_w.get(), "rawText")->toPlainText().isEmpty());
 
+    // int8, the next entry: the model reloads and runs to the end.
+    QTest::keyClick(combo, Qt::Key_Down);
+    QCOMPARE(combo->currentText(), QString("int8"));
+    QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 2, 60'000);
+    QCOMPARE(m_w->modelInfo().precision(), QString("int8"));
+    QVERIFY2(label->text().contains("int8"), qPrintable(label->text()));
+    const int beforeInt8 = tokens.count();
+    QVERIFY(m_w->startRun());
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 3, kRunTimeoutMs);
+    QCOMPARE(done.at(2).at(0).toBool(), false);
+    QVERIFY(tokens.count() > beforeInt8);
+
     // And back: float32 again, without a run in flight.
     m_w->setPrecision(florence::Precision::Float32);
-    QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 2, 60'000);
+    QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 3, 60'000);
     QCOMPARE(m_w->modelInfo().precision(), QString("float32"));
     QVERIFY2(label->text().contains("float32"), qPrintable(label->text()));
 }

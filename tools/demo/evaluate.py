@@ -2,6 +2,7 @@
 
     /usr/bin/python3 tools/demo/evaluate.py --package /tmp/demo-pkg --n 200 --seed 1001
     /usr/bin/python3 tools/demo/evaluate.py --package /tmp/demo-pkg --data tests/engine/data/scenes
+    /usr/bin/python3 tools/demo/evaluate.py --package /tmp/demo-pkg --precision int8
 
 Runs the package's TorchScript modules (vision.pt, text_encoder.pt, decoder.pt) the way the C++
 engine does: PIL bicubic resize to the package's input size, mean/std from manifest.json,
@@ -38,10 +39,31 @@ from florence2.package import load_modules  # noqa: E402
 LOC_RE = re.compile(r"<loc_(\d+)>")
 
 
+def apply_precision(modules, precision):
+    """The engine's --precision (engine/model/Engine.cpp): bfloat16 turns every linear layer's
+    weight to bfloat16; int8 turns the encoders' to bfloat16 and quantizes the decoder's (the LM
+    head included, its own copy of the shared embedding) per output channel, symmetrically, which
+    florence::linear_rows reads. Needs the operator library of a build (FLORENCE_OPS_LIBRARY)."""
+    if precision == "float32":
+        return
+    for role, module in modules.items():
+        for _, sub in module.named_modules():
+            if sub.original_name != "Linear":
+                continue
+            w = sub.weight.float()
+            if precision == "bfloat16" or role != "decoder":
+                sub.weight = w.to(torch.bfloat16)
+            else:
+                scales = (w.abs().amax(1).double() / 127.0).clamp_min(1e-30)
+                sub.weight = torch.quantize_per_channel(
+                    w, scales, torch.zeros(w.shape[0], dtype=torch.long), 0, torch.qint8)
+
+
 class Package:
-    def __init__(self, folder):
+    def __init__(self, folder, precision="float32"):
         # float32, the text encoder's embedding restored when the package stores it once
         self.manifest, modules = load_modules(folder)
+        apply_precision(modules, precision)
         self.vision = modules["vision"]
         self.text = modules["text_encoder"]
         self.decoder = modules["decoder"]
@@ -284,15 +306,18 @@ def main():
     p.add_argument("--seed", type=int, default=1001)
     p.add_argument("--render-size", type=int, default=256)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--precision", choices=["float32", "bfloat16", "int8"], default="float32",
+                   help="run the weights as the engine's --precision does")
     p.add_argument("--json", help="write the figures here")
     p.add_argument("--show-failures", type=int, default=10)
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    pkg = Package(args.package)
+    pkg = Package(args.package, args.precision)
     items = load_set(args)
     res, failures = evaluate(pkg, items, args.verbose)
     title = f"{args.data}" if args.data else f"generated scenes, seed {args.seed}, {args.render_size} px"
+    title += f", {args.precision}"
     print(markdown(res, title))
     for f in failures[:args.show_failures]:
         print("FAIL", f)

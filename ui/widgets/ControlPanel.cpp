@@ -122,12 +122,14 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
     createIgnoreEosCheck(genBox);
     m_precisionCombo = new QComboBox(genBox);
     m_precisionCombo->setObjectName(QStringLiteral("precisionCombo"));
-    for (const Precision p : {Precision::Float32, Precision::BFloat16})
+    for (const Precision p : {Precision::Float32, Precision::BFloat16, Precision::Int8})
         m_precisionCombo->addItem(QString::fromLatin1(precisionName(p)), static_cast<int>(p));
     m_precisionCombo->setToolTip(
         tr("bfloat16 runs the linear layers with oneDNN's AVX512-BF16 kernels: faster on CPUs "
-           "that have them, and the answers can differ slightly from float32. Changing it "
-           "reloads the model."));
+           "that have them, and the answers can differ slightly from float32. int8 runs the "
+           "decoder's linear layers with int8 weights (quantized when the model loads) and the "
+           "encoders in bfloat16: the fastest decoding, answers can differ a little more. "
+           "Changing it reloads the model."));
     auto* genLayout = new QFormLayout(genBox);
     genLayout->addRow(tr("Beams:"), m_beamsSpin);
     genLayout->addRow(tr("Max new tokens:"), m_maxTokensSpin);

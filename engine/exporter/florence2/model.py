@@ -29,10 +29,11 @@ def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
     F.linear picks for a single row reaches about a third of it and OpenBLAS's matrix-vector
     product, or oneDNN's bfloat16 one, about 0.6-0.9x (single-thread microbenchmark, weights
     in DRAM). bfloat16 weights (the engine's reduced-precision mode) return float32 activations,
-    so norms, softmax and residuals keep full precision."""
+    so norms, softmax and residuals keep full precision. int8 weights (per-channel quantized, the
+    engine's int8 mode) go to the operator for every row count: it alone reads them."""
     k = x.shape[-1]
     rows = x.numel() // k if k > 0 else 0
-    if 0 < rows <= 4:
+    if 0 < rows <= 4 or weight.dtype == torch.qint8:
         if torch.jit.is_scripting():
             return torch.ops.florence.linear_rows(x, weight, bias)
         else:
@@ -61,6 +62,8 @@ def _linear_rows_eager(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Ten
     grad = torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad)
     if not grad and ops.loaded():
         return torch.ops.florence.linear_rows(x, weight, bias)
+    if weight.dtype == torch.qint8:
+        return F.linear(x.to(torch.float32), weight.dequantize(), bias)
     if weight.dtype != torch.float32:
         b = bias.to(weight.dtype) if bias is not None else None
         return F.linear(x.to(weight.dtype), weight, b).to(torch.float32)

@@ -33,9 +33,13 @@ namespace florence {
 enum class Precision {
     Float32,  // as exported
     BFloat16, // linear layers in bfloat16 (AVX512-BF16 kernels); norms, softmax, residuals float32
+    // The decoder's linear layers and the LM head in int8, one scale per output channel,
+    // quantized at load from the package's float32 weights; activations stay float32. The
+    // encoders run as in BFloat16 (LibTorch 1.13 here has no fbgemm; README, int8).
+    Int8,
 };
 
-// "float32" / "bfloat16"
+// "float32" / "bfloat16" / "int8"
 const char* precisionName(Precision p);
 
 struct LoadOptions {
