@@ -93,6 +93,14 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> Tensor:
     return torch.matmul(scores.softmax(dim=-1), v)
 
 
+def project(x: Tensor, weight: Tensor, bias: Optional[Tensor], low: bool) -> Tensor:
+    """A vision encoder attention's product: linear(), or with `low` (bfloat16 weights) a
+    bfloat16 product of bfloat16 activations that stays bfloat16 for the next one."""
+    if not low:
+        return linear(x, weight, bias)
+    return F.linear(x, weight, bias.to(torch.bfloat16) if bias is not None else None)
+
+
 def feed_forward(x: Tensor, w1: Tensor, b1: Optional[Tensor], w2: Tensor,
                  b2: Optional[Tensor]) -> Tensor:
     """fc1, GELU, fc2 (the original uses exact GELU in both towers)."""
@@ -101,10 +109,11 @@ def feed_forward(x: Tensor, w1: Tensor, b1: Optional[Tensor], w2: Tensor,
     if w1.dtype == torch.bfloat16 and not 0 < rows <= 4:
         # The hidden layer is four times wider than the input: it stays bfloat16 between the two
         # products instead of going to float32 and back (a decoding step's few rows go through
-        # linear(), whose kernels read bfloat16 weights and keep activations float32).
+        # linear(), whose kernels read bfloat16 weights and keep activations float32). The
+        # output stays bfloat16 too: every caller adds it to the float32 residual, and that sum
+        # promotes it as it reads it, without a converted copy.
         h = F.gelu(F.linear(x.to(torch.bfloat16), w1, b1.to(torch.bfloat16) if b1 is not None else None))
-        out = F.linear(h, w2, b2.to(torch.bfloat16) if b2 is not None else None)
-        return out.to(torch.float32)
+        return F.linear(h, w2, b2.to(torch.bfloat16) if b2 is not None else None)
     return linear(F.gelu(linear(x, w1, b1)), w2, b2)
 
 
@@ -199,6 +208,13 @@ class WindowAttention(nn.Module):
     def forward(self, x: Tensor, h: int, w: int) -> Tensor:
         b, n, c = x.shape
         ws = self.window_size
+        # bfloat16 weights (the engine's reduced precision): from the normalized input to the
+        # output projection everything stays bfloat16, so the per-window products run on
+        # oneDNN's bfloat16 batched kernels (3-13x faster here than OpenBLAS's float32 GEMM per
+        # window and head) and nothing is converted between the products.
+        low = self.qkv.weight.dtype == torch.bfloat16
+        if low:
+            x = x.to(torch.bfloat16)
         x = x.view(b, h, w, c)
         pad_r = (ws - w % ws) % ws
         pad_b = (ws - h % ws) % ws
@@ -211,17 +227,18 @@ class WindowAttention(nn.Module):
         x = x.view(b, hp // ws, ws, wp // ws, ws, c).permute(0, 1, 3, 2, 4, 5)
         x = x.reshape(-1, ws * ws, c)
         bw = x.shape[0]
-        qkv = linear(x, self.qkv.weight, self.qkv.bias).reshape(bw, ws * ws, 3, self.num_heads,
-                                                                  c // self.num_heads)
+        qkv = project(x, self.qkv.weight, self.qkv.bias, low).reshape(
+            bw, ws * ws, 3, self.num_heads, c // self.num_heads)
         qkv = qkv.permute(2, 0, 3, 1, 4)
         q, k, v = qkv[0], qkv[1], qkv[2]
         attn = torch.matmul(q * self.scale, k.transpose(-2, -1)).softmax(dim=-1)
         x = torch.matmul(attn, v).transpose(1, 2).reshape(bw, ws * ws, c)
-        x = linear(x, self.proj.weight, self.proj.bias)
+        x = project(x, self.proj.weight, self.proj.bias, low)
         x = x.view(b, hp // ws, wp // ws, ws, ws, c).permute(0, 1, 3, 2, 4, 5)
         x = x.reshape(b, hp, wp, c)
         if pad_r > 0 or pad_b > 0:
             x = x[:, :h, :w, :].contiguous()
+        # bfloat16 when `low`: the residual sum (float32 + bfloat16) promotes it as it reads it.
         return x.reshape(b, h * w, c)
 
 
@@ -244,14 +261,19 @@ class ChannelAttention(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         b, n, c = x.shape
-        qkv = linear(x, self.qkv.weight, self.qkv.bias).reshape(b, n, 3, self.groups, c // self.groups)
+        # bfloat16 weights: bfloat16 from input to output projection, as WindowAttention.
+        low = self.qkv.weight.dtype == torch.bfloat16
+        if low:
+            x = x.to(torch.bfloat16)
+        qkv = project(x, self.qkv.weight, self.qkv.bias, low).reshape(
+            b, n, 3, self.groups, c // self.groups)
         qkv = qkv.permute(2, 0, 3, 1, 4)
         q, k, v = qkv[0], qkv[1], qkv[2]
         q = q * (float(n) ** -0.5)
         attn = torch.matmul(q.transpose(-1, -2), k).softmax(dim=-1)
         x = torch.matmul(attn, v.transpose(-1, -2)).transpose(-1, -2)
         x = x.transpose(1, 2).reshape(b, n, c)
-        return linear(x, self.proj.weight, self.proj.bias)
+        return project(x, self.proj.weight, self.proj.bias, low)  # bfloat16 when `low`
 
 
 class ResidualChannelAttention(nn.Module):
@@ -431,10 +453,26 @@ class EncoderLayer(nn.Module):
         self.final_layer_norm = nn.LayerNorm(dim)
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
-        k, v = self.self_attn.keys_values(x)
-        a = attend(self.self_attn.query(x), k, v, mask)
-        x = self.self_attn_layer_norm(x + self.self_attn.output(a))
+        if self.self_attn.q_proj.weight.dtype == torch.bfloat16:
+            a = self.attention_low(x, mask)
+        else:
+            k, v = self.self_attn.keys_values(x)
+            a = self.self_attn.output(attend(self.self_attn.query(x), k, v, mask))
+        x = self.self_attn_layer_norm(x + a)
         return self.final_layer_norm(x + self.ffn(x))
+
+    def attention_low(self, x: Tensor, mask: Tensor) -> Tensor:
+        """Self-attention with bfloat16 weights: bfloat16 from the input to the output
+        projection, as the vision encoder's attention (oneDNN's batched bfloat16 products)."""
+        at = self.self_attn
+        x = x.to(torch.bfloat16)
+        q = at.split(project(x, at.q_proj.weight, at.q_proj.bias, True) * at.scaling)
+        k = at.split(project(x, at.k_proj.weight, at.k_proj.bias, True))
+        v = at.split(project(x, at.v_proj.weight, at.v_proj.bias, True))
+        scores = torch.matmul(q, k.transpose(-1, -2)) + mask.clamp_min(-1e30).to(torch.bfloat16)
+        a = at.merge(torch.matmul(scores.softmax(dim=-1), v))
+        # bfloat16: the residual sum promotes it (float32 + bfloat16 -> float32) as it reads it.
+        return project(a, at.out_proj.weight, at.out_proj.bias, True)
 
     def ffn(self, x: Tensor) -> Tensor:
         return feed_forward(x, self.fc1.weight, self.fc1.bias, self.fc2.weight, self.fc2.bias)
