@@ -6,7 +6,7 @@
 
 Runs the package's TorchScript modules (vision.pt, text_encoder.pt, decoder.pt) the way the C++
 engine does: PIL bicubic resize to the package's input size, mean/std from manifest.json,
-greedy decoding with the cached decoder step, decoder start </s>, forced <s> first and </s> at
+greedy decoding (or --beams N, the engine's beam search) with the cached decoder step, decoder start </s>, forced <s> first and </s> at
 the length limit, no-repeat-ngram 3. Scenes come from scenes.py with a seed training never used
 (training draws from random.Random(1)), or from a folder with ground_truth.json.
 
@@ -60,7 +60,8 @@ def apply_precision(modules, precision):
 
 
 class Package:
-    def __init__(self, folder, precision="float32"):
+    def __init__(self, folder, precision="float32", beams=1):
+        self.beams = beams
         # float32, the text encoder's embedding restored when the package stores it once
         self.manifest, modules = load_modules(folder)
         apply_precision(modules, precision)
@@ -86,6 +87,11 @@ class Package:
             return self.vision(self.pixels(img))
 
     def generate(self, feats, prompt, max_new=128, ngram=3):
+        if self.beams > 1:
+            return self.generate_beams(feats, prompt, self.beams, max_new, ngram)
+        return self.generate_greedy(feats, prompt, max_new, ngram)
+
+    def generate_greedy(self, feats, prompt, max_new=128, ngram=3):
         ids = torch.tensor([self.tok.prompt(prompt)])
         with torch.no_grad():
             enc = self.text(feats, ids, torch.ones_like(ids))
@@ -110,11 +116,89 @@ class Package:
                 seq.append(nxt)
                 if nxt == 2:
                     break
+        return self.answer(seq, len(seq) > max_new)
+
+    def answer(self, seq, cut):
         self.calls = getattr(self, "calls", 0) + 1
         # an answer cut by the limit (the forced </s>) rather than ended by the model
-        self.runaways = getattr(self, "runaways", 0) + (len(seq) > max_new)
+        self.runaways = getattr(self, "runaways", 0) + bool(cut)
         text = self.tok.decode(seq)
         return text.replace("</s>", "").replace("<s>", "")
+
+    def generate_beams(self, feats, prompt, beams, max_new=128, ngram=3, length_penalty=1.0):
+        """Beam search as engine/model/Generator.cpp's beamSearch (Hugging Face's, early_stopping
+        false as the demo model's generation_config): log-softmax, then no-repeat-ngram and the
+        forced tokens, the best 2 x beams candidates, </s> candidates from the top `beams` ranks
+        going to the finished hypotheses (scored sum / generated length ** length_penalty)."""
+        ids = torch.tensor([self.tok.prompt(prompt)])
+        max_len = max_new + 1  # the decoder start included, as the engine's maxLength
+        neg = float("-inf")
+        with torch.no_grad():
+            enc = self.text(feats, ids, torch.ones_like(ids))
+            cross = self.decoder.cross_kv(enc).repeat(1, 1, beams, 1, 1, 1)
+            enc_mask = torch.ones(beams, enc.shape[1], dtype=torch.long)
+            cache = self.decoder.new_cache(beams, max_len + 1)
+            seqs = [[2] for _ in range(beams)]
+            scores = [0.0] + [-1e9] * (beams - 1)
+            finished = []  # (score, tokens)
+
+            def add(tokens, total, gen_len):
+                score = total / max(gen_len, 1) ** length_penalty
+                if len(finished) < beams or score > min(f[0] for f in finished):
+                    finished.append((score, tokens))
+                    if len(finished) > beams:
+                        finished.remove(min(finished, key=lambda f: f[0]))
+
+            done = False
+            past = 0
+            while not done and len(seqs[0]) < max_len:
+                last = torch.tensor([[s[-1]] for s in seqs])
+                logits, cache = self.decoder.step(last, past, cache, cross, enc_mask)
+                lp = torch.log_softmax(logits.float(), -1)
+                for b, seq in enumerate(seqs):
+                    row = lp[b]
+                    if ngram and len(seq) + 1 >= ngram:
+                        prefix = seq[len(seq) - ngram + 1:]
+                        for i in range(len(seq) - ngram + 1):
+                            if seq[i:i + ngram - 1] == prefix:
+                                row[seq[i + ngram - 1]] = neg
+                    forced = 0 if len(seq) == 1 else 2 if len(seq) == max_len - 1 else -1
+                    if forced >= 0:
+                        row.fill_(neg)
+                        row[forced] = 0.0
+                lp += torch.tensor(scores).unsqueeze(1)
+                vocab = lp.shape[1]
+                values, indices = lp.view(-1).topk(2 * beams)
+                cur_len = len(seqs[0]) + 1
+                nseqs, nscores, origin = [], [], []
+                for rank in range(2 * beams):
+                    if len(nseqs) >= beams:
+                        break
+                    beam, token = divmod(int(indices[rank]), vocab)
+                    score = float(values[rank])
+                    if token == 2:
+                        if rank < beams and score > neg:
+                            add(seqs[beam], score, cur_len - 1)
+                    else:
+                        nseqs.append(seqs[beam] + [token])
+                        nscores.append(score)
+                        origin.append(beam)
+                while len(nseqs) < beams:  # the forced </s> of the last step: keep the shapes
+                    nseqs.append(seqs[0] + [2])
+                    nscores.append(-1e9)
+                    origin.append(0)
+                best_now = float(values[0])
+                done = len(finished) >= beams and (
+                    min(f[0] for f in finished) >= best_now / max(cur_len, 1) ** length_penalty)
+                seqs, scores = nseqs, nscores
+                cache = cache.index_select(2, torch.tensor(origin))
+                past += 1
+            if not done:
+                for seq, total in zip(seqs, scores):
+                    add(seq, total, len(seq) - 1)
+        best = max(finished, key=lambda f: f[0])[1] if finished else seqs[0]
+        cut = len(best) >= max_new  # ended by the forced </s> (finished hypotheses hold no </s>)
+        return self.answer(best + ([2] if best[-1] != 2 else []), cut)
 
 
 def to_px(b, size):
@@ -308,16 +392,19 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--precision", choices=["float32", "bfloat16", "int8"], default="float32",
                    help="run the weights as the engine's --precision does")
+    p.add_argument("--beams", type=int, default=1,
+                   help="1: greedy (default); N: beam search as the engine's (the demo model's "
+                        "default is 3)")
     p.add_argument("--json", help="write the figures here")
     p.add_argument("--show-failures", type=int, default=10)
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    pkg = Package(args.package, args.precision)
+    pkg = Package(args.package, args.precision, args.beams)
     items = load_set(args)
     res, failures = evaluate(pkg, items, args.verbose)
     title = f"{args.data}" if args.data else f"generated scenes, seed {args.seed}, {args.render_size} px"
-    title += f", {args.precision}"
+    title += f", {args.precision}, " + ("greedy" if args.beams == 1 else f"{args.beams} beams")
     print(markdown(res, title))
     for f in failures[:args.show_failures]:
         print("FAIL", f)
