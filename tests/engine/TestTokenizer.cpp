@@ -71,7 +71,7 @@ class TestTokenizer : public QObject {
 private slots:
     void initTestCase();
 
-    void loadTime();
+    void loadFromFiles();
     void vocabularyLayout();
     void fixturePromptIds_data();
     void fixturePromptIds();
@@ -90,7 +90,7 @@ private slots:
     void invalidUtf8InputSurvives();
     void copiesShareTables();
     void concurrentEncode();
-    void encodeSpeed();
+    void encodeLongInputs();
 
 private:
     std::optional<Tokenizer> m_tok;
@@ -105,15 +105,15 @@ void TestTokenizer::initTestCase() {
 }
 
 // A model package is opened on the UI's request; loading the tokenizer must not be noticeable.
-void TestTokenizer::loadTime() {
+void TestTokenizer::loadFromFiles() {
     QElapsedTimer timer;
     timer.start();
     const Tokenizer tok = Tokenizer::fromFiles(vocabPath(), mergesPath());
     const qint64 ms = timer.elapsed();
+    // Printed, not asserted: no test depends on the machine's speed (well under 200 ms when
+    // quiet); the README's figures come from bench.
     qInfo("tokenizer load: %lld ms", static_cast<long long>(ms));
     QCOMPARE(tok.vocabSize(), 51289);
-    // Target is well under 200 ms; the bound leaves room for a loaded shared machine.
-    QVERIFY2(ms < 1000, qPrintable(QString::number(ms)));
 }
 
 void TestTokenizer::vocabularyLayout() {
@@ -430,7 +430,7 @@ void TestTokenizer::concurrentEncode() {
         QCOMPARE(mismatches[t], 0);
 }
 
-void TestTokenizer::encodeSpeed() {
+void TestTokenizer::encodeLongInputs() {
     const std::string prompt =
         "What does the region <loc_350><loc_520><loc_700><loc_999> describe?";
     const std::string longText = [] {
@@ -453,12 +453,14 @@ void TestTokenizer::encodeSpeed() {
     timer.restart();
     total += m_tok->encode(std::string(20000, '-')).size();
     const double runMs = static_cast<double>(timer.nsecsElapsed()) / 1e6;
+    // Printed, not asserted (no test depends on the machine's speed); what is checked is that
+    // the long inputs come back whole.
     qInfo("encode: prompt %.1f us, 200 sentences %.2f ms, 20000-dash word %.2f ms", promptUs,
           longMs, runMs);
     QVERIFY(total > 0);
-    QVERIFY2(promptUs < 1000.0, qPrintable(QString::number(promptUs)));
-    QVERIFY2(longMs < 200.0, qPrintable(QString::number(longMs)));
-    QVERIFY2(runMs < 500.0, qPrintable(QString::number(runMs)));
+    QCOMPARE(m_tok->decode(m_tok->encode(longText)), "<s>" + longText + "</s>");
+    QCOMPARE(m_tok->decode(m_tok->encode(std::string(20000, '-'))),
+             "<s>" + std::string(20000, '-') + "</s>");
 }
 
 QTEST_GUILESS_MAIN(TestTokenizer)
