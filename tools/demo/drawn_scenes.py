@@ -19,6 +19,7 @@ import json
 import math
 import os
 import random
+import re
 import sys
 
 import cv2
@@ -349,6 +350,11 @@ def main():
     p.add_argument("--seed", type=int, default=7001)
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    # A set written here before (another --n or --seed) would leave its images beside the new
+    # ground truth: remove what this script writes, nothing else.
+    for old in os.listdir(args.out):
+        if re.fullmatch(r"drawn_\d+\.(png|jpg)", old) or old == "ground_truth.json":
+            os.remove(os.path.join(args.out, old))
     rng = random.Random(args.seed)
     scenes = []
     for i in range(args.n):
