@@ -199,6 +199,25 @@ struct Model::Impl {
         return role == "vision" ? vision : role == "text_encoder" ? textEncoder : decoder;
     }
 
+    // int8: the encoders' large linear layers (both sides >= 512: Florence-2's vision stages 2
+    // and 3 and its text encoder, about 80% of an image's multiply-adds at base size), when the
+    // package's code runs them with florence::linear_int8 (it has int8_products(); an earlier
+    // exporter's does not). oneDNN's int8 GEMM is ~1.8x its bfloat16 one on these shapes and
+    // slower on the smaller ones, which stay bfloat16 (README, Precision).
+    void quantizeEncoders() const {
+        for (const torch::jit::Module* m : {&vision, &textEncoder}) {
+            if (!m->find_method("int8_products"))
+                continue;
+            for (torch::jit::Module lin : linearModules(*m)) {
+                const torch::Tensor w = lin.attr("weight").toTensor();
+                if (w.dim() == 2 && w.size(0) >= 512 && w.size(1) >= 512)
+                    lin.setattr("weight", quantizeInt8(w));
+            }
+            if (options.cancel && options.cancel->load())
+                throw cancelledError(manifest);
+        }
+    }
+
     // Architecture packages: every parameter is an empty placeholder; fill each from a seeded
     // normal distribution with the package's recipe. One generator per tensor, seeded by the
     // package's seed and the tensor's name, so the weights do not depend on the list's order.
@@ -375,7 +394,8 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
     checkCancel();
     if (options.beforeModules)
         options.beforeModules();
-    // int8 runs the encoders in bfloat16 (README, Precision): the decoder is quantized below.
+    // int8 loads the encoders in bfloat16 (README, Precision); their large linear layers and the
+    // decoder are quantized below.
     const bool int8 = options.precision == Precision::Int8;
     const Precision encoders = int8 ? Precision::BFloat16 : options.precision;
     const Precision decoder = int8 ? Precision::Float32 : options.precision;
@@ -389,8 +409,10 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
     d.generateParameters();
     d.shareParameters();
     d.checkNoEmptyParameters();
-    if (int8)
+    if (int8) {
+        d.quantizeEncoders();
         d.quantizeDecoder();
+    }
     for (const char* method : {"step", "cross_kv", "new_cache", "forward_full"})
         if (!d.decoder.find_method(method))
             throw EngineError(d.manifest.path("decoder") + " has no " + method +

@@ -4,6 +4,7 @@
 //
 //   torch.ops.load_library(path)   # path: florence_ops_library_path() of the running program
 //   y = torch.ops.florence.linear_rows(x, weight, bias)
+//   y = torch.ops.florence.linear_int8(x, int8_weight, bias)
 //   a = torch.ops.florence.attend_one(q, k, v, mask)
 //
 // florence::linear_rows(Tensor x, Tensor weight, Tensor? bias) -> Tensor
@@ -14,6 +15,13 @@
 //   to 8 bits per row, or widened to float32 without VNNI), its output columns split over the
 //   cores by StepThreads.h; other row counts and CPUs without AVX-512 go to LibTorch's own
 //   products (int8 weights widened to float32 block by block).
+//
+// florence::linear_int8(Tensor x, Tensor weight, Tensor? bias) -> Tensor
+//   The encoders' large products in the int8 mode: x [..., k] float32 or bfloat16, weight [n, k]
+//   int8 (per channel, as above), bias [n] or None; returns float32 [..., n]. oneDNN's dynamic
+//   int8 GEMM (x quantized per tensor at run time, u8 x s8 with VNNI) through LibTorch's
+//   quantized engine, on the weight prepacked at its first use and kept while it lives
+//   (LinearInt8.cpp); without oneDNN's quantized engine, LibTorch's float32 product.
 //
 // florence::attend_one(Tensor q, Tensor k, Tensor v, Tensor mask) -> Tensor
 //   q [B, H, 1, d] (already scaled), k and v [B, H, S, d] (any strides with unit stride along

@@ -24,6 +24,15 @@ at::Tensor linearRows(const at::Tensor& x, const at::Tensor& w,
     return op.call(x, w, b);
 }
 
+at::Tensor linearInt8(const at::Tensor& x, const at::Tensor& w,
+                      const c10::optional<at::Tensor>& b) {
+    static const auto op = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("florence::linear_int8", "")
+                               .typed<at::Tensor(const at::Tensor&, const at::Tensor&,
+                                                 const c10::optional<at::Tensor>&)>();
+    return op.call(x, w, b);
+}
+
 // Largest difference relative to the largest magnitude of the reference.
 double relativeError(const at::Tensor& got, const at::Tensor& want) {
     const double scale = std::max(1e-30, want.abs().max().item<double>());
@@ -42,6 +51,8 @@ private slots:
     void int8MatchesItsFloatValue_data();
     void int8MatchesItsFloatValue();
     void int8KeepsTheProduct();
+    void encoderInt8KeepsTheProduct();
+    void encoderInt8FollowsItsWeight();
     void keepsLeadingDimensions();
     void moreRowsThanTheKernels();
     void refusesMismatchedShapes();
@@ -232,6 +243,45 @@ void TestLinearRows::int8KeepsTheProduct() {
     // Weights that are not per output channel are refused, not computed wrongly.
     const at::Tensor perTensor = at::quantize_per_tensor(w, 0.001, 0, at::kQInt8);
     QVERIFY_THROWS_EXCEPTION(c10::Error, linearRows(x, perTensor, c10::nullopt));
+}
+
+void TestLinearRows::encoderInt8KeepsTheProduct() {
+    // florence::linear_int8, the encoders' large products in the int8 mode (oneDNN's dynamic int8
+    // GEMM): an encoder-sized product against the float32 weights, float32 and bfloat16 input.
+    c10::InferenceMode guard;
+    const at::Tensor w = torch::randn({1024, 512}) * 0.02;
+    const at::Tensor b = torch::randn({1024});
+    const at::Tensor x = torch::randn({2, 300, 512});
+    const at::Tensor ref = at::linear(x, w, b);
+    for (const at::Tensor& in : {x, x.to(at::kBFloat16)}) {
+        const at::Tensor y = linearInt8(in, quantize(w), b);
+        QCOMPARE(y.sizes().vec(), (std::vector<int64_t>{2, 300, 1024}));
+        QCOMPARE(y.scalar_type(), at::kFloat);
+        const double cos = at::cosine_similarity(y.flatten(), ref.flatten(), 0).item<double>();
+        QVERIFY2(cos > 0.999, qPrintable(QString("cosine %1").arg(cos, 0, 'f', 6)));
+    }
+    const at::Tensor perTensor = at::quantize_per_tensor(w, 0.001, 0, at::kQInt8);
+    QVERIFY_THROWS_EXCEPTION(c10::Error, linearInt8(x, perTensor, b));
+    QVERIFY_THROWS_EXCEPTION(c10::Error, linearInt8(x, w, b)); // not int8
+}
+
+void TestLinearRows::encoderInt8FollowsItsWeight() {
+    // The operator keeps each weight prepacked while it lives: a weight that is freed and
+    // replaced (another model, another precision; the allocator often hands out the same
+    // address) must never be computed with the old one's packing.
+    c10::InferenceMode guard;
+    const at::Tensor x = torch::randn({64, 512});
+    for (int round = 0; round < 4; ++round) {
+        const at::Tensor w = torch::randn({512, 512}) * 0.02 * (round + 1);
+        const at::Tensor q = quantize(w);
+        const at::Tensor ref = at::linear(x, w);
+        for (int again = 0; again < 2; ++again) {
+            const double cos =
+                at::cosine_similarity(linearInt8(x, q, c10::nullopt).flatten(), ref.flatten(), 0)
+                    .item<double>();
+            QVERIFY2(cos > 0.999, qPrintable(QString("round %1: cosine %2").arg(round).arg(cos)));
+        }
+    }
 }
 
 void TestLinearRows::keepsLeadingDimensions() {

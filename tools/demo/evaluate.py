@@ -41,22 +41,31 @@ LOC_RE = re.compile(r"<loc_(\d+)>")
 
 def apply_precision(modules, precision):
     """The engine's --precision (engine/model/Engine.cpp): bfloat16 turns every linear layer's
-    weight to bfloat16; int8 turns the encoders' to bfloat16 and quantizes the decoder's (the LM
-    head included, its own copy of the shared embedding) per output channel, symmetrically, which
-    florence::linear_rows reads. Needs the operator library of a build (FLORENCE_OPS_LIBRARY)."""
+    weight to bfloat16; int8 quantizes the decoder's (the LM head included, its own copy of the
+    shared embedding) per output channel, symmetrically, which florence::linear_rows reads, and
+    the encoders' to bfloat16, then their large ones (both sides >= 512, in code with
+    int8_products()) to int8 from those, which florence::linear_int8 reads. Needs the operator
+    library of a build (FLORENCE_OPS_LIBRARY)."""
     if precision == "float32":
         return
+
+    def int8(w):
+        scales = (w.abs().amax(1).double() / 127.0).clamp_min(1e-30)
+        return torch.quantize_per_channel(w, scales, torch.zeros(w.shape[0], dtype=torch.long),
+                                          0, torch.qint8)
+
     for role, module in modules.items():
+        big_int8 = precision == "int8" and role != "decoder" and hasattr(module, "int8_products")
         for _, sub in module.named_modules():
             if sub.original_name != "Linear":
                 continue
             w = sub.weight.float()
-            if precision == "bfloat16" or role != "decoder":
-                sub.weight = w.to(torch.bfloat16)
+            if precision == "int8" and role == "decoder":
+                sub.weight = int8(w)
+            elif big_int8 and min(w.shape) >= 512:
+                sub.weight = int8(w.to(torch.bfloat16).float())
             else:
-                scales = (w.abs().amax(1).double() / 127.0).clamp_min(1e-30)
-                sub.weight = torch.quantize_per_channel(
-                    w, scales, torch.zeros(w.shape[0], dtype=torch.long), 0, torch.qint8)
+                sub.weight = w.to(torch.bfloat16)
 
 
 class Package:

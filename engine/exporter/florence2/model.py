@@ -93,27 +93,50 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> Tensor:
     return torch.matmul(scores.softmax(dim=-1), v)
 
 
+def linear_int8(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
+    """An encoder's large product with int8 weights (the engine's int8 mode, which quantizes
+    them only in code that has int8_products()): florence::linear_int8, oneDNN's int8 GEMM
+    (engine/ops/LinearInt8.cpp). float32 out."""
+    if torch.jit.is_scripting():
+        return torch.ops.florence.linear_int8(x, weight, bias)
+    grad = torch.is_grad_enabled() and x.requires_grad
+    if not grad and ops.has("linear_int8"):
+        return torch.ops.florence.linear_int8(x, weight, bias)
+    return F.linear(x.to(torch.float32), weight.dequantize(), bias)
+
+
 def project(x: Tensor, weight: Tensor, bias: Optional[Tensor], low: bool) -> Tensor:
-    """A vision encoder attention's product: linear(), or with `low` (bfloat16 weights) a
-    bfloat16 product of bfloat16 activations that stays bfloat16 for the next one."""
+    """An encoder's product: linear(), or with `low` (reduced-precision weights) a bfloat16
+    result for the next bfloat16 product: bfloat16 weights multiply bfloat16 activations, int8
+    weights go to linear_int8."""
+    if weight.dtype == torch.qint8:
+        y = linear_int8(x, weight, bias)
+        return y.to(torch.bfloat16) if low else y
     if not low:
         return linear(x, weight, bias)
     return F.linear(x, weight, bias.to(torch.bfloat16) if bias is not None else None)
 
 
+def out_low(weight: Tensor) -> bool:
+    """Whether an encoder's output projection returns bfloat16 (with bfloat16 weights; float32
+    from int8 ones, which linear_int8 returns): the residual sum reads either."""
+    return weight.dtype == torch.bfloat16
+
+
 def feed_forward(x: Tensor, w1: Tensor, b1: Optional[Tensor], w2: Tensor,
-                 b2: Optional[Tensor]) -> Tensor:
+                 b2: Optional[Tensor], encoder: bool = False) -> Tensor:
     """fc1, GELU, fc2 (the original uses exact GELU in both towers)."""
     k = x.shape[-1]
     rows = x.numel() // k if k > 0 else 0
-    if w1.dtype == torch.bfloat16 and not 0 < rows <= 4:
+    if w1.dtype != torch.float32 and not 0 < rows <= 4 and (encoder or w1.dtype == torch.bfloat16):
         # The hidden layer is four times wider than the input: it stays bfloat16 between the two
         # products instead of going to float32 and back (a decoding step's few rows go through
-        # linear(), whose kernels read bfloat16 weights and keep activations float32). The
-        # output stays bfloat16 too: every caller adds it to the float32 residual, and that sum
-        # promotes it as it reads it, without a converted copy.
-        h = F.gelu(F.linear(x.to(torch.bfloat16), w1, b1.to(torch.bfloat16) if b1 is not None else None))
-        return F.linear(h, w2, b2.to(torch.bfloat16) if b2 is not None else None)
+        # linear(), whose kernels read bfloat16 and int8 weights and keep activations float32;
+        # the decoder's int8 weights always do, so its prompt and uncached rows get what its
+        # steps get). The output stays bfloat16 too: every caller adds it to the float32
+        # residual, and that sum promotes it as it reads it, without a converted copy.
+        h = F.gelu(project(x.to(torch.bfloat16), w1, b1, True))
+        return project(h, w2, b2, out_low(w2))
     return linear(F.gelu(linear(x, w1, b1)), w2, b2)
 
 
@@ -183,7 +206,7 @@ class Mlp(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return feed_forward(x, self.net.fc1.weight, self.net.fc1.bias, self.net.fc2.weight,
-                            self.net.fc2.bias)
+                            self.net.fc2.bias, True)
 
 
 class ResidualMlp(nn.Module):
@@ -208,11 +231,11 @@ class WindowAttention(nn.Module):
     def forward(self, x: Tensor, h: int, w: int) -> Tensor:
         b, n, c = x.shape
         ws = self.window_size
-        # bfloat16 weights (the engine's reduced precision): from the normalized input to the
-        # output projection everything stays bfloat16, so the per-window products run on
-        # oneDNN's bfloat16 batched kernels (3-13x faster here than OpenBLAS's float32 GEMM per
-        # window and head) and nothing is converted between the products.
-        low = self.qkv.weight.dtype == torch.bfloat16
+        # Reduced-precision weights (bfloat16, or int8 in the int8 mode): from the normalized
+        # input to the output projection everything stays bfloat16, so the per-window products
+        # run on oneDNN's bfloat16 batched kernels (3-13x faster here than OpenBLAS's float32
+        # GEMM per window and head) and nothing is converted between the products.
+        low = self.qkv.weight.dtype != torch.float32
         if low:
             x = x.to(torch.bfloat16)
         x = x.view(b, h, w, c)
@@ -233,12 +256,12 @@ class WindowAttention(nn.Module):
         q, k, v = qkv[0], qkv[1], qkv[2]
         attn = torch.matmul(q * self.scale, k.transpose(-2, -1)).softmax(dim=-1)
         x = torch.matmul(attn, v).transpose(1, 2).reshape(bw, ws * ws, c)
-        x = project(x, self.proj.weight, self.proj.bias, low)
+        x = project(x, self.proj.weight, self.proj.bias, out_low(self.proj.weight))
         x = x.view(b, hp // ws, wp // ws, ws, ws, c).permute(0, 1, 3, 2, 4, 5)
         x = x.reshape(b, hp, wp, c)
         if pad_r > 0 or pad_b > 0:
             x = x[:, :h, :w, :].contiguous()
-        # bfloat16 when `low`: the residual sum (float32 + bfloat16) promotes it as it reads it.
+        # bfloat16 or float32: the residual sum (float32 + bfloat16) promotes it as it reads it.
         return x.reshape(b, h * w, c)
 
 
@@ -261,8 +284,8 @@ class ChannelAttention(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         b, n, c = x.shape
-        # bfloat16 weights: bfloat16 from input to output projection, as WindowAttention.
-        low = self.qkv.weight.dtype == torch.bfloat16
+        # Reduced-precision weights: bfloat16 from input to output projection, as WindowAttention.
+        low = self.qkv.weight.dtype != torch.float32
         if low:
             x = x.to(torch.bfloat16)
         qkv = project(x, self.qkv.weight, self.qkv.bias, low).reshape(
@@ -273,7 +296,7 @@ class ChannelAttention(nn.Module):
         attn = torch.matmul(q.transpose(-1, -2), k).softmax(dim=-1)
         x = torch.matmul(attn, v.transpose(-1, -2)).transpose(-1, -2)
         x = x.transpose(1, 2).reshape(b, n, c)
-        return project(x, self.proj.weight, self.proj.bias, low)  # bfloat16 when `low`
+        return project(x, self.proj.weight, self.proj.bias, out_low(self.proj.weight))
 
 
 class ResidualChannelAttention(nn.Module):
@@ -407,6 +430,13 @@ class VisionEncoder(nn.Module):
         x = torch.matmul(x, self.image_projection)
         return self.image_proj_norm(x)
 
+    @torch.jit.export
+    def int8_products(self) -> bool:
+        """Present in code that runs int8 weights in this encoder's large products
+        (linear_int8): the engine's int8 mode quantizes them only then (packages of an earlier
+        exporter keep bfloat16 encoders)."""
+        return True
+
 
 # --------------------------------------------------------------------------------------------
 # Language model (BART)
@@ -453,7 +483,7 @@ class EncoderLayer(nn.Module):
         self.final_layer_norm = nn.LayerNorm(dim)
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
-        if self.self_attn.q_proj.weight.dtype == torch.bfloat16:
+        if self.self_attn.q_proj.weight.dtype != torch.float32:
             a = self.attention_low(x, mask)
         else:
             k, v = self.self_attn.keys_values(x)
@@ -462,8 +492,9 @@ class EncoderLayer(nn.Module):
         return self.final_layer_norm(x + self.ffn(x))
 
     def attention_low(self, x: Tensor, mask: Tensor) -> Tensor:
-        """Self-attention with bfloat16 weights: bfloat16 from the input to the output
-        projection, as the vision encoder's attention (oneDNN's batched bfloat16 products)."""
+        """Self-attention with reduced-precision weights (bfloat16, or int8 in the int8 mode):
+        bfloat16 from the input to the output projection, as the vision encoder's attention
+        (oneDNN's batched bfloat16 products)."""
         at = self.self_attn
         x = x.to(torch.bfloat16)
         q = at.split(project(x, at.q_proj.weight, at.q_proj.bias, True) * at.scaling)
@@ -472,10 +503,11 @@ class EncoderLayer(nn.Module):
         scores = torch.matmul(q, k.transpose(-1, -2)) + mask.clamp_min(-1e30).to(torch.bfloat16)
         a = at.merge(torch.matmul(scores.softmax(dim=-1), v))
         # bfloat16: the residual sum promotes it (float32 + bfloat16 -> float32) as it reads it.
-        return project(a, at.out_proj.weight, at.out_proj.bias, True)
+        return project(a, at.out_proj.weight, at.out_proj.bias, out_low(at.out_proj.weight))
 
     def ffn(self, x: Tensor) -> Tensor:
-        return feed_forward(x, self.fc1.weight, self.fc1.bias, self.fc2.weight, self.fc2.bias)
+        return feed_forward(x, self.fc1.weight, self.fc1.bias, self.fc2.weight, self.fc2.bias,
+                            True)
 
 
 class DecoderLayer(nn.Module):
@@ -554,6 +586,13 @@ class TextEncoder(nn.Module):
         for layer in self.encoder.layers:
             x = layer(x, mask)
         return x
+
+    @torch.jit.export
+    def int8_products(self) -> bool:
+        """Present in code that runs int8 weights in this encoder's large products
+        (linear_int8): the engine's int8 mode quantizes them only then (packages of an earlier
+        exporter keep bfloat16 encoders)."""
+        return True
 
 
 class BartDecoder(nn.Module):

@@ -55,7 +55,7 @@ def has(name: str) -> bool:
 
 
 # What model.py calls; a library without one of them cannot script the model.
-OPERATORS = ("linear_rows", "attend_one")
+OPERATORS = ("linear_rows", "attend_one", "linear_int8")
 
 
 def _check_operators(lib: str) -> None:
