@@ -642,10 +642,11 @@ void TestEngine::realImageRuns() {
 }
 
 void TestEngine::int8FixtureTokens() {
-    // The reference fixture's greedy tokens in int8 mode (decoder int8, encoders bfloat16): the
-    // cached step (the VNNI kernel, four rows at most) and the uncached path (every row of the
-    // prefix at once) give the same tokens, and every token that differs from the reference is
-    // listed (the README lists them too).
+    // The reference fixture's greedy tokens in int8 mode (decoder int8, encoders bfloat16: its
+    // layers are all below the 512 that int8 encoders need): the cached step (the VNNI kernel,
+    // four rows at most) and the uncached path (every row of the prefix at once) give the same
+    // tokens, and every token that differs from the reference is listed (the README lists them
+    // too).
     LoadOptions lo;
     lo.precision = Precision::Int8;
     const auto int8 = Model::load((m_tmp.path() + "/pkg-st").toStdString(), lo);

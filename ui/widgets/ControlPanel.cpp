@@ -127,8 +127,9 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
     m_precisionCombo->setToolTip(
         tr("bfloat16 runs the linear layers with oneDNN's AVX512-BF16 kernels: faster on CPUs "
            "that have them, and the answers can differ slightly from float32. int8 runs the "
-           "decoder's linear layers with int8 weights (quantized when the model loads) and the "
-           "encoders in bfloat16: the fastest decoding, answers can differ a little more. "
+           "decoder's linear layers and the encoders' large ones with int8 weights (quantized "
+           "when the model loads), the rest in bfloat16: the fastest, answers can differ a "
+           "little more. "
            "Changing it reloads the model."));
     auto* genLayout = new QFormLayout(genBox);
     genLayout->addRow(tr("Beams:"), m_beamsSpin);
