@@ -15,21 +15,22 @@
 
 namespace {
 
+// florence::linear_rows and florence::linear_int8 share one signature.
+using LinearOp = at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&);
+
+c10::TypedOperatorHandle<LinearOp> linearOp(const char* name) {
+    return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<LinearOp>();
+}
+
 at::Tensor linearRows(const at::Tensor& x, const at::Tensor& w,
                       const c10::optional<at::Tensor>& b) {
-    static const auto op = c10::Dispatcher::singleton()
-                               .findSchemaOrThrow("florence::linear_rows", "")
-                               .typed<at::Tensor(const at::Tensor&, const at::Tensor&,
-                                                 const c10::optional<at::Tensor>&)>();
+    static const auto op = linearOp("florence::linear_rows");
     return op.call(x, w, b);
 }
 
 at::Tensor linearInt8(const at::Tensor& x, const at::Tensor& w,
                       const c10::optional<at::Tensor>& b) {
-    static const auto op = c10::Dispatcher::singleton()
-                               .findSchemaOrThrow("florence::linear_int8", "")
-                               .typed<at::Tensor(const at::Tensor&, const at::Tensor&,
-                                                 const c10::optional<at::Tensor>&)>();
+    static const auto op = linearOp("florence::linear_int8");
     return op.call(x, w, b);
 }
 
