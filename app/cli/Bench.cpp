@@ -300,6 +300,7 @@ struct ReducedReport {
     double firstTokenMs = 0, visionMs = 0, textEncoderMs = 0, medianStepMs = 0;
     double logitsCosineMin = 1, logitsCosineMean = 1;
     int64_t stepBytes = 0; // what one cached step reads in this mode
+    std::vector<std::string> int8Modules; // Model::int8Modules()
 };
 
 struct BenchReport {
@@ -549,6 +550,7 @@ ReducedReport measureReduced(std::unique_ptr<Session>& session, const Request& r
     b.medianStepMs = median(r.timings.stepMs);
     b.logitsCosineMin = minCos;
     b.logitsCosineMean = sumCos / ref.shape[0];
+    b.int8Modules = bm.int8Modules();
     return b;
 }
 
@@ -666,6 +668,12 @@ QJsonObject comparisonsJson(const BenchReport& r, QJsonObject out) {
             {"logits_cosine_min", b.logitsCosineMin}, {"logits_cosine_mean", b.logitsCosineMean},
             {"step_bytes", double(b.stepBytes)},      {"bandwidth_floor_ms", floorMs},
             {"step_over_floor", b.medianStepMs / floorMs}};
+        if (mode == &r.int8) {
+            QJsonArray modules;
+            for (const std::string& m : b.int8Modules)
+                modules.append(QString::fromStdString(m));
+            bj["int8_modules"] = modules;
+        }
         if (r.python) {
             bj["step_ratio_vs_python_fp32"] = b.medianStepMs / r.python->medianStepMs;
             bj["first_token_ratio_vs_python_fp32"] = b.firstTokenMs / r.python->firstTokenMs();
@@ -801,6 +809,12 @@ void printComparisonTable(const BenchReport& r) {
                      num(b.firstTokenMs / r.python->firstTokenMs(), "%.2fx"));
         line(n + " logits cosine vs float32 (min/mean)",
              num(b.logitsCosineMin, "%.6f") + " / " + num(b.logitsCosineMean, "%.6f"));
+        if (mode == &r.int8) {
+            std::string modules;
+            for (const std::string& m : b.int8Modules)
+                modules += (modules.empty() ? "" : ", ") + m;
+            line(n + ": modules with int8 products", modules.empty() ? "none" : modules);
+        }
     }
 }
 

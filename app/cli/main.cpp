@@ -61,7 +61,8 @@ Commands:
               --threads N         intra-op threads (default: all cores)
               --precision P       float32 (default), bfloat16 (faster, AVX512-BF16) or int8
                                   (decoder and the encoders' large products in int8,
-                                  the rest bfloat16: fastest)
+                                  but not encoders wider than base's; the rest
+                                  bfloat16: fastest)
               --json              print one JSON object with ids, text, result and timings
               --annotate OUT.png  write the image with the answer drawn on it
               --coco OUT.json     write the answer as COCO annotations

@@ -187,6 +187,7 @@ struct Model::Impl {
     mutable torch::jit::Module vision;
     mutable torch::jit::Module textEncoder;
     mutable torch::jit::Module decoder;
+    std::vector<std::string> int8Modules; // filled by the quantize functions
 
     torch::Tensor imageFeatures(const torch::Tensor& pixels) const {
         return vision.forward({pixels}).toTensor();
@@ -199,23 +200,49 @@ struct Model::Impl {
         return role == "vision" ? vision : role == "text_encoder" ? textEncoder : decoder;
     }
 
-    // int8: the encoders' large linear layers (both sides >= 512: Florence-2's vision stages 2
-    // and 3 and its text encoder, about 80% of an image's multiply-adds at base size), when the
+    // int8: the encoders' large linear layers (both sides >= 512: Florence-2-base's vision
+    // stages 2 and 3 and its text encoder, about 80% of an image's multiply-adds), when the
     // package's code runs them with florence::linear_int8 (it has int8_products(); an earlier
     // exporter's does not). oneDNN's int8 GEMM is ~1.8x its bfloat16 one on these shapes and
     // slower on the smaller ones, which stay bfloat16 (README, Precision).
-    void quantizeEncoders() const {
-        for (const torch::jit::Module* m : {&vision, &textEncoder}) {
-            if (!m->find_method("int8_products"))
+    // An encoder wider than Florence-2-base's (vision: last stage 1024 channels, large 2048;
+    // text: d_model 768, large 1024) stays bfloat16: oneDNN quantizes each product's
+    // activations with one scale per tensor, and over large's wider layers that error grows
+    // (speed demo at large size, the decoder's logits cosine against float32: 0.9931 with both
+    // encoders int8, 0.9987 with the text encoder alone, 0.9989 with neither; image features
+    // 7.6-11% from float32 in int8 against 3% in bfloat16. At base, everything int8: 0.9998).
+    static constexpr int64_t kInt8VisionMaxWidth = 1024;
+    static constexpr int64_t kInt8TextMaxWidth = 768;
+
+    void quantizeEncoders() {
+        for (const char* role : {"vision", "text_encoder"}) {
+            const torch::jit::Module& m = module(role);
+            if (!m.find_method("int8_products"))
                 continue;
-            for (torch::jit::Module lin : linearModules(*m)) {
+            if (&m == &vision ? visionWidth() > kInt8VisionMaxWidth
+                              : manifest.dModel > kInt8TextMaxWidth)
+                continue;
+            bool any = false;
+            for (torch::jit::Module lin : linearModules(m)) {
                 const torch::Tensor w = lin.attr("weight").toTensor();
-                if (w.dim() == 2 && w.size(0) >= 512 && w.size(1) >= 512)
+                if (w.dim() == 2 && w.size(0) >= 512 && w.size(1) >= 512) {
                     lin.setattr("weight", quantizeInt8(w));
+                    any = true;
+                }
             }
+            if (any)
+                int8Modules.push_back(role);
             if (options.cancel && options.cancel->load())
                 throw cancelledError(manifest);
         }
+    }
+
+    // The vision encoder's last-stage width: the rows of its image projection.
+    int64_t visionWidth() const {
+        if (!vision.hasattr("image_projection") || !vision.attr("image_projection").isTensor())
+            return 0;
+        const torch::Tensor p = vision.attr("image_projection").toTensor();
+        return p.dim() == 2 ? p.size(0) : 0;
     }
 
     // Architecture packages: every parameter is an empty placeholder; fill each from a seeded
@@ -255,7 +282,7 @@ struct Model::Impl {
     // parameter is in place.
     // LibTorch quantizes on one thread: the layers are spread over the threads (base: about 1 s
     // of work, the LM head 0.4 of it).
-    void quantizeDecoder() const {
+    void quantizeDecoder() {
         std::vector<torch::jit::Module> layers = linearModules(decoder);
         std::vector<torch::Tensor> quantized(layers.size());
         at::parallel_for(0, int64_t(layers.size()), 1, [&](int64_t begin, int64_t end) {
@@ -268,6 +295,7 @@ struct Model::Impl {
             throw cancelledError(manifest);
         for (size_t i = 0; i < layers.size(); ++i)
             layers[i].setattr("weight", quantized[i]);
+        int8Modules.push_back("decoder");
     }
 
     // A parameter still empty once the package is loaded has no weights: a package that lists
@@ -428,6 +456,8 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> Model::parameterShapes
             shapes.emplace_back(std::string(role) + "/" + p.name, p.value.sizes().vec());
     return shapes;
 }
+
+std::vector<std::string> Model::int8Modules() const { return m_impl->int8Modules; }
 
 int64_t Model::decodeStepBytes(int encoderTokens) const {
     const Manifest& m = m_impl->manifest;

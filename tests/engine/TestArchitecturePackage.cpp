@@ -142,6 +142,36 @@ private slots:
         QCOMPARE(generate(model, false, 8).generatedIds, cached.generatedIds);
     }
 
+    void int8ModulesFollowTheWidth_data() {
+        QTest::addColumn<QString>("package");
+        QTest::addColumn<QStringList>("modules");
+        // tiny: no encoder product is large enough for int8 (both sides >= 512)
+        QTest::newRow("tiny") << QString() << QStringList{"decoder"};
+        QTest::newRow("base") << "speed-demo-base"
+                              << QStringList{"vision", "text_encoder", "decoder"};
+        // large: its encoders are wider than base's and stay bfloat16 (int8 cost them too
+        // much accuracy there)
+        QTest::newRow("large") << "speed-demo-large" << QStringList{"decoder"};
+    }
+
+    void int8ModulesFollowTheWidth() {
+        // Which modules the int8 mode quantizes, on the speed demos the build exports (the
+        // engine's rule: README, int8). Weights are generated and quantized, nothing is run.
+        QFETCH(QString, package);
+        QFETCH(QStringList, modules);
+        const QString dir = package.isEmpty()
+                                ? m_arch
+                                : QString::fromUtf8(FLORENCE_BUILD_DATA_DIR) + "/models/" + package;
+        LoadOptions o;
+        o.precision = Precision::Int8;
+        const auto model = Model::load(dir.toStdString(), o);
+        QStringList got;
+        for (const std::string& m : model->int8Modules())
+            got << QString::fromStdString(m);
+        QCOMPARE(got, modules);
+        QVERIFY(Model::load(dir.toStdString())->int8Modules().empty()); // float32: none
+    }
+
     void hostileRecipeIsRefused_data() {
         QTest::addColumn<QString>("key");
         QTest::addColumn<QJsonValue>("value");

@@ -39,13 +39,19 @@ from florence2.package import load_modules  # noqa: E402
 LOC_RE = re.compile(r"<loc_(\d+)>")
 
 
+# The engine's kInt8VisionMaxWidth and kInt8TextMaxWidth: encoders wider than
+# Florence-2-base's keep bfloat16 products in the int8 mode.
+INT8_VISION_MAX_WIDTH = 1024
+INT8_TEXT_MAX_WIDTH = 768
+
+
 def apply_precision(modules, precision):
     """The engine's --precision (engine/model/Engine.cpp): bfloat16 turns every linear layer's
     weight to bfloat16; int8 quantizes the decoder's (the LM head included, its own copy of the
     shared embedding) per output channel, symmetrically, which florence::linear_rows reads, and
     the encoders' to bfloat16, then their large ones (both sides >= 512, in code with
-    int8_products()) to int8 from those, which florence::linear_int8 reads. Needs the operator
-    library of a build (FLORENCE_OPS_LIBRARY)."""
+    int8_products(), in encoders no wider than Florence-2-base's) to int8 from those, which
+    florence::linear_int8 reads. Needs the operator library of a build (FLORENCE_OPS_LIBRARY)."""
     if precision == "float32":
         return
 
@@ -56,6 +62,10 @@ def apply_precision(modules, precision):
 
     for role, module in modules.items():
         big_int8 = precision == "int8" and role != "decoder" and hasattr(module, "int8_products")
+        if role == "vision" and module.image_projection.shape[0] > INT8_VISION_MAX_WIDTH:
+            big_int8 = False
+        if role == "text_encoder" and module.encoder.embed_tokens.weight.shape[1] > INT8_TEXT_MAX_WIDTH:
+            big_int8 = False
         for _, sub in module.named_modules():
             if sub.original_name != "Linear":
                 continue

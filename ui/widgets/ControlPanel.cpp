@@ -128,7 +128,8 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
         tr("bfloat16 runs the linear layers with oneDNN's AVX512-BF16 kernels: faster on CPUs "
            "that have them, and the answers can differ slightly from float32. int8 runs the "
            "decoder's linear layers and the encoders' large ones with int8 weights (quantized "
-           "when the model loads), the rest in bfloat16: the fastest, answers can differ a "
+           "when the model loads; Florence-2-large's encoders stay bfloat16, where int8 loses "
+           "too much accuracy), the rest in bfloat16: the fastest, answers can differ a "
            "little more. "
            "Changing it reloads the model."));
     auto* genLayout = new QFormLayout(genBox);

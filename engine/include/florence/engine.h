@@ -35,7 +35,8 @@ enum class Precision {
     BFloat16, // linear layers in bfloat16 (AVX512-BF16 kernels); norms, softmax, residuals float32
     // The decoder's linear layers and the LM head in int8, one scale per output channel,
     // quantized at load from the package's float32 weights; activations stay float32. The
-    // encoders run as in BFloat16 (LibTorch 1.13 here has no fbgemm; README, int8).
+    // encoders run as in BFloat16 except their large linear layers, int8 through oneDNN (both
+    // sides >= 512; encoders wider than Florence-2-base's stay bfloat16: README, int8).
     Int8,
 };
 
@@ -167,6 +168,10 @@ public:
     // Every parameter as "role/name" (role: vision, text_encoder, decoder) with its shape, in
     // the modules' order: what a package loads into, whatever way its weights came.
     std::vector<std::pair<std::string, std::vector<int64_t>>> parameterShapes() const;
+    // The modules (vision, text_encoder, decoder) whose products read int8 weights: empty but
+    // in Precision::Int8, where an encoder is missing when its code predates int8 encoders or
+    // when int8 would cost it too much accuracy (wider than Florence-2-base's).
+    std::vector<std::string> int8Modules() const;
 
     struct Impl; // defined where it is used: the LibTorch modules stay out of this header
 
