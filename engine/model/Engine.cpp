@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 #include <list>
+#include <optional>
 #include <mutex>
 #include <set>
 
@@ -644,8 +645,18 @@ private:
 
 } // namespace
 
+// The text encoder's output for one image and prompt, run ahead of the request by
+// encodeImage, with the decoder's cross-attention keys and values of it.
+struct PromptEncoding {
+    uint64_t imageKey = 0;
+    std::vector<int64_t> ids;
+    torch::Tensor hidden;  // [1, image tokens + prompt, d_model]
+    torch::Tensor crossKv; // the decoder's cross_kv(hidden)
+};
+
 struct Session::State {
     FeatureCache features;
+    std::optional<PromptEncoding> prompt; // the last one encodeImage made
 };
 
 Session::Session(std::shared_ptr<const Model> model)
@@ -681,31 +692,55 @@ void checkPrompt(const Manifest& m, const std::vector<int64_t>& ids) {
 
 } // namespace
 
-ImageEncoding Session::encodeImage(const RgbImage& image, const std::atomic<bool>* cancel) {
+ImageEncoding Session::encodeImage(const RgbImage& image, const std::atomic<bool>* cancel,
+                                  const std::string& prompt) {
     c10::InferenceMode guard;
     ImageEncoding out;
     auto cancelled = [&] { return out.cancelled = cancel && cancel->load(); };
     if (image.empty())
         throw ImageError("no image to encode");
+    const Model::Impl& impl = m_model->impl();
+    const Manifest& m = impl.manifest;
+    std::vector<int64_t> ids;
+    if (!prompt.empty()) {
+        ids = impl.tokenizer.encode(prompt);
+        checkPrompt(m, ids);
+    }
     const uint64_t key = hashImage(image);
-    if (m_state->features.find(key).defined()) {
-        out.alreadyEncoded = true;
+    torch::Tensor features = m_state->features.find(key);
+    out.alreadyEncoded = features.defined();
+    if (!features.defined()) {
+        if (cancelled())
+            return out;
+        auto start = Clock::now();
+        const std::vector<float> chw =
+            preprocess(image, m.imageWidth, m.imageHeight, m.imageMean, m.imageStd);
+        out.preprocessMs = msSince(start);
+        if (cancelled())
+            return out;
+        start = Clock::now();
+        features = impl.imageFeatures(toTensor(chw, {1, 3, m.imageHeight, m.imageWidth}));
+        out.visionMs = msSince(start);
+        m_state->features.remember(key, features);
+    }
+    if (ids.empty())
+        return out;
+    const std::optional<PromptEncoding>& last = m_state->prompt;
+    if (last && last->imageKey == key && last->ids == ids) {
+        out.promptEncoded = out.promptAlreadyEncoded = true;
         return out;
     }
     if (cancelled())
         return out;
-    const Manifest& m = m_model->manifest();
-    auto start = Clock::now();
-    const std::vector<float> chw =
-        preprocess(image, m.imageWidth, m.imageHeight, m.imageMean, m.imageStd);
-    out.preprocessMs = msSince(start);
-    if (cancelled())
-        return out;
-    start = Clock::now();
-    torch::Tensor features =
-        m_model->impl().imageFeatures(toTensor(chw, {1, 3, m.imageHeight, m.imageWidth}));
-    out.visionMs = msSince(start);
-    m_state->features.remember(key, std::move(features));
+    const auto start = Clock::now();
+    PromptEncoding e;
+    e.imageKey = key;
+    e.ids = std::move(ids);
+    e.hidden = impl.encode(features, idTensor(e.ids));
+    e.crossKv = impl.decoder.run_method("cross_kv", e.hidden).toTensor();
+    out.textEncoderMs = msSince(start);
+    m_state->prompt = std::move(e);
+    out.promptEncoded = true;
     return out;
 }
 
@@ -955,9 +990,13 @@ private:
 
 std::unique_ptr<detail::DecodeBackend> makeBackend(const Model::Impl& impl,
                                                    const GenerationOptions& options,
-                                                   const EncodedPrompts& encoded) {
+                                                   const EncodedPrompts& encoded,
+                                                   const torch::Tensor& crossKvAhead) {
     if (options.useCache) {
-        torch::Tensor crossKv = impl.decoder.run_method("cross_kv", encoded.hidden).toTensor();
+        torch::Tensor crossKv =
+            crossKvAhead.defined()
+                ? crossKvAhead
+                : impl.decoder.run_method("cross_kv", encoded.hidden).toTensor();
         return std::make_unique<CachedBackend>(impl.decoder, crossKv, encoded.mask);
     }
     return std::make_unique<FullBackend>(impl.decoder, encoded.hidden, encoded.mask);
@@ -1033,6 +1072,16 @@ detail::SearchCallbacks streamingCallbacks(const Tokenizer& tokenizer, std::vect
 
 } // namespace
 
+const PromptEncoding* Session::promptEncodedAhead(const std::vector<Request>& requests,
+                                                 const GenerationOptions& options,
+                                                 const std::vector<Result>& results) const {
+    const std::optional<PromptEncoding>& p = m_state->prompt;
+    if (!p || requests.size() != 1 || !options.reuseFeatures || !requests[0].pixelValues.empty() ||
+        p->ids != results[0].promptIds)
+        return nullptr;
+    return hashImage(*requests[0].image) == p->imageKey ? &*p : nullptr;
+}
+
 std::vector<Result> Session::generateRows(const std::vector<Request>& requests,
                                           const GenerationOptions& options,
                                           const BatchTokenCallback& onToken,
@@ -1048,28 +1097,40 @@ std::vector<Result> Session::generateRows(const std::vector<Request>& requests,
     const size_t longestPrompt = tokenizePrompts(impl.tokenizer, m, requests, results);
 
     StageTimes stages;
-    auto t = Clock::now();
-    RowFeatures rows = collectFeatures(m, m_state->features, requests, options, results);
-    stages.preprocessMs = msSince(t);
-    if (!rows.pending.empty() && !cancelled()) {
-        t = Clock::now();
-        encodePendingImages(impl, m_state->features, requests, options, rows);
-        stages.visionMs = msSince(t);
-    }
-    if (cancelled())
-        return cancelledBeforeDecoding(results, stages, msSince(start));
+    EncodedPrompts encoded;
+    torch::Tensor crossKvAhead;
+    if (const PromptEncoding* ahead = promptEncodedAhead(requests, options, results)) {
+        // encodeImage ran the text encoder for exactly this image and prompt: decoding starts.
+        encoded.hidden = ahead->hidden;
+        encoded.mask = torch::ones({1, ahead->hidden.size(1)}, torch::kInt64);
+        crossKvAhead = ahead->crossKv;
+        results[0].timings.featuresReused = true;
+        results[0].timings.promptReused = true;
+    } else {
+        auto t = Clock::now();
+        RowFeatures rows = collectFeatures(m, m_state->features, requests, options, results);
+        stages.preprocessMs = msSince(t);
+        if (!rows.pending.empty() && !cancelled()) {
+            t = Clock::now();
+            encodePendingImages(impl, m_state->features, requests, options, rows);
+            stages.visionMs = msSince(t);
+        }
+        if (cancelled())
+            return cancelledBeforeDecoding(results, stages, msSince(start));
 
-    t = Clock::now();
-    const EncodedPrompts encoded = encodePrompts(impl, rows.features, results, longestPrompt);
-    stages.textEncoderMs = msSince(t);
+        t = Clock::now();
+        encoded = encodePrompts(impl, rows.features, results, longestPrompt);
+        stages.textEncoderMs = msSince(t);
+    }
     if (cancelled())
         return cancelledBeforeDecoding(results, stages, msSince(start));
 
     const detail::SearchSettings settings = searchSettings(m, options);
     const detail::SearchCallbacks callbacks =
         streamingCallbacks(impl.tokenizer, results, stages, onToken, cancel, start);
-    std::unique_ptr<detail::DecodeBackend> backend = makeBackend(impl, options, encoded);
-    t = Clock::now();
+    std::unique_ptr<detail::DecodeBackend> backend =
+        makeBackend(impl, options, encoded, crossKvAhead);
+    auto t = Clock::now();
     std::vector<detail::SearchResult> found;
     if (options.numBeams > 1)
         found.push_back(detail::beamSearch(*backend, settings, callbacks));

@@ -97,6 +97,8 @@ private slots:
     void cancelBeforeDecoding();
     void featureReuse();
     void encodeImageAheadOfRun();
+    void encodePromptAheadOfRun_data();
+    void encodePromptAheadOfRun();
     void verifiedRecordKeepsRecentEntries();
     void batchEqualsOneByOne_data();
     void batchEqualsOneByOne();
@@ -568,6 +570,69 @@ void TestEngine::encodeImageAheadOfRun() {
     QVERIFY(ahead.timings.featuresReused);
     QCOMPARE(ahead.timings.visionMs, 0.0);
     QCOMPARE(ahead.generatedIds, m_tasks[1].generated);
+}
+
+void TestEngine::encodePromptAheadOfRun_data() {
+    QTest::addColumn<bool>("cache");
+    QTest::addColumn<int>("beams");
+    QTest::newRow("cache, greedy") << true << 1;
+    QTest::newRow("no cache, greedy") << false << 1;
+    QTest::newRow("cache, 3 beams") << true << 3;
+}
+
+void TestEngine::encodePromptAheadOfRun() {
+    // The app's encode on open with the chosen task's prompt: the text encoder's output (and
+    // the cross-attention keys and values) made before Run is what a run of that prompt on that
+    // image uses, with the answer of a run that encodes everything itself; any other prompt or
+    // image runs the text encoder as before.
+    QFETCH(bool, cache);
+    QFETCH(int, beams);
+    const RgbImage pier = loadImage(FLORENCE_SAMPLES_DIR "/pier.png");
+    Request req;
+    req.image = std::make_shared<const RgbImage>(pier);
+    req.prompt = m_tasks[1].prompt;
+    GenerationOptions o = model(0).defaultOptions();
+    o.numBeams = beams;
+    o.maxNewTokens = 24;
+    o.useCache = cache;
+    const Result fresh = Session(m_models[0]).generate(req, o);
+    if (beams == 1)
+        QCOMPARE(fresh.generatedIds, m_tasks[1].generated);
+
+    Session s(m_models[0]);
+    std::atomic<bool> cancel{true};
+    QVERIFY(s.encodeImage(pier, &cancel, req.prompt).cancelled);
+    const ImageEncoding done = s.encodeImage(pier, nullptr, req.prompt);
+    QVERIFY(done.promptEncoded && !done.promptAlreadyEncoded && !done.alreadyEncoded);
+    QVERIFY(done.visionMs > 0 && done.textEncoderMs > 0);
+    const ImageEncoding again = s.encodeImage(pier, nullptr, req.prompt);
+    QVERIFY(again.alreadyEncoded && again.promptAlreadyEncoded);
+    QCOMPARE(again.textEncoderMs, 0.0);
+
+    const Result ahead = s.generate(req, o);
+    QVERIFY(ahead.timings.promptReused && ahead.timings.featuresReused);
+    QCOMPARE(ahead.timings.textEncoderMs, 0.0);
+    QCOMPARE(ahead.timings.visionMs, 0.0);
+    QCOMPARE(ahead.promptIds, fresh.promptIds);
+    QCOMPARE(ahead.generatedIds, fresh.generatedIds);
+    QCOMPARE(s.generate(req, o).generatedIds, fresh.generatedIds); // kept for the next run
+
+    // Another prompt on the same image: the features are reused, the text encoder runs.
+    Request other = req;
+    other.prompt = m_tasks[2].prompt;
+    const Result second = s.generate(other, o);
+    QVERIFY(second.timings.featuresReused && !second.timings.promptReused);
+    QVERIFY(second.timings.textEncoderMs > 0);
+    if (beams == 1)
+        QCOMPARE(second.generatedIds, m_tasks[2].generated);
+    // Another image with the same prompt, and a run that asks for no reuse: nothing reused.
+    Request flipped = req;
+    flipped.image = std::make_shared<const RgbImage>(loadImage(FLORENCE_SAMPLES_DIR "/coffee.png"));
+    QVERIFY(!s.generate(flipped, o).timings.promptReused);
+    o.reuseFeatures = false;
+    const Result without = s.generate(req, o);
+    QVERIFY(!without.timings.promptReused && !without.timings.featuresReused);
+    QCOMPARE(without.generatedIds, fresh.generatedIds);
 }
 
 void TestEngine::batchEqualsOneByOne_data() {

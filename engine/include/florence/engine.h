@@ -96,6 +96,9 @@ struct Timings {
     double decodeMs = 0;         // all decoding steps
     double totalMs = 0;          // the whole generate()
     bool featuresReused = false; // the image features came from an earlier run
+    // The text encoder's output for this image and prompt came from Session::encodeImage (run
+    // ahead of the request); textEncoderMs is then 0 and featuresReused set.
+    bool promptReused = false;
 };
 
 // What Session::encodeImage did.
@@ -104,6 +107,11 @@ struct ImageEncoding {
     bool alreadyEncoded = false; // this session held the image's features already
     double preprocessMs = 0;     // resize and normalization
     double visionMs = 0;         // vision encoder + projection
+    // With a prompt: its text encoder output (and the decoder's cross-attention keys and
+    // values) is ready for the next run of that prompt on the image.
+    bool promptEncoded = false;
+    bool promptAlreadyEncoded = false; // it was ready before this call
+    double textEncoderMs = 0;          // text encoder + cross-attention projections
 };
 
 struct Request {
@@ -182,6 +190,8 @@ private:
     std::unique_ptr<Impl> m_impl;
 };
 
+struct PromptEncoding; // a text encoder output run ahead (Session::encodeImage with a prompt)
+
 // Per-run state: the key/value cache and the features of the last image. Not thread-safe; use
 // one session per thread.
 class Session {
@@ -213,7 +223,11 @@ public:
     // runs on the same image (GenerationOptions::reuseFeatures), so the first token of a run
     // does not wait for the encoder. `cancel` is checked before preprocessing and before the
     // encoder.
-    ImageEncoding encodeImage(const RgbImage& image, const std::atomic<bool>* cancel = nullptr);
+    // With a `prompt` (the task the user has chosen) the text encoder runs ahead too, so that
+    // a run of exactly that prompt on the image starts decoding at once (Timings::promptReused);
+    // the session keeps the last image's and prompt's. `cancel` is also checked before it.
+    ImageEncoding encodeImage(const RgbImage& image, const std::atomic<bool>* cancel = nullptr,
+                              const std::string& prompt = {});
 
     // Diagnostics (parity tests): the stages on their own.
     FloatArray imageFeatures(const std::vector<float>& pixelValues);
@@ -229,6 +243,10 @@ private:
                                      const GenerationOptions& options,
                                      const BatchTokenCallback& onToken,
                                      const std::atomic<bool>* cancel);
+    // encodeImage's text encoder output when it is for this one request's image and prompt.
+    const PromptEncoding* promptEncodedAhead(const std::vector<Request>& requests,
+                                             const GenerationOptions& options,
+                                             const std::vector<Result>& results) const;
 
     std::shared_ptr<const Model> m_model;
     struct State;
