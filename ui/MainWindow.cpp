@@ -36,6 +36,7 @@
 #include <QActionGroup>
 #include <QApplication>
 #include <QClipboard>
+#include <QTimer>
 #include <QCloseEvent>
 #include <QDir>
 #include <QFileInfo>
@@ -317,6 +318,8 @@ void MainWindow::onTaskInputChanged() {
     QString error;
     const std::optional<std::string> prompt = currentPrompt(&error);
     m_panel->setPrompt(prompt ? QString::fromStdString(*prompt) : tr("(%1)").arg(error));
+    if (m_image && m_promptEncodeTimer && promptToEncode() != m_encoder->prompt())
+        m_promptEncodeTimer->start();
     updateActions();
 }
 

@@ -32,6 +32,7 @@
 class QMimeData;
 class QSplitter;
 class QTabWidget;
+class QTimer;
 
 namespace florence::ui {
 
@@ -152,8 +153,9 @@ public slots:
 signals:
     void imageOpened(const QString& name);
     void imageFailed(const QString& message);
-    // The vision encoder has run on the image shown, ahead of Run (issue 17, encode on open).
-    void imageReady(double visionMs);
+    // The vision encoder has run on the image shown, ahead of Run (issue 17, encode on open),
+    // and the text encoder on the chosen task's prompt (textEncoderMs < 0: no prompt encoded).
+    void imageReady(double visionMs, double textEncoderMs);
     void modelReady(const QString& name);
     void modelFailed(const QString& message);
     void tokenArrived(quint64 runId, int step);
@@ -177,6 +179,9 @@ private:
     void onTaskInputChanged();
     void updateActions();
     std::optional<std::string> currentPrompt(QString* error) const;
+    // What the encoder runs ahead of Run with the image: the prompt Run would send now, or ""
+    // while the task lacks its input.
+    std::string promptToEncode() const;
     bool startRequest(RunKind kind);
     void setImage(std::shared_ptr<const RgbImage> image, const QString& path, const QString& name);
     void recordRun(const RunOutcome& outcome);
@@ -196,7 +201,8 @@ private:
     RecentFiles* m_recent = nullptr;
     ModelController* m_modelCtl = nullptr; // the model in use
     ImageOpener* m_opener = nullptr;       // images decoded off the GUI thread
-    ImageEncoder* m_encoder = nullptr;     // the vision encoder run ahead of Run
+    ImageEncoder* m_encoder = nullptr;     // the encoders run ahead of Run
+    QTimer* m_promptEncodeTimer = nullptr; // a new task's prompt, encoded once input settles
     std::unique_ptr<MainActions> m_actions;
 
     // Image and region.

@@ -22,6 +22,7 @@
 #include <QFileInfo>
 #include <QMimeData>
 #include <QStatusBar>
+#include <QTimer>
 #include <QUrl>
 
 namespace florence::ui {
@@ -56,17 +57,38 @@ void MainWindow::connectImageEncoder() {
     connect(m_modelCtl, &ModelController::switching, m_encoder, &ImageEncoder::cancel);
     connect(m_modelCtl, &ModelController::ready, this, [this] {
         if (!m_encoder->isPending())
-            m_encoder->request(m_image);
+            m_encoder->request(m_image, promptToEncode());
     });
-    connect(m_encoder, &ImageEncoder::ready, this, [this](double visionMs) {
-        m_latency->setEncodedBeforeRun(visionMs);
-        statusBar()->showMessage(
-            visionMs > 0 ? tr("Image ready (vision encoder: %1)")
-                               .arg(QString::fromStdString(florence::formatMs(visionMs)))
-                         : tr("Image ready"),
-            8000);
-        emit imageReady(visionMs);
+    connect(m_encoder, &ImageEncoder::ready, this, [this](double visionMs, double textMs) {
+        m_latency->setEncodedBeforeRun(visionMs, textMs);
+        const auto ms = [](double v) { return QString::fromStdString(florence::formatMs(v)); };
+        QString message = tr("Image ready");
+        if (visionMs > 0 && textMs >= 0)
+            message = tr("Image and task ready (vision encoder: %1, text encoder: %2)")
+                          .arg(ms(visionMs), ms(textMs));
+        else if (textMs >= 0)
+            message = tr("Image and task ready (text encoder: %1)").arg(ms(textMs));
+        else if (visionMs > 0)
+            message = tr("Image ready (vision encoder: %1)").arg(ms(visionMs));
+        statusBar()->showMessage(message, 8000);
+        emit imageReady(visionMs, textMs);
     });
+    // A new task, text or region: its prompt is encoded once the input has been still for a
+    // moment (not on every key), unless it is the one encoded already.
+    m_promptEncodeTimer = new QTimer(this);
+    m_promptEncodeTimer->setSingleShot(true);
+    m_promptEncodeTimer->setInterval(400);
+    connect(m_promptEncodeTimer, &QTimer::timeout, this, [this] {
+        const std::string prompt = promptToEncode();
+        if (m_image && prompt != m_encoder->prompt())
+            m_encoder->request(m_image, prompt);
+    });
+}
+
+std::string MainWindow::promptToEncode() const {
+    QString error;
+    const std::optional<std::string> prompt = currentPrompt(&error);
+    return prompt ? *prompt : std::string();
 }
 
 bool MainWindow::openImageFile(const QString& path) {
@@ -110,9 +132,9 @@ void MainWindow::setImage(std::shared_ptr<const RgbImage> image, const QString& 
     m_imagePath = path;
     m_imageName = name;
     m_view->setImage(toQImage(*m_image));
-    m_latency->setEncodedBeforeRun(-1);
-    m_encoder->request(m_image); // queued behind a model load, ahead of any run
+    m_latency->setEncodedBeforeRun(-1, -1);
     m_region.reset();
+    m_encoder->request(m_image, promptToEncode()); // queued behind a model load, ahead of any run
     // Nothing of the previous image's answer, charts or status stays.
     m_run->clearAnswer();
     m_runView->clear();

@@ -91,6 +91,7 @@ QJsonObject timingsJson(const Timings& t, std::optional<double> loadMs) {
                   {"decode_ms", t.decodeMs},
                   {"total_ms", t.totalMs},
                   {"features_reused", t.featuresReused},
+                  {"prompt_reused", t.promptReused},
                   {"step_ms", toJsonArray(t.stepMs)}};
     if (loadMs)
         o["load_ms"] = *loadMs;

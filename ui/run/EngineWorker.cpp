@@ -211,7 +211,8 @@ void EngineWorker::encodeImage(const EncodeRequest& request) {
         return;
     }
     try {
-        out.encoding = m_session->encodeImage(*request.image, request.cancel.get());
+        out.encoding =
+            m_session->encodeImage(*request.image, request.cancel.get(), request.prompt);
     } catch (const std::exception& e) {
         out.error = QString::fromStdString(e.what());
     } catch (...) {

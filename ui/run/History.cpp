@@ -147,6 +147,7 @@ Timings readTimings(Reader& r, const QJsonObject& doc) {
     out.decodeMs = r.number(t, "decode_ms", 0, kDay);
     out.totalMs = r.number(t, "total_ms", 0, kDay);
     out.featuresReused = t.value(QLatin1String("features_reused")).toBool();
+    out.promptReused = t.value(QLatin1String("prompt_reused")).toBool();
     out.stepMs = r.numbers(t, "step_ms", kMaxSteps);
     for (double ms : out.stepMs)
         if (ms < 0 || ms > kDay)

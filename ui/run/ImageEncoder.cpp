@@ -21,16 +21,20 @@ void ImageEncoder::cancel() {
     m_pending = false;
 }
 
-void ImageEncoder::request(std::shared_ptr<const RgbImage> image) {
+void ImageEncoder::request(std::shared_ptr<const RgbImage> image, const std::string& prompt) {
     cancel();
     if (image != m_image)
         m_visionMs = -1; // another image: the last time measured is not its
+    if (image != m_image || prompt != m_prompt)
+        m_textEncoderMs = -1;
     m_image = std::move(image);
+    m_prompt = prompt;
     if (!m_image)
         return;
     EncodeRequest r;
     r.imageId = ++m_lastId;
     r.image = m_image;
+    r.prompt = m_prompt;
     r.cancel = m_cancel = std::make_shared<std::atomic<bool>>(false);
     m_pending = true;
     QMetaObject::invokeMethod(
@@ -51,7 +55,11 @@ void ImageEncoder::onEncoded(const EncodeOutcome& outcome) {
     // when it was encoded stands.
     if (!outcome.encoding.alreadyEncoded)
         m_visionMs = outcome.encoding.visionMs;
-    emit ready(m_visionMs);
+    if (outcome.encoding.promptEncoded && !outcome.encoding.promptAlreadyEncoded)
+        m_textEncoderMs = outcome.encoding.textEncoderMs;
+    else if (!outcome.encoding.promptEncoded)
+        m_textEncoderMs = -1;
+    emit ready(m_visionMs, m_textEncoderMs);
 }
 
 } // namespace florence::ui

@@ -45,6 +45,7 @@ struct RunRequest {
 struct EncodeRequest {
     quint64 imageId = 0; // the window's count of images shown
     std::shared_ptr<const RgbImage> image;
+    std::string prompt; // the chosen task's prompt, encoded ahead too; empty: the image alone
     // Set by the GUI thread when a newer image (or model) makes this encode pointless.
     std::shared_ptr<std::atomic<bool>> cancel;
 };

@@ -204,15 +204,19 @@ void CompareView::setOutcome(const CompareOutcome& outcome) {
     m_firstToken->setText(marks.firstTokenText.isEmpty() ? QStringLiteral("–")
                                                          : marks.firstTokenText);
     // Fair only when both kinds of pass did the same work before decoding.
-    const bool cachedReused = outcome.cached.result.timings.featuresReused;
-    const bool uncachedReused = outcome.uncached.result.timings.featuresReused;
-    m_note->setText(v.conclusion + QLatin1Char('\n') +
-                    (cachedReused && uncachedReused
-                         ? tr("Both passes used the image features computed before Run.")
-                     : !cachedReused && !uncachedReused
-                         ? tr("Both passes ran the vision encoder (no precomputed features).")
-                         : tr("Only one pass used precomputed image features: the totals are "
-                              "not comparable.")));
+    const Timings& ct = outcome.cached.result.timings;
+    const Timings& ut = outcome.uncached.result.timings;
+    const bool cachedReused = ct.featuresReused, uncachedReused = ut.featuresReused;
+    m_note->setText(
+        v.conclusion + QLatin1Char('\n') +
+        (cachedReused != uncachedReused || ct.promptReused != ut.promptReused
+             ? tr("Only one pass used precomputed image features or prompt encoding: the totals "
+                  "are not comparable.")
+         : ct.promptReused
+             ? tr("Both passes used the image features and the prompt's encoding computed "
+                  "before Run.")
+         : cachedReused ? tr("Both passes used the image features computed before Run.")
+                        : tr("Both passes ran the vision encoder (no precomputed features).")));
     m_verdict->setText(outcome.identical ? tr("identical ✔")
                                          : tr("different ✘ (the cache changed the answer)"));
 }

@@ -132,12 +132,14 @@ void LatencyChart::updateStats() {
         m_total->setText(formatMs(m_lastElapsedMs));
     // The engine skips the vision encoder (and so preprocessing) exactly when it reuses the
     // image features; that is the only way its time is 0.
+    // Likewise the text encoder, when the prompt's encoding made before Run is reused.
     if (!m_finished && m_stagesKnown)
-        showStages(m_preprocessMs, m_visionMs, m_textEncoderMs, m_visionMs <= 0);
+        showStages(m_preprocessMs, m_visionMs, m_textEncoderMs, m_visionMs <= 0,
+                   m_textEncoderMs <= 0);
 }
 
 void LatencyChart::showStages(double preprocessMs, double visionMs, double textEncoderMs,
-                              bool reused) {
+                              bool reused, bool promptReused) {
     m_preprocess->setText(reused ? tr("– (features reused)") : formatMs(preprocessMs));
     const bool before = reused && m_encodedBeforeRunMs > 0;
     m_vision->setText(!reused  ? formatMs(visionMs)
@@ -147,7 +149,14 @@ void LatencyChart::showStages(double preprocessMs, double visionMs, double textE
     m_vision->setToolTip(before ? tr("The vision encoder ran when the image was opened, before "
                                      "Run, and took this long; the run reused its features.")
                                 : QString());
-    m_textEncoder->setText(formatMs(textEncoderMs));
+    const bool promptBefore = promptReused && m_promptBeforeRunMs >= 0;
+    m_textEncoder->setText(!promptReused  ? formatMs(textEncoderMs)
+                           : promptBefore ? tr("%1 before Run").arg(formatMs(m_promptBeforeRunMs))
+                                          : tr("– (reused)"));
+    m_textEncoder->setToolTip(
+        promptBefore ? tr("The text encoder ran on this task's prompt before Run (when the image "
+                          "or the task was chosen) and took this long; the run reused it.")
+                     : QString());
 }
 
 void LatencyChart::finishRun(const Timings& timings, bool cancelled) {
@@ -162,7 +171,7 @@ void LatencyChart::finishRun(const Timings& timings, bool cancelled) {
     refresh();
     m_ttft->setText(formatMs(timings.firstTokenMs));
     showStages(timings.preprocessMs, timings.visionMs, timings.textEncoderMs,
-               timings.featuresReused);
+               timings.featuresReused, timings.promptReused);
     m_total->setText(formatMs(timings.totalMs));
     m_chart->setTitle(cancelled ? tr("Per-token latency (cancelled)") : tr("Per-token latency"));
 }

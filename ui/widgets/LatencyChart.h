@@ -38,9 +38,13 @@ public:
     // Pushes the steps added since the last refresh into the chart and the numbers.
     void refresh();
     void finishRun(const Timings& timings, bool cancelled);
-    // The vision encoder's time when it ran ahead of Run on the image shown (< 0: it did not);
-    // a run that reused those features shows it as run before Run.
-    void setEncodedBeforeRun(double visionMs) { m_encodedBeforeRunMs = visionMs; }
+    // The vision encoder's and the text encoder's times when they ran ahead of Run on the image
+    // shown and the chosen task's prompt (< 0: it did not); a run that reused their output shows
+    // them as run before Run.
+    void setEncodedBeforeRun(double visionMs, double textEncoderMs) {
+        m_encodedBeforeRunMs = visionMs;
+        m_promptBeforeRunMs = textEncoderMs;
+    }
 
     int pointCount() const;
     QChart* chart() const { return m_chart; }
@@ -50,7 +54,8 @@ protected:
 
 private:
     void updateStats();
-    void showStages(double preprocessMs, double visionMs, double textEncoderMs, bool reused);
+    void showStages(double preprocessMs, double visionMs, double textEncoderMs, bool reused,
+                    bool promptReused);
     void applyPalette();
 
     QChart* m_chart = nullptr; // owned by m_view
@@ -77,6 +82,7 @@ private:
     bool m_stagesKnown = false;
     double m_preprocessMs = 0, m_visionMs = 0, m_textEncoderMs = 0;
     double m_encodedBeforeRunMs = -1;
+    double m_promptBeforeRunMs = -1;
 };
 
 } // namespace florence::ui
