@@ -278,6 +278,11 @@ struct ReuseReport {
     double withoutMs = 0; // first token of a second task, features computed again
     double withMs = 0;    // the same with the features reused
     bool reused = false;
+    // The first task again after Session::encodeImage ran the vision and text encoders ahead
+    // (what the app does while an image is shown): from the start of generate() to its first
+    // token, that is, the first decoding step alone.
+    double aheadMs = 0;
+    bool promptReused = false;
 };
 
 struct BatchReport {
@@ -372,7 +377,8 @@ Float32Runs measureDecoding(Session& session, const Request& req, const BenchCon
     return runs;
 }
 
-// A second task on the same image skips preprocessing and the vision encoder.
+// A second task on the same image skips preprocessing and the vision encoder; a task whose
+// prompt was encoded ahead with the image (Session::encodeImage) skips the text encoder too.
 ReuseReport measureReuse(Session& session, const Request& req) {
     GenerationOptions o = session.model().defaultOptions();
     o.numBeams = 1;
@@ -388,6 +394,10 @@ ReuseReport measureReuse(Session& session, const Request& req) {
     r.withoutMs = cold.timings.preprocessMs + cold.timings.visionMs + cold.timings.textEncoderMs;
     r.withMs = warm.timings.preprocessMs + warm.timings.visionMs + warm.timings.textEncoderMs;
     r.reused = warm.timings.featuresReused;
+    session.encodeImage(*req.image, nullptr, req.prompt);
+    const Result ahead = session.generate(req, o);
+    r.aheadMs = ahead.timings.firstTokenMs;
+    r.promptReused = ahead.timings.promptReused;
     return r;
 }
 
@@ -703,7 +713,9 @@ QJsonObject toJson(const BenchReport& r) {
     }
     out["feature_reuse"] = QJsonObject{{"first_token_ms_without_reuse", r.reuse.withoutMs},
                                        {"first_token_ms_with_reuse", r.reuse.withMs},
-                                       {"reused", r.reuse.reused}};
+                                       {"reused", r.reuse.reused},
+                                       {"first_token_ms_encoded_ahead", r.reuse.aheadMs},
+                                       {"prompt_reused", r.reuse.promptReused}};
     if (r.batching) {
         const BatchReport& b = *r.batching;
         out["batching"] = QJsonObject{{"images", b.images},
@@ -761,6 +773,9 @@ void printDecodingTable(const BenchReport& r) {
 void printMachineTable(const BenchReport& r) {
     line("first token of a 2nd task, without / with reuse",
          formatMs(r.reuse.withoutMs) + " / " + formatMs(r.reuse.withMs));
+    line("first token, image and prompt encoded ahead",
+         r.reuse.promptReused ? formatMs(r.reuse.aheadMs) + " (the first decoding step)"
+                              : formatMs(r.reuse.aheadMs) + " (the prompt was encoded again)");
     if (r.batching) {
         const BatchReport& b = *r.batching;
         line("4 images x 32 tokens: one by one / batched",

@@ -48,14 +48,18 @@ function engineRows(files, tokens) {
         step_ms: median(runs.map((r) => step(r).median_step_ms)),
         step_p95_ms: median(runs.map((r) => step(r).p95_step_ms)),
     }];
-    if (runs.every((r) => r.bfloat16))
+    // The reduced-precision modes' blocks in `bench --json` have the same shape.
+    for (const [key, label] of [['bfloat16', 'bf16'], ['int8', 'int8']]) {
+        if (!runs.every((r) => r[key]))
+            continue;
         rows.push({
-            label: 'our engine bf16',
-            vision_ms: median(runs.map((r) => r.bfloat16.vision_ms)),
-            text_encoder_ms: median(runs.map((r) => r.bfloat16.text_encoder_ms)),
-            first_token_ms: median(runs.map((r) => r.bfloat16.first_token_ms)),
-            step_ms: median(runs.map((r) => r.bfloat16.median_step_ms)),
+            label: `our engine ${label}`,
+            vision_ms: median(runs.map((r) => r[key].vision_ms)),
+            text_encoder_ms: median(runs.map((r) => r[key].text_encoder_ms)),
+            first_token_ms: median(runs.map((r) => r[key].first_token_ms)),
+            step_ms: median(runs.map((r) => r[key].median_step_ms)),
         });
+    }
     return rows;
 }
 
