@@ -36,7 +36,6 @@
 #include <QActionGroup>
 #include <QApplication>
 #include <QClipboard>
-#include <QTimer>
 #include <QCloseEvent>
 #include <QDir>
 #include <QFileInfo>
@@ -45,6 +44,7 @@
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTimer>
 
 // The icons live in a static library, whose resource initializer the linker would drop.
 static void initUiResources() {
@@ -318,7 +318,7 @@ void MainWindow::onTaskInputChanged() {
     QString error;
     const std::optional<std::string> prompt = currentPrompt(&error);
     m_panel->setPrompt(prompt ? QString::fromStdString(*prompt) : tr("(%1)").arg(error));
-    if (m_image && m_promptEncodeTimer && promptToEncode() != m_encoder->prompt())
+    if (m_image && m_promptEncodeTimer && prompt.value_or(std::string()) != m_encoder->prompt())
         m_promptEncodeTimer->start();
     updateActions();
 }

@@ -7,7 +7,7 @@
 // still queued is skipped; one already in the encoder finishes and is ignored).
 //
 //   ImageEncoder encoder(worker);
-//   connect(&encoder, &ImageEncoder::ready, window, [](double ms) { say("image ready"); });
+//   connect(&encoder, &ImageEncoder::ready, window, [](double visionMs, double textMs) { … });
 //   encoder.request(image, prompt);   // after opening it, after a model (re)load, a new task
 #pragma once
 
