@@ -3,6 +3,7 @@
     /usr/bin/python3 tools/demo/evaluate.py --package /tmp/demo-pkg --n 200 --seed 1001
     /usr/bin/python3 tools/demo/evaluate.py --package /tmp/demo-pkg --data tests/engine/data/scenes
     /usr/bin/python3 tools/demo/evaluate.py --package /tmp/demo-pkg --precision int8
+    /usr/bin/python3 tools/demo/evaluate.py --package /tmp/demo-pkg --data /tmp/drawn --by-factor
 
 Runs the package's TorchScript modules (vision.pt, text_encoder.pt, decoder.pt) the way the C++
 engine does: PIL bicubic resize to the package's input size, mean/std from manifest.json,
@@ -16,9 +17,13 @@ Metrics:
 - OCR: <OCR> equals the word, on scenes with a word; empty answers on scenes without one;
 - also: <OCR_WITH_REGION> (text right and quad IoU >= 0.5), <REGION_TO_CATEGORY> (colour and
   shape right for a ground-truth box), <CAPTION_TO_PHRASE_GROUNDING> (every phrase of the full
-  caption found with IoU >= 0.5), <DETAILED_CAPTION> (exact text).
+  caption found with IoU >= 0.5), <DETAILED_CAPTION> (exact text);
+- with --by-factor, caption and region -> category split by what the scenes were drawn with
+  (background, aspect ratio, object count, printed word; per object its style, shape, colour
+  and size), to show where the misses are.
 """
 import argparse
+import collections
 import json
 import os
 import random
@@ -290,14 +295,45 @@ def load_set(args):
     return items
 
 
+def scene_factors(gt):
+    """What a scene was drawn with, as 'factor=value' keys: the second renderer's background,
+    the canvas's aspect ratio (squashed to the square input), the object count, a printed word."""
+    ratio = gt["width"] / gt["height"]
+    keys = ["aspect=" + ("wide" if ratio > 1.25 else "tall" if ratio < 0.8 else "square"),
+            f"objects={len(gt['objects'])}", f"word={'yes' if gt['text'] else 'no'}"]
+    if gt.get("background"):
+        keys.append("background=" + gt["background"])
+    return keys
+
+
+def object_factors(gt, o):
+    """One object's: its shape, colour, size (box area as a share of the image) and, from the
+    second renderer, its style (filled, outlined, bordered)."""
+    b = o["box"]
+    area = (b[2] - b[0]) * (b[3] - b[1]) / (gt["width"] * gt["height"])
+    keys = ["shape=" + o["shape"], "colour=" + o["color"],
+            "size=" + ("small (<2%)" if area < 0.02 else "medium (2-6%)" if area < 0.06 else "large (>6%)")]
+    if o.get("style"):
+        keys.append("style=" + o["style"])
+    return keys
+
+
+def tally(table, keys, ok):
+    for k in keys:
+        table[k][0] += ok
+        table[k][1] += 1
+
+
 def evaluate(pkg, items, verbose=False):
-    tok = pkg.tok
     stats = {k: [0, 0] for k in ("caption", "ocr", "ocr_empty", "ocr_region", "region_category",
                                  "grounding", "detailed_caption")}
     pkg.calls = pkg.runaways = 0
     det_preds = {s: [] for s in scenes.SHAPES}
     det_gts = {s: {} for s in scenes.SHAPES}
     failures = []
+    # right/asked per factor of the scene or object (--by-factor): where the misses are
+    by_factor = {"caption": collections.defaultdict(lambda: [0, 0]),
+                 "region_category": collections.defaultdict(lambda: [0, 0])}
     t0 = time.time()
     for i, (img, gt) in enumerate(items):
         width, height = gt["width"], gt["height"]
@@ -309,6 +345,8 @@ def evaluate(pkg, items, verbose=False):
         ok = pairs_in(cap) == want
         stats["caption"][0] += ok
         stats["caption"][1] += 1
+        tally(by_factor["caption"], scene_factors(gt)
+              + sorted({"has style=" + o["style"] for o in objs if o.get("style")}), ok)
         if not ok:
             failures.append((i, "caption", cap, gt["caption"]))
         # detailed caption
@@ -352,8 +390,12 @@ def evaluate(pkg, items, verbose=False):
                              for k, v in enumerate(o["box"]))
             ans = pkg.generate(feats, scenes.PROMPTS["<REGION_TO_CATEGORY>"].replace("{input}", region))
             name = LOC_RE.sub("", ans).strip()
-            stats["region_category"][0] += name == f"{o['color']} {o['shape']}"
+            ok = name == f"{o['color']} {o['shape']}"
+            stats["region_category"][0] += ok
             stats["region_category"][1] += 1
+            tally(by_factor["region_category"], scene_factors(gt) + object_factors(gt, o), ok)
+            if not ok:
+                failures.append((i, "region", name, f"{o['color']} {o['shape']}"))
         # grounding with the full caption
         gr = pkg.generate(feats, scenes.PROMPTS["<CAPTION_TO_PHRASE_GROUNDING>"].replace(
             "{input}", gt["caption"]))
@@ -375,7 +417,23 @@ def evaluate(pkg, items, verbose=False):
     res["detection_ap50_per_class"] = aps
     res["images"] = len(items)
     res["seconds"] = round(time.time() - t0, 1)
+    res["by_factor"] = {task: dict(sorted(t.items())) for task, t in by_factor.items()}
     return res, failures
+
+
+def factor_markdown(res):
+    """Caption and region → category per factor, side by side."""
+    cap, reg = res["by_factor"]["caption"], res["by_factor"]["region_category"]
+
+    def cell(t, k):
+        if k not in t:
+            return ""
+        a, b = t[k]
+        return f"{100 * a / b:.1f}% ({a}/{b})"
+    lines = ["| factor | caption set exact | region → category |", "|---|---|---|"]
+    for k in sorted(set(cap) | set(reg)):
+        lines.append(f"| {k} | {cell(cap, k)} | {cell(reg, k)} |")
+    return "\n".join(lines) + "\n"
 
 
 def markdown(res, title):
@@ -416,6 +474,9 @@ def main():
                         "default is 3)")
     p.add_argument("--json", help="write the figures here")
     p.add_argument("--show-failures", type=int, default=10)
+    p.add_argument("--by-factor", action="store_true",
+                   help="also print caption and region -> category per factor of the scenes "
+                        "(background, aspect ratio, object count, style, shape, colour, size)")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
@@ -425,6 +486,8 @@ def main():
     title = f"{args.data}" if args.data else f"generated scenes, seed {args.seed}, {args.render_size} px"
     title += f", {args.precision}, " + ("greedy" if args.beams == 1 else f"{args.beams} beams")
     print(markdown(res, title))
+    if args.by_factor:
+        print(factor_markdown(res))
     for f in failures[:args.show_failures]:
         print("FAIL", f)
     if args.json:
