@@ -211,11 +211,13 @@ void TestScoresHistory::detectionHasScoreColumn() {
 
 void TestScoresHistory::minScoreHidesItemsEverywhere() {
     auto w = makeWindow();
-    // A photograph the shapes model does not understand: its boxes are less certain.
-    const QString pier = QString::fromStdString(florence::samplesDir()) + "/pier.png";
-    QVERIFY(runTask(w.get(), pier, "<OD>"));
+    // A sample scene the shapes model was trained for: four boxes, scored apart (the bundled
+    // model of run 7 gives its triangle 0.43 and the other shapes 0.31-0.32). Not a photograph:
+    // what the model says there is not what it was trained for, and retraining changes it (run
+    // 7 finds a single box on the pier sample, where earlier models found several).
+    QVERIFY(runTask(w.get(), scenePath("scene_00.png"), "<OD>"));
     const auto& items = w->answer().items;
-    QVERIFY(items.size() >= 2);
+    QVERIFY2(items.size() >= 2, qPrintable(QString::number(items.size())));
     double lowest = 1, highest = 0;
     for (const auto& it : items) {
         lowest = std::min(lowest, it.score);
