@@ -115,13 +115,16 @@ void TestLinearRows::matchesLibTorch() {
     QCOMPARE(y.sizes().vec(), (std::vector<int64_t>{rows, n}));
 
     // Against LibTorch's matrix-vector product of the same (bfloat16-exact) weights: both sum
-    // float32 products, in different orders.
+    // float32 products, in different orders. Without AVX-512 bfloat16 weights go to LibTorch's
+    // bfloat16 linear, which rounds x and the result to bfloat16 (8 bits of mantissa: measured
+    // 0.0002-0.0047 on an AVX2 host), so there the bound is bfloat16's rounding.
     const at::Tensor wf = w.to(at::kFloat);
     std::vector<at::Tensor> ref;
     for (int r = 0; r < rows; ++r)
         ref.push_back(bias ? at::addmv(b, wf, x[r]) : at::mv(wf, x[r]));
     const double err = relativeError(y, at::stack(ref));
-    QVERIFY2(err < 2e-5, qPrintable(QString("relative error %1 against at::mv").arg(err)));
+    const double bound = bf16 && !florence::ops::haveAvx512() ? 1.5e-2 : 2e-5;
+    QVERIFY2(err < bound, qPrintable(QString("relative error %1 against at::mv").arg(err)));
 
     if (bf16) {
         // Against what the model did before (F.linear in bfloat16, x rounded to bfloat16): the
