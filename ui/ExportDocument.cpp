@@ -23,6 +23,7 @@ ExportDocument ExportDocument::ofAnswer(const RunController& runs, const ModelIn
     doc.context.model = model.manifest.name;
     if (!model.manifest.name.empty()) {
         doc.context.precision = precisionName(model.precisionMode);
+        doc.context.encoderPrecision = precisionName(model.encoderPrecision);
         doc.context.loadMs = model.loadMs;
     }
     doc.context.runtime = runtimeSummary();

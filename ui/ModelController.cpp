@@ -121,11 +121,19 @@ void ModelController::onLoaded(const ModelInfo& info) {
     m_ready = true;
     m_loading = false;
     const QString desc = ModelCatalog::describeModel(info);
-    m_panel->setModelText(tr("%1\nloaded in %2").arg(desc, ms(info.loadMs)),
-                          tr("%1\n\n%2\n\nPackage: %3")
-                              .arg(ModelCatalog::explainModelWeights(info),
-                                   ModelCatalog::importCheckpointHint(),
-                                   QDir::toNativeSeparators(info.dir)));
+    QString loaded = tr("%1\nloaded in %2").arg(desc, ms(info.loadMs));
+    QString explained =
+        tr("%1\n\n%2\n\nPackage: %3")
+            .arg(ModelCatalog::explainModelWeights(info), ModelCatalog::importCheckpointHint(),
+                 QDir::toNativeSeparators(info.dir));
+    if (!info.precisionNote.isEmpty()) {
+        // The precision the user chose does not hold everywhere on this CPU: say so where the
+        // model is named, and in a message once it is loaded.
+        loaded +=
+            tr(" (encoders %1)").arg(QString::fromLatin1(precisionName(info.encoderPrecision)));
+        explained = tr("Precision: %1.\n\n%2").arg(info.precisionNote, explained);
+    }
+    m_panel->setModelText(loaded, explained);
     m_panel->setTrainedTasks(info.name().contains(QLatin1String("demo"), Qt::CaseInsensitive)
                                  ? kDemoTasks
                                  : QStringList());
@@ -135,6 +143,8 @@ void ModelController::onLoaded(const ModelInfo& info) {
     select(info.dir, info.name());
     emit stateChanged();
     emit ready(info.name());
+    if (!info.precisionNote.isEmpty())
+        emit message(tr("%1 loaded; %2.").arg(info.name(), info.precisionNote), false);
 }
 
 void ModelController::onUnloaded() {

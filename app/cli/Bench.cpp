@@ -306,6 +306,7 @@ struct ReducedReport {
     double logitsCosineMin = 1, logitsCosineMean = 1;
     int64_t stepBytes = 0; // what one cached step reads in this mode
     std::vector<std::string> int8Modules; // Model::int8Modules()
+    std::string encoderPrecision;         // precisionName(Model::encoderPrecision())
 };
 
 struct BenchReport {
@@ -561,6 +562,7 @@ ReducedReport measureReduced(std::unique_ptr<Session>& session, const Request& r
     b.logitsCosineMin = minCos;
     b.logitsCosineMean = sumCos / ref.shape[0];
     b.int8Modules = bm.int8Modules();
+    b.encoderPrecision = precisionName(bm.encoderPrecision());
     return b;
 }
 
@@ -672,12 +674,16 @@ QJsonObject comparisonsJson(const BenchReport& r, QJsonObject out) {
             continue;
         const ReducedReport& b = **mode;
         const double floorMs = 1000.0 * double(b.stepBytes) / r.bandwidth;
-        QJsonObject bj{
-            {"first_token_ms", b.firstTokenMs},       {"vision_ms", b.visionMs},
-            {"text_encoder_ms", b.textEncoderMs},     {"median_step_ms", b.medianStepMs},
-            {"logits_cosine_min", b.logitsCosineMin}, {"logits_cosine_mean", b.logitsCosineMean},
-            {"step_bytes", double(b.stepBytes)},      {"bandwidth_floor_ms", floorMs},
-            {"step_over_floor", b.medianStepMs / floorMs}};
+        QJsonObject bj{{"first_token_ms", b.firstTokenMs},
+                       {"vision_ms", b.visionMs},
+                       {"text_encoder_ms", b.textEncoderMs},
+                       {"median_step_ms", b.medianStepMs},
+                       {"logits_cosine_min", b.logitsCosineMin},
+                       {"logits_cosine_mean", b.logitsCosineMean},
+                       {"step_bytes", double(b.stepBytes)},
+                       {"bandwidth_floor_ms", floorMs},
+                       {"step_over_floor", b.medianStepMs / floorMs},
+                       {"encoder_precision", QString::fromStdString(b.encoderPrecision)}};
         if (mode == &r.int8) {
             QJsonArray modules;
             for (const std::string& m : b.int8Modules)
@@ -824,6 +830,9 @@ void printComparisonTable(const BenchReport& r) {
                      num(b.firstTokenMs / r.python->firstTokenMs(), "%.2fx"));
         line(n + " logits cosine vs float32 (min/mean)",
              num(b.logitsCosineMin, "%.6f") + " / " + num(b.logitsCosineMean, "%.6f"));
+        if (b.encoderPrecision != n)
+            line(n + ": encoders run in",
+                 b.encoderPrecision + " (this CPU's bfloat16 products sum in bfloat16)");
         if (mode == &r.int8) {
             std::string modules;
             for (const std::string& m : b.int8Modules)

@@ -7,6 +7,7 @@
 #include <QJsonDocument>
 
 #include <csignal>
+#include <iostream>
 
 namespace florence::cli {
 
@@ -47,7 +48,10 @@ std::shared_ptr<const florence::Model> loadModel(const Args& a) {
     florence::LoadOptions lo;
     lo.threads = a.getInt("threads", 0);
     lo.precision = parsePrecision(a.get("precision", "float32"));
-    return florence::Model::load(modelDir(a), lo);
+    std::shared_ptr<const florence::Model> model = florence::Model::load(modelDir(a), lo);
+    if (!model->precisionNote().empty())
+        std::cerr << "note: " << model->precisionNote() << "\n";
+    return model;
 }
 
 florence::GenerationOptions runOptions(const Args& a, const florence::Model& model) {
@@ -68,6 +72,7 @@ QJsonObject resultJson(const std::string& imageFile, const std::string& prompt,
     context.model = model.manifest().name;
     context.options = &opts;
     context.precision = florence::precisionName(model.loadOptions().precision);
+    context.encoderPrecision = florence::precisionName(model.encoderPrecision());
     context.loadMs = model.loadMs();
     context.runtime = florence::runtimeSummary();
     return florence::answerJson(answer, r, context);

@@ -45,6 +45,27 @@ int64_t peakResidentBytes() {
     return static_cast<int64_t>(usage.ru_maxrss) * 1024;
 }
 
+double bfloat16ProductError() {
+    c10::InferenceMode guard;
+    // Attention's shapes: a few heads, 32 wide, summing over an image's 576 positions.
+    const at::Generator generator = at::detail::createCPUGenerator(20261202);
+    const torch::Tensor a =
+        at::randn({4, 32, 576}, generator, torch::kFloat32).to(torch::kBFloat16);
+    const torch::Tensor b =
+        at::randn({4, 576, 32}, generator, torch::kFloat32).to(torch::kBFloat16);
+    const torch::Tensor reference = torch::matmul(a.to(torch::kFloat32), b.to(torch::kFloat32));
+    const torch::Tensor got = torch::matmul(a, b).to(torch::kFloat32);
+    return (got - reference).norm().item<double>() / reference.norm().item<double>();
+}
+
+bool bfloat16ProductsAccurate() {
+    if (const char* forced = std::getenv("FLORENCE_BFLOAT16_PRODUCTS"))
+        if (std::string(forced) == "inaccurate")
+            return false;
+    static const bool accurate = bfloat16ProductError() < 0.01;
+    return accurate;
+}
+
 std::string runtimeSummary() {
     std::string s = "LibTorch " TORCH_VERSION ", " + std::to_string(threads()) + " threads";
     if (const char* core = openblasCoreName())
@@ -52,6 +73,8 @@ std::string runtimeSummary() {
     else
         s += ", BLAS: not OpenBLAS";
     s += ", row kernels " + ops::rowKernelName();
+    if (!bfloat16ProductsAccurate())
+        s += ", bfloat16 products sum in bfloat16";
     if (const char* wait = std::getenv("OMP_WAIT_POLICY"))
         s += std::string(", OMP_WAIT_POLICY=") + wait;
     return s;

@@ -3,6 +3,7 @@
 #include "model/CancellableFile.h"
 #include "model/CodeCheck.h"
 #include "model/Generator.h"
+#include <florence/machine.h>
 #include <florence/process.h>
 #include <florence/stats.h>
 
@@ -189,6 +190,8 @@ struct Model::Impl {
     mutable torch::jit::Module textEncoder;
     mutable torch::jit::Module decoder;
     std::vector<std::string> int8Modules; // filled by the quantize functions
+    Precision encoderPrecision = Precision::Float32;
+    std::string precisionNote;
 
     torch::Tensor imageFeatures(const torch::Tensor& pixels) const {
         return vision.forward({pixels}).toTensor();
@@ -425,9 +428,24 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
         options.beforeModules();
     // int8 loads the encoders in bfloat16 (README, Precision); their large linear layers and the
     // decoder are quantized below.
+    // Both reduced precisions run the encoders' attention as bfloat16 batched products. Where
+    // LibTorch sums those in bfloat16 (CPUs without AVX-512), the image features drift enough to
+    // change the answers (a four-shape caption became "A yellow star."), so the encoders stay
+    // float32 there and only the decoder, whose activations stay float32, takes the precision.
     const bool int8 = options.precision == Precision::Int8;
-    const Precision encoders = int8 ? Precision::BFloat16 : options.precision;
+    const bool reduced = options.precision != Precision::Float32;
+    const bool lowEncoders = reduced && bfloat16ProductsAccurate();
+    const Precision encoders = !lowEncoders ? Precision::Float32
+                               : int8       ? Precision::BFloat16
+                                            : options.precision;
     const Precision decoder = int8 ? Precision::Float32 : options.precision;
+    d.encoderPrecision = lowEncoders ? options.precision : Precision::Float32;
+    if (reduced && !lowEncoders)
+        d.precisionNote = std::string("the encoders run in float32 and only the decoder in ") +
+                          precisionName(options.precision) +
+                          ": without AVX-512, LibTorch's bfloat16 products sum in bfloat16, "
+                          "which changes the answers, and its reduced-precision kernels are "
+                          "slower than float32's; float32 is the faster choice on this CPU";
     d.vision = loadModule(d.manifest.path("vision"), d.manifest, encoders, options.cancel);
     checkCancel();
     d.textEncoder =
@@ -439,7 +457,8 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
     d.shareParameters();
     d.checkNoEmptyParameters();
     if (int8) {
-        d.quantizeEncoders();
+        if (lowEncoders)
+            d.quantizeEncoders();
         d.quantizeDecoder();
     }
     for (const char* method : {"step", "cross_kv", "new_cache", "forward_full"})
@@ -459,6 +478,14 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> Model::parameterShapes
 }
 
 std::vector<std::string> Model::int8Modules() const { return m_impl->int8Modules; }
+
+Precision Model::encoderPrecision() const {
+    return m_impl->encoderPrecision;
+}
+
+std::string Model::precisionNote() const {
+    return m_impl->precisionNote;
+}
 
 int64_t Model::decodeStepBytes(int encoderTokens) const {
     const Manifest& m = m_impl->manifest;

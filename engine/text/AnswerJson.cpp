@@ -305,6 +305,8 @@ QJsonObject answerJson(const ParsedAnswer& answer, const Result& result,
                       {"ignore_eos", context.options->ignoreEos}};
         if (!context.precision.empty())
             g["precision"] = qstr(context.precision);
+        if (!context.encoderPrecision.empty() && context.encoderPrecision != context.precision)
+            g["encoder_precision"] = qstr(context.encoderPrecision);
         o["generation"] = g;
     }
     if (!context.runtime.empty())

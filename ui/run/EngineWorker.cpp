@@ -51,6 +51,8 @@ void EngineWorker::install(std::shared_ptr<const Model> model, const QString& pa
     info.manifest = m;
     // The precision the weights run in, not the manifest's (which is how they are stored).
     info.precisionMode = m_model->loadOptions().precision;
+    info.encoderPrecision = m_model->encoderPrecision();
+    info.precisionNote = QString::fromStdString(m_model->precisionNote());
     info.loadMs = m_model->loadMs();
     info.defaults = m_model->defaultOptions();
     emit modelLoaded(info);

@@ -50,6 +50,7 @@ void EngineWorker::processFolder(const FolderRequest& request) {
         context.model = m_model->manifest().name;
         context.options = &options;
         context.precision = precisionName(m_model->loadOptions().precision);
+        context.encoderPrecision = precisionName(m_model->encoderPrecision());
         context.runtime = runtimeSummary();
         QElapsedTimer clock;
         clock.start();

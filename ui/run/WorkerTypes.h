@@ -103,6 +103,10 @@ struct ModelInfo {
     QString dir;
     Manifest manifest;
     Precision precisionMode = Precision::Float32; // how the weights are run (not how stored)
+    // How the encoders run (float32 where this CPU's bfloat16 products are inaccurate), and the
+    // engine's sentence saying so (Model::precisionNote); empty when all runs in precisionMode.
+    Precision encoderPrecision = Precision::Float32;
+    QString precisionNote;
     double loadMs = 0;
     GenerationOptions defaults;
 

@@ -33,6 +33,7 @@ struct AnswerContext {
     std::string model;     // the model's name
     const GenerationOptions* options = nullptr; // "generation": beams, cache, token limit
     std::string precision;                      // precisionName() of the loaded model
+    std::string encoderPrecision; // the encoders' (Model::encoderPrecision), when not `precision`
     std::optional<double> loadMs;               // the model's load time, in "timings"
     std::string runtime;                        // runtimeSummary()
 };

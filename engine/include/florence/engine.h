@@ -37,6 +37,8 @@ enum class Precision {
     // quantized at load from the package's float32 weights; activations stay float32. The
     // encoders run as in BFloat16 except their large linear layers, int8 through oneDNN (both
     // sides >= 512; encoders wider than Florence-2-base's stay bfloat16: README, int8).
+    // On CPUs whose bfloat16 products are inaccurate, the encoders stay float32 in both reduced
+    // precisions (Model::encoderPrecision).
     Int8,
 };
 
@@ -180,6 +182,13 @@ public:
     // in Precision::Int8, where an encoder is missing when its code predates int8 encoders or
     // when int8 would cost it too much accuracy (wider than Florence-2-base's).
     std::vector<std::string> int8Modules() const;
+    // How the encoders run: the chosen precision, except float32 when the CPU's bfloat16
+    // products are inaccurate (bfloat16ProductsAccurate() in <florence/machine.h>); the decoder
+    // always runs in the chosen one.
+    Precision encoderPrecision() const;
+    // Empty when everything runs in the chosen precision; otherwise one sentence for the user
+    // saying what runs differently and why ("the encoders run in float32 and only …").
+    std::string precisionNote() const;
 
     struct Impl; // defined where it is used: the LibTorch modules stay out of this header
 

@@ -21,6 +21,20 @@ int64_t peakResidentBytes();
 // nullptr when the BLAS in use is not OpenBLAS.
 const char* openblasCoreName();
 
+// Whether LibTorch's bfloat16 matrix products sum in float32 on this CPU, as the bfloat16 and
+// int8 precisions need for the encoders' attention. LibTorch 1.13 does so through oneDNN on
+// AVX-512 CPUs; elsewhere its own batched kernels sum in bfloat16, several percent off over the
+// hundreds of positions an image has, which changes the answers (README, Precision). Probed once
+// per process (a small bfloat16 batched product against float32; about a millisecond), then
+// remembered. FLORENCE_BFLOAT16_PRODUCTS=inaccurate makes it false, to try the other case on an
+// AVX-512 machine.
+bool bfloat16ProductsAccurate();
+
+// The probe's measure: the relative error (Frobenius norm) of a bfloat16 batched product with
+// 576 terms a sum, against float32 products of the same bfloat16 inputs. About 0.002 when the
+// sums are float32 (the result's rounding alone), 0.01 or more when they are bfloat16.
+double bfloat16ProductError();
+
 // One line describing the runtime ("LibTorch 1.13.1, 2 threads, OpenBLAS SkylakeX, row kernels
 // AVX-512").
 std::string runtimeSummary();
