@@ -16,6 +16,7 @@
 #include "widgets/ImageView.h"
 #include "widgets/LatencyChart.h"
 #include "widgets/ResultsPanel.h"
+#include <florence/machine.h>
 #include <florence/paths.h>
 #include <florence/tasks.h>
 
@@ -590,6 +591,11 @@ void TestMainWindow::precisionSwitchReloadsModel() {
     QCOMPARE(m_w->modelInfo().precision(), QString("bfloat16"));
     QVERIFY2(label->text().contains("bfloat16"), qPrintable(label->text()));
     QVERIFY(child<QLabel>(m_w.get(), "statusModel")->text().contains("bfloat16"));
+    // Where this CPU's bfloat16 products sum in bfloat16, the encoders stay float32, and the
+    // model's label says so.
+    const bool accurate = florence::bfloat16ProductsAccurate();
+    QCOMPARE(label->text().contains("(encoders float32)"), !accurate);
+    QCOMPARE(m_w->modelInfo().precisionNote.isEmpty(), accurate);
 
     // The bfloat16 model runs to the end.
     setIgnoreEos(false);
@@ -601,12 +607,19 @@ void TestMainWindow::precisionSwitchReloadsModel() {
     QVERIFY(tokens.count() > before);
     QVERIFY(!child<QPlainTextEdit>(m_w.get(), "rawText")->toPlainText().isEmpty());
 
-    // int8, the next entry: the model reloads and runs to the end.
+    // int8, the next entry, loaded as on a CPU whose bfloat16 products are inaccurate: the
+    // model reloads, says its encoders run in float32 and why, and runs to the end.
+    qputenv("FLORENCE_BFLOAT16_PRODUCTS", "inaccurate");
     QTest::keyClick(combo, Qt::Key_Down);
     QCOMPARE(combo->currentText(), QString("int8"));
     QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 2, 60'000);
+    qunsetenv("FLORENCE_BFLOAT16_PRODUCTS");
     QCOMPARE(m_w->modelInfo().precision(), QString("int8"));
-    QVERIFY2(label->text().contains("int8"), qPrintable(label->text()));
+    QVERIFY2(label->text().contains("int8") && label->text().contains("(encoders float32)"),
+             qPrintable(label->text()));
+    QVERIFY2(label->toolTip().startsWith("Precision: the encoders run in float32"),
+             qPrintable(label->toolTip()));
+    QCOMPARE(m_w->modelInfo().encoderPrecision, florence::Precision::Float32);
     const int beforeInt8 = tokens.count();
     QVERIFY(m_w->startRun());
     QTRY_COMPARE_WITH_TIMEOUT(done.count(), 3, kRunTimeoutMs);
@@ -618,6 +631,7 @@ void TestMainWindow::precisionSwitchReloadsModel() {
     QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 3, 60'000);
     QCOMPARE(m_w->modelInfo().precision(), QString("float32"));
     QVERIFY2(label->text().contains("float32"), qPrintable(label->text()));
+    QVERIFY2(!label->text().contains("(encoders"), qPrintable(label->text()));
 }
 
 void TestMainWindow::newRunWhileRunningReplacesTheOldOne() {
