@@ -46,6 +46,11 @@ SUPERSAMPLE = 2  # shapes are drawn at twice the size and reduced: anti-aliased 
 _fonts = {}
 
 
+# How often a shape is filled, outlined or filled with a border (runs 1-8: 50, 25, 25;
+# train.py --style-weights sets others).
+STYLE_WEIGHTS = (50, 25, 25)
+
+
 def font(path, px):
     key = (path, px)
     if key not in _fonts:
@@ -210,11 +215,11 @@ def place_shapes(rng, img, w, h):
     return placed
 
 
-def draw_shapes(rng, img, placed):
+def draw_shapes(rng, img, placed, styles=STYLE_WEIGHTS):
     s = SUPERSAMPLE
     for p in placed:
         fill = jitter(scenes.COLORS[p["color"]], rng, 14)
-        style = rng.choices(["filled", "outlined", "bordered"], [50, 25, 25])[0]
+        style = rng.choices(["filled", "outlined", "bordered"], styles)[0]
         stroke = max(1.5, p["size_px"] * rng.uniform(0.03, 0.14))
         lum = 0.3 * fill[0] + 0.59 * fill[1] + 0.11 * fill[2]
         border = (15, 15, 15) if lum > 80 else (240, 240, 240)
@@ -299,15 +304,16 @@ def degrade(rng, img):
     return img
 
 
-def make_scene(rng: random.Random, text_prob=0.5, number_prob=0.0):
-    """A scene as scenes.make_scene returns it (unit geometry per axis), plus "image"."""
+def make_scene(rng: random.Random, text_prob=0.5, number_prob=0.0, styles=STYLE_WEIGHTS):
+    """A scene as scenes.make_scene returns it (unit geometry per axis), plus "image". styles:
+    the weights of filled, outlined and bordered shapes."""
     aspect = math.exp(rng.uniform(math.log(0.5), math.log(2.0))) if rng.random() < 0.75 else 1.0
     long_side = rng.randint(256, 640)
     w, h = ((long_side, max(64, int(long_side / aspect))) if aspect >= 1 else
             (max(64, int(long_side * aspect)), long_side))
     img, kind = background(rng, w, h)
     placed = place_shapes(rng, img, w, h)
-    draw_shapes(rng, img, placed)
+    draw_shapes(rng, img, placed, styles)
     text = None
     if rng.random() < text_prob:
         word = rng.choice(scenes.NUMBERS if number_prob and rng.random() < number_prob

@@ -237,7 +237,8 @@ class Trainer:
             if a.wide_share and self.rng.random() < a.wide_share:
                 # what users draw (scenes_wide.py): any aspect ratio, squashed like the engine does
                 sc = scenes_wide.make_scene(self.rng, text_prob=a.text_prob,
-                                            number_prob=a.number_prob)
+                                            number_prob=a.number_prob,
+                                            styles=a.style_weights)
                 rs = size
                 img = sc["image"]
             else:
@@ -487,6 +488,9 @@ def main():
     p.add_argument("--wide-share", type=float, default=0.0,
                    help="share of training scenes from scenes_wide.py (what users draw) instead of "
                         "scenes.py")
+    p.add_argument("--style-weights", type=float, nargs=3, default=list(scenes_wide.STYLE_WEIGHTS),
+                   metavar=("FILLED", "OUTLINED", "BORDERED"),
+                   help="how often a widened scene's shape is filled, outlined or bordered")
     p.add_argument("--init-from", metavar="HF_DIR",
                    help="start from the weights of a folder train.py wrote (e.g. the committed "
                         "resources/models/florence2-demo-shapes); probes and optimizer start fresh; "
