@@ -215,16 +215,34 @@ def place_shapes(rng, img, w, h):
     return placed
 
 
-def draw_shapes(rng, img, placed, styles=STYLE_WEIGHTS):
+def border_colour(rng, fill, under, any_border):
+    """The border of a bordered shape, or None where none would show. By default the fill's
+    luminance decides (dark on light fills, light on dark ones), which makes the border a cue for
+    the fill; with any_border, black or white at random, as long as it stands out from both the
+    fill and what lies under the shape: a person outlines an orange star in white as readily as
+    in black."""
+    if not any_border:
+        lum = 0.3 * fill[0] + 0.59 * fill[1] + 0.11 * fill[2]
+        border = (15, 15, 15) if lum > 80 else (240, 240, 240)
+        return None if distance(border, under) < 60 else border
+    options = [(15, 15, 15), (240, 240, 240)]
+    rng.shuffle(options)
+    for border in options:
+        if distance(border, under) >= 60 and distance(border, fill) >= 100:
+            return border
+    return None
+
+
+def draw_shapes(rng, img, placed, styles=STYLE_WEIGHTS, any_border=False):
     s = SUPERSAMPLE
     for p in placed:
         fill = jitter(scenes.COLORS[p["color"]], rng, 14)
         style = rng.choices(["filled", "outlined", "bordered"], styles)[0]
         stroke = max(1.5, p["size_px"] * rng.uniform(0.03, 0.14))
-        lum = 0.3 * fill[0] + 0.59 * fill[1] + 0.11 * fill[2]
-        border = (15, 15, 15) if lum > 80 else (240, 240, 240)
-        if distance(border, p["under"]) < 60 or p["color"] in ("black", "white"):
+        border = border_colour(rng, fill, p["under"], any_border)
+        if border is None or p["color"] in ("black", "white"):
             style = "filled" if style == "bordered" else style
+            border = border or (15, 15, 15)  # unused: nothing is bordered
         if style != "filled" and p["pts"] is not None:
             g = stroke / 2
             p["px"] = [p["px"][0] - g, p["px"][1] - g, p["px"][2] + g, p["px"][3] + g]
@@ -304,16 +322,17 @@ def degrade(rng, img):
     return img
 
 
-def make_scene(rng: random.Random, text_prob=0.5, number_prob=0.0, styles=STYLE_WEIGHTS):
+def make_scene(rng: random.Random, text_prob=0.5, number_prob=0.0, styles=STYLE_WEIGHTS,
+               any_border=False):
     """A scene as scenes.make_scene returns it (unit geometry per axis), plus "image". styles:
-    the weights of filled, outlined and bordered shapes."""
+    the weights of filled, outlined and bordered shapes; any_border: see border_colour."""
     aspect = math.exp(rng.uniform(math.log(0.5), math.log(2.0))) if rng.random() < 0.75 else 1.0
     long_side = rng.randint(256, 640)
     w, h = ((long_side, max(64, int(long_side / aspect))) if aspect >= 1 else
             (max(64, int(long_side * aspect)), long_side))
     img, kind = background(rng, w, h)
     placed = place_shapes(rng, img, w, h)
-    draw_shapes(rng, img, placed, styles)
+    draw_shapes(rng, img, placed, styles, any_border)
     text = None
     if rng.random() < text_prob:
         word = rng.choice(scenes.NUMBERS if number_prob and rng.random() < number_prob

@@ -238,7 +238,8 @@ class Trainer:
                 # what users draw (scenes_wide.py): any aspect ratio, squashed like the engine does
                 sc = scenes_wide.make_scene(self.rng, text_prob=a.text_prob,
                                             number_prob=a.number_prob,
-                                            styles=a.style_weights)
+                                            styles=a.style_weights,
+                                            any_border=a.any_border)
                 rs = size
                 img = sc["image"]
             else:
@@ -491,6 +492,9 @@ def main():
     p.add_argument("--style-weights", type=float, nargs=3, default=list(scenes_wide.STYLE_WEIGHTS),
                    metavar=("FILLED", "OUTLINED", "BORDERED"),
                    help="how often a widened scene's shape is filled, outlined or bordered")
+    p.add_argument("--any-border", action="store_true",
+                   help="borders of widened scenes' bordered shapes black or white at random (as "
+                        "long as they stand out), not chosen by the fill's luminance (runs 1-10)")
     p.add_argument("--init-from", metavar="HF_DIR",
                    help="start from the weights of a folder train.py wrote (e.g. the committed "
                         "resources/models/florence2-demo-shapes); probes and optimizer start fresh; "
