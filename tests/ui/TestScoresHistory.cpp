@@ -212,9 +212,9 @@ void TestScoresHistory::detectionHasScoreColumn() {
 void TestScoresHistory::minScoreHidesItemsEverywhere() {
     auto w = makeWindow();
     // A sample scene the shapes model was trained for: four boxes, scored apart (the bundled
-    // model of run 7 gives its triangle 0.43 and the other shapes 0.31-0.32). Not a photograph:
-    // what the model says there is not what it was trained for, and retraining changes it (run
-    // 7 finds a single box on the pier sample, where earlier models found several).
+    // model of run 11 gives its triangle 0.43 and the other shapes 0.31-0.32, as run 7 did). Not
+    // a photograph: what the model says there is not what it was trained for, and retraining
+    // changes it (runs 7 and 11 find a single box on the pier sample, earlier models several).
     QVERIFY(runTask(w.get(), scenePath("scene_00.png"), "<OD>"));
     const auto& items = w->answer().items;
     QVERIFY2(items.size() >= 2, qPrintable(QString::number(items.size())));
