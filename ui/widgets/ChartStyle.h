@@ -45,7 +45,11 @@ struct NiceScale {
 };
 NiceScale niceScale(double maxValue, bool integer, int maxTicks = 6);
 // Applies niceScale to a value axis: range 0..max, ticks at every step from 0, label format.
+// Between its calls into Qt too, the axis never holds more ticks than the old or the new scale
+// has (see ChartStyle.cpp).
 void setNiceRange(QValueAxis* axis, double maxValue, bool integer);
+// How many tick labels the axis lays out in its current state.
+double axisTickCount(const QValueAxis* axis);
 
 // The chart view on the left, the stats panel on the right, filling `owner`.
 QChartView* layOutChartWithStats(QWidget* owner, QChart* chart, QWidget* stats,

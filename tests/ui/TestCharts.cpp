@@ -1,0 +1,129 @@
+// The comparison's charts on their own (no model): whatever the decoding times, an axis never
+// lays out more than a handful of ticks, and the GUI thread is never held up for long by a
+// pass ending or a refresh.
+#include "widgets/ChartStyle.h"
+#include "widgets/CompareView.h"
+#include "widgets/CumulativeChart.h"
+
+#include <QApplication>
+#include <QChart>
+#include <QValueAxis>
+#include <QtTest>
+
+#include <algorithm>
+#include <ctime>
+
+using namespace florence::ui;
+
+namespace {
+
+// CPU time of the calling thread: what the GUI thread itself spent, which another program
+// busy on the same cores does not inflate (a wall-clock watchdog would).
+double threadCpuMs() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+QList<QValueAxis*> valueAxes(const QList<QChart*>& charts) {
+    QList<QValueAxis*> axes;
+    for (QChart* chart : charts)
+        for (QAbstractAxis* a : chart->axes())
+            if (auto* v = qobject_cast<QValueAxis*>(a))
+                axes.append(v);
+    return axes;
+}
+
+} // namespace
+
+class TestCharts : public QObject {
+    Q_OBJECT
+
+private slots:
+    void niceScaleIsBounded_data();
+    void niceScaleIsBounded();
+    void compareNeverLaysOutManyTicks();
+};
+
+void TestCharts::niceScaleIsBounded_data() {
+    QTest::addColumn<double>("maxValue");
+    QTest::addColumn<bool>("integer");
+    for (double v : {1e-4, 0.001, 0.0105, 0.2, 1.0, 7.3, 99.0, 1234.5, 6e4, 3.6e6})
+        for (bool integer : {false, true})
+            QTest::addRow("%g%s", v, integer ? " integer" : "") << v << integer;
+}
+
+void TestCharts::niceScaleIsBounded() {
+    QFETCH(double, maxValue);
+    QFETCH(bool, integer);
+    const NiceScale n = niceScale(maxValue, integer);
+    QVERIFY(n.step > 0);
+    QVERIFY(n.max >= maxValue - 1e-12);
+    QVERIFY2(n.max / n.step <= 10.0 + 1e-9, qPrintable(QString::number(n.max / n.step)));
+}
+
+void TestCharts::compareNeverLaysOutManyTicks() {
+    CompareView view;
+    view.resize(900, 400);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+
+    // Every state any axis passes through, including between Qt calls inside setNiceRange.
+    double mostTicks = 0;
+    QString where;
+    const auto axes = valueAxes({view.chart(), view.cumulativeChart()->chart()});
+    QCOMPARE(axes.size(), 4);
+    for (QValueAxis* axis : axes) {
+        const auto record = [&, axis] {
+            const double ticks = axisTickCount(axis);
+            if (ticks > mostTicks) {
+                mostTicks = ticks;
+                where = QString("%1: range %2..%3, step %4")
+                            .arg(axis->titleText())
+                            .arg(axis->min())
+                            .arg(axis->max())
+                            .arg(axis->tickInterval());
+            }
+        };
+        connect(axis, &QValueAxis::rangeChanged, this, record);
+        connect(axis, &QValueAxis::tickIntervalChanged, this, record);
+    }
+
+    // Passes whose decoding takes 1 ms up to 60 s in all, then back down, as a comparison on a
+    // fast machine, then a slow one, then the bundled model again would give.
+    constexpr int kTokens = 256;
+    double longestCallMs = 0;
+    const auto timed = [&](const auto& call) {
+        const double start = threadCpuMs();
+        call();
+        QCoreApplication::processEvents(); // the layout and painting it caused
+        longestCallMs = std::max(longestCallMs, threadCpuMs() - start);
+    };
+    const std::vector<double> passTotalsMs = {1, 12, 150, 1'000, 12'000, 60'000, 3, 40'000, 1};
+    view.startComparison(kTokens);
+    for (size_t p = 0; p < passTotalsMs.size(); ++p) {
+        const int pass = static_cast<int>(p % 2);
+        if (pass == 0)
+            timed([&] { view.startComparison(kTokens); });
+        RunOutcome outcome;
+        outcome.pass = pass;
+        outcome.useCache = pass == 0;
+        const double stepMs = passTotalsMs[p] / kTokens;
+        for (int s = 0; s < kTokens; ++s) {
+            view.addStep(pass, s, stepMs * (s == 0 ? 3 : 1));
+            outcome.result.timings.stepMs.push_back(stepMs * (s == 0 ? 3 : 1));
+            if (s % 16 == 15)
+                timed([&] { view.refresh(); });
+        }
+        outcome.result.timings.totalMs = passTotalsMs[p];
+        timed([&] { view.setPassFinished(outcome); });
+    }
+    qInfo("most ticks on an axis: %.0f (%s); longest GUI-thread call %.1f ms of CPU", mostTicks,
+          qPrintable(where), longestCallMs);
+    QVERIFY2(mostTicks <= 12, qPrintable(where));
+    // A freeze was minutes of CPU; a chart update is a few milliseconds.
+    QVERIFY2(longestCallMs < 100, qPrintable(QString::number(longestCallMs)));
+}
+
+QTEST_MAIN(TestCharts)
+#include "TestCharts.moc"
