@@ -54,6 +54,10 @@ MainActions::MainActions(QWidget* owner) {
                     QObject::tr("Copy the answer as plain text, without the model's special "
                                 "tokens (Ctrl+Shift+C)"),
                     {QKeySequence(QObject::tr("Ctrl+Shift+C"))});
+    // Short names where the actions are buttons (the results panel's row, the tool bar).
+    copyText->setIconText(QObject::tr("Copy text"));
+    exportJson->setIconText(QObject::tr("Export…"));
+    savePng->setIconText(QObject::tr("Save image…"));
     quit = make(QObject::tr("&Quit"), "quitAction", QObject::tr("Close Florence Studio"),
                 {QKeySequence::Quit});
     run = make(QObject::tr("&Run"), "runAction",

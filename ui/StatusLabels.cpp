@@ -1,5 +1,7 @@
 #include "StatusLabels.h"
 
+#include "widgets/ElidedLabel.h"
+
 #include <QLabel>
 #include <QObject>
 #include <QStatusBar>
@@ -7,12 +9,13 @@
 namespace florence::ui {
 
 StatusLabels::StatusLabels(QStatusBar* bar) {
-    model = new QLabel(bar);
-    model->setTextFormat(Qt::PlainText); // task tokens look like HTML tags
+    // The model's name and the run's state elide rather than widen the window or run into the
+    // bar's messages; the bar's messages get the room first.
+    model = new ElidedLabel(bar);
     model->setObjectName(QStringLiteral("statusModel"));
     zoom = new QLabel(bar);
-    run = new QLabel(QObject::tr("Idle"), bar);
-    run->setTextFormat(Qt::PlainText);
+    run = new ElidedLabel(bar);
+    run->setText(QObject::tr("Idle"));
     run->setObjectName(QStringLiteral("statusRun"));
     bar->addPermanentWidget(run);
     bar->addPermanentWidget(zoom);

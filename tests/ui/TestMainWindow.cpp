@@ -149,7 +149,6 @@ private slots:
     void niceTicks_data();
     void niceTicks();
     void chartsUseNiceTicks();
-    void windowFitsSmallScreens();
     void tabOrderLeavesTheTable();
     void regionHintClearAndMessages();
     void staleStateIsCleared();
@@ -1620,51 +1619,6 @@ void TestMainWindow::chartsUseNiceTicks() {
     }
     auto* x = static_cast<QValueAxis*>(m_w->latencyChart()->chart()->axes(Qt::Horizontal).at(0));
     QVERIFY(x->max() >= 13);
-}
-
-void TestMainWindow::windowFitsSmallScreens() {
-    // 1080p at 150% is 1280x720 logical; a title bar and a panel take some of it.
-    const QSize least = m_w->minimumSizeHint().expandedTo(m_w->minimumSize());
-    qInfo("minimum window size %dx%d", least.width(), least.height());
-    QVERIFY2(least.width() <= 1280 && least.height() <= 720 - 60,
-             qPrintable(QString("%1x%2").arg(least.width()).arg(least.height())));
-    // At 1024x700 the chart and its numbers stay readable.
-    m_w->resize(1024, 700);
-    QTRY_COMPARE(m_w->size(), QSize(1024, 700));
-    auto* chartView = child<QWidget>(m_w.get(), "latencyChartView");
-    QTRY_VERIFY(chartView->isVisible());
-    QVERIFY2(chartView->height() >= 120 && chartView->width() >= 200,
-             qPrintable(QString("%1x%2").arg(chartView->width()).arg(chartView->height())));
-    for (const char* name : {"ttftLabel", "medianLabel", "totalLabel"}) {
-        auto* label = child<QLabel>(m_w.get(), name);
-        QVERIFY(label->isVisible());
-        QVERIFY(label->height() >= label->fontMetrics().height());
-    }
-    // A window larger than its screen (a saved size, or a scale factor of 2) shrinks and moves
-    // into the available area.
-    const QRect avail = m_w->screen()->availableGeometry();
-    m_w->resize(avail.width() * 2, avail.height() * 2);
-    m_w->move(avail.topLeft() + QPoint(300, 300));
-    m_w->fitToScreen();
-    QTRY_VERIFY2(avail.contains(m_w->geometry()) || m_w->size() == least.expandedTo(QSize(1, 1)) ||
-                     m_w->size().width() <= std::max(avail.width(), least.width()),
-                 qPrintable(QString("%1x%2+%3+%4 in %5x%6")
-                                .arg(m_w->width())
-                                .arg(m_w->height())
-                                .arg(m_w->x())
-                                .arg(m_w->y())
-                                .arg(avail.width())
-                                .arg(avail.height())));
-    QVERIFY(m_w->width() <= std::max(avail.width(), least.width()));
-    QVERIFY(m_w->height() <= std::max(avail.height(), least.height()));
-    // The History dock starts hidden; shown, the window still fits 1280x720.
-    auto* dock = child<QDockWidget>(m_w.get(), "historyDock");
-    QVERIFY(!dock->isVisible());
-    dock->show();
-    const QSize withHistory = m_w->minimumSizeHint().expandedTo(m_w->minimumSize());
-    dock->hide();
-    QVERIFY2(withHistory.width() <= 1280 && withHistory.height() <= 720 - 60,
-             qPrintable(QString("%1x%2").arg(withHistory.width()).arg(withHistory.height())));
 }
 
 void TestMainWindow::tabOrderLeavesTheTable() {

@@ -50,6 +50,31 @@ QLabel* wrappingLabel(QWidget* parent, const char* name) {
     return label;
 }
 
+// A wheel turning over a spin box or combo box of the scrolling panel scrolls the panel unless
+// the user clicked or tabbed into that box first: passing over Beams must not change it.
+class WheelGuard : public QObject {
+public:
+    using QObject::QObject;
+
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override {
+        auto* widget = qobject_cast<QWidget*>(watched);
+        if (event->type() == QEvent::Wheel && widget && !widget->hasFocus()) {
+            // Filtered but not accepted: QApplication offers it to the parents, the scroll area.
+            event->ignore();
+            return true;
+        }
+        return QObject::eventFilter(watched, event);
+    }
+};
+
+void guardWheel(QObject* guard, const QList<QWidget*>& widgets) {
+    for (QWidget* w : widgets) {
+        w->setFocusPolicy(Qt::StrongFocus); // focus by click or Tab, never by the wheel
+        w->installEventFilter(guard);
+    }
+}
+
 } // namespace
 
 ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* cancel,
@@ -191,6 +216,9 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
     layout->addLayout(buttons);
     layout->addWidget(m_messageLabel);
 
+    guardWheel(new WheelGuard(this),
+               {m_modelCombo, m_taskCombo, m_beamsSpin, m_maxTokensSpin, m_precisionCombo});
+
     setTabOrder(m_modelCombo, m_taskCombo);
     setTabOrder(m_taskCombo, m_inputEdit);
     setTabOrder(m_inputEdit, m_beamsSpin);
@@ -205,11 +233,11 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
 }
 
 void ControlPanel::createIgnoreEosCheck(QWidget* parent) {
-    m_ignoreEosCheck =
-        new QCheckBox(tr("Ignore the end token (generate exactly Max new tokens)"), parent);
+    m_ignoreEosCheck = new QCheckBox(tr("Ignore the end token"), parent);
     m_ignoreEosCheck->setObjectName(QStringLiteral("ignoreEosCheck"));
     m_ignoreEosCheck->setToolTip(
-        tr("For speed measurements: every run and comparison lasts exactly Max new tokens, "
+        tr("Generate exactly Max new tokens. For speed measurements: every run and comparison "
+           "lasts exactly Max new tokens, "
            "whatever the model answers. On by itself for the speed-demo models (random weights, "
            "whose answers are noise); other models keep your choice."));
     connect(m_ignoreEosCheck, &QCheckBox::toggled, this, [this](bool on) {

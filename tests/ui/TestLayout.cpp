@@ -1,0 +1,228 @@
+// The window's layout whatever the machine writes into it: the least size fits a 1280x720
+// screen and holds at 1024x700, and texts that differ from machine to machine (model names,
+// runtime lines, precision notes, status messages) elide or wrap instead of widening the window.
+#include "MainWindow.h"
+#include "widgets/ElidedLabel.h"
+
+#include <florence/paths.h>
+
+#include <QApplication>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDockWidget>
+#include <QLabel>
+#include <QScreen>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTemporaryDir>
+#include <QWheelEvent>
+#include <QtTest>
+
+#include <memory>
+
+using florence::ui::ElidedLabel;
+using florence::ui::MainWindow;
+
+namespace {
+
+QtMessageHandler g_defaultHandler = nullptr;
+void filterMessages(QtMsgType type, const QMessageLogContext& ctx, const QString& msg) {
+    if (msg.contains(QLatin1String("propagateSizeHints")))
+        return; // the offscreen platform says so on every top-level resize
+    g_defaultHandler(type, ctx, msg);
+}
+
+int leastWidth(const QWidget* w) {
+    return w->minimumSizeHint().expandedTo(w->minimumSize()).width();
+}
+
+QString describe(const QWidget* w) {
+    return QString("%1 %2 (%3)")
+        .arg(QString::fromLatin1(w->metaObject()->className()), w->objectName())
+        .arg(leastWidth(w));
+}
+
+// What sets the window's least width: every widget over 150 px wide, as a tree; what to look
+// at when a layout test fails on another machine.
+QString widthTree(const QWidget* w, int depth = 0) {
+    QString out = QString(depth * 2, QLatin1Char(' ')) + describe(w) + QLatin1Char('\n');
+    for (const QWidget* c : w->findChildren<QWidget*>(Qt::FindDirectChildrenOnly))
+        if (!c->isWindow() && !c->isHidden() && leastWidth(c) > 150)
+            out += widthTree(c, depth + 1);
+    return out;
+}
+
+QString sizeText(const QSize& s) {
+    return QString("%1x%2").arg(s.width()).arg(s.height());
+}
+
+} // namespace
+
+class TestLayout : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase();
+    void init();
+    void cleanup();
+
+    void windowFitsSmallScreens();
+    void machineTextsDoNotWidenTheWindow();
+    void elidedLabelElidesAndKeepsItsText();
+    void wheelOverSettingsScrollsInsteadOfChanging();
+
+private:
+    QTemporaryDir m_tmp;
+    std::unique_ptr<MainWindow> m_w;
+};
+
+void TestLayout::initTestCase() {
+    QVERIFY(m_tmp.isValid());
+    g_defaultHandler = qInstallMessageHandler(filterMessages);
+    qputenv("HOME", m_tmp.filePath("home").toUtf8());
+    QDir().mkpath(m_tmp.filePath("home"));
+    QStandardPaths::setTestModeEnabled(true);
+    QSettings::setDefaultFormat(QSettings::IniFormat);
+    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, m_tmp.filePath("settings"));
+    QCoreApplication::setOrganizationName("FlorenceStudioTest");
+    QCoreApplication::setApplicationName("florence-studio-layout-test");
+    if (qEnvironmentVariableIsEmpty("FLORENCE_STUDIO_DATA"))
+        qputenv("FLORENCE_STUDIO_DATA", FLORENCE_BUILD_DATA_DIR);
+    QVERIFY2(!florence::bundledModelDir().empty(), "build the florence_data target first");
+}
+
+void TestLayout::init() {
+    QSettings().clear();
+    m_w = std::make_unique<MainWindow>();
+    m_w->resize(1280, 860);
+    m_w->show();
+    m_w->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(m_w.get()));
+    QSignalSpy ready(m_w.get(), &MainWindow::modelReady);
+    m_w->loadDefaultModel();
+    QVERIFY(ready.wait(120'000));
+}
+
+void TestLayout::cleanup() {
+    m_w.reset();
+}
+
+void TestLayout::windowFitsSmallScreens() {
+    // 1080p at 150% is 1280x720 logical; a title bar and a panel take some of it, and the
+    // window must still be usable at 1024 wide.
+    const QSize least = m_w->minimumSizeHint().expandedTo(m_w->minimumSize());
+    qInfo("minimum window size %s", qPrintable(sizeText(least)));
+    QVERIFY2(least.width() <= 1024 && least.height() <= 720 - 60,
+             qPrintable(sizeText(least) + QLatin1String(":\n") + widthTree(m_w.get())));
+    m_w->resize(1024, 700);
+    QTRY_COMPARE(m_w->size(), QSize(1024, 700));
+    auto* chartView = m_w->findChild<QWidget*>(QStringLiteral("latencyChartView"));
+    QVERIFY(chartView);
+    QTRY_VERIFY(chartView->isVisible());
+    QVERIFY2(chartView->height() >= 120 && chartView->width() >= 200,
+             qPrintable(sizeText(chartView->size())));
+    for (const char* name : {"ttftLabel", "medianLabel", "totalLabel"}) {
+        auto* label = m_w->findChild<QLabel*>(QString::fromLatin1(name));
+        QVERIFY2(label && label->isVisible(), name);
+        QVERIFY(label->height() >= label->fontMetrics().height());
+    }
+    // A window larger than its screen (a saved size, or a scale factor of 2) shrinks and moves
+    // into the available area.
+    const QRect avail = m_w->screen()->availableGeometry();
+    m_w->resize(avail.width() * 2, avail.height() * 2);
+    m_w->move(avail.topLeft() + QPoint(300, 300));
+    m_w->fitToScreen();
+    QTRY_VERIFY2(
+        m_w->width() <= std::max(avail.width(), least.width()) &&
+            m_w->height() <= std::max(avail.height(), least.height()),
+        qPrintable(sizeText(m_w->size()) + QLatin1String(" on ") + sizeText(avail.size())));
+    // The History dock starts hidden; shown, the window still fits 1280x720.
+    auto* dock = m_w->findChild<QDockWidget*>(QStringLiteral("historyDock"));
+    QVERIFY(dock && !dock->isVisible());
+    dock->show();
+    const QSize withHistory = m_w->minimumSizeHint().expandedTo(m_w->minimumSize());
+    dock->hide();
+    QVERIFY2(withHistory.width() <= 1280 && withHistory.height() <= 720 - 60,
+             qPrintable(sizeText(withHistory) + QLatin1String(":\n") + widthTree(m_w.get())));
+    // Every check box of the settings shows its whole text at the default size.
+    m_w->resize(1360, 900);
+    QTRY_COMPARE(m_w->size(), QSize(1360, 900));
+    for (QCheckBox* box : m_w->findChildren<QCheckBox*>()) {
+        if (!box->isVisible())
+            continue;
+        QVERIFY2(box->width() >= box->sizeHint().width(),
+                 qPrintable(box->text() + QLatin1String(" is cut: ") + sizeText(box->size())));
+    }
+}
+
+void TestLayout::machineTextsDoNotWidenTheWindow() {
+    // What one machine writes and another does not: a long model name, a precision note, the
+    // runtime line, a long status message. None of it may change the window's least width.
+    const int before = leastWidth(m_w.get());
+    const QString longText = QStringLiteral(
+        "Florence-2-large-ft-PromptGen-v2.0 imported from ~/Downloads/a/very/long/"
+        "folder/name · 776.7 M parameters · bfloat16 (encoders float32) · row "
+        "kernels LibTorch, bfloat16 products sum in bfloat16, OMP_WAIT_POLICY=PASSIVE");
+    for (QLabel* label : m_w->findChildren<QLabel*>())
+        if (label->wordWrap())
+            label->setText(longText + QLatin1Char(' ') + longText);
+    // The one-line labels that show what the machine wrote.
+    for (const char* name : {"statusModel", "statusRun"}) {
+        auto* label = m_w->findChild<QLabel*>(QString::fromLatin1(name));
+        QVERIFY2(label, name);
+        label->setText(longText);
+    }
+    m_w->statusBar()->showMessage(longText);
+    QCoreApplication::processEvents();
+    const int after = leastWidth(m_w.get());
+    QVERIFY2(
+        after <= std::max(before, 1024),
+        qPrintable(
+            QString("least width %1 -> %2:\n%3").arg(before).arg(after).arg(widthTree(m_w.get()))));
+}
+
+void TestLayout::elidedLabelElidesAndKeepsItsText() {
+    QWidget host;
+    auto* label = new ElidedLabel(&host);
+    const QString text = QStringLiteral("Florence-2-base-ft · 232.9 M parameters · float32");
+    label->setText(text);
+    label->resize(label->minimumSizeHint());
+    host.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&host));
+    QVERIFY(label->minimumSizeHint().width() < label->sizeHint().width() / 2);
+    QVERIFY(label->shownText().endsWith(QChar(0x2026)));
+    QCOMPARE(label->text(), text);
+    label->resize(label->sizeHint());
+    QCOMPARE(label->shownText(), text);
+}
+
+void TestLayout::wheelOverSettingsScrollsInsteadOfChanging() {
+    auto* beams = m_w->findChild<QSpinBox*>(QStringLiteral("beamsSpin"));
+    auto* precision = m_w->findChild<QComboBox*>(QStringLiteral("precisionCombo"));
+    QVERIFY(beams && precision);
+    const auto wheel = [](QWidget* w, int delta) {
+        const QPointF at(w->width() / 2.0, w->height() / 2.0);
+        QWheelEvent e(at, w->mapToGlobal(at), QPoint(), QPoint(0, delta), Qt::NoButton,
+                      Qt::NoModifier, Qt::NoScrollPhase, false);
+        QApplication::sendEvent(w, &e);
+    };
+    m_w->findChild<QWidget*>(QStringLiteral("imageView"))->setFocus();
+    beams->setValue(3);
+    const int precisionIndex = precision->currentIndex();
+    wheel(beams, -120);
+    wheel(precision, -120);
+    wheel(precision, 120);
+    QCOMPARE(beams->value(), 3);
+    QCOMPARE(precision->currentIndex(), precisionIndex);
+    // Clicked or tabbed into, the box takes the wheel as usual.
+    beams->setFocus();
+    QTRY_VERIFY(beams->hasFocus());
+    wheel(beams, -120);
+    QCOMPARE(beams->value(), 2);
+}
+
+QTEST_MAIN(TestLayout)
+#include "TestLayout.moc"
