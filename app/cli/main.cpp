@@ -28,6 +28,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,7 +76,7 @@ Commands:
               --hf DIR | --random-init tiny|base|large  [--seed N]  --out PKG
   tokenize  Print token ids as JSON:  tokenize [--model PKG] TEXT
   parse     Parse an answer text without a model:
-              parse --task TOKEN --image-size W H [--format hf|native] TEXT
+              parse --task TOKEN --image-size W H [--format hf|native] [--region X1,Y1,X2,Y2] TEXT
   bench     Measure speed at real model sizes (see bench --help)
   models    List the installed model packages (folder, then name), for --model
   tasks     List the 15 tasks
@@ -394,7 +395,8 @@ int cmdTokenize(int argc, char** argv) {
 }
 
 int cmdParse(int argc, char** argv) {
-    Args a = parseArgs(argc, argv, 2, {"task", "image-size", "format"}, {}, {{"image-size", 2}});
+    Args a = parseArgs(argc, argv, 2, {"task", "image-size", "format", "region"}, {},
+                       {{"image-size", 2}});
     if (!a.has("task"))
         throw UsageError("parse needs --task TOKEN");
     if (!a.values.count("image-size") || a.values["image-size"].size() != 2)
@@ -419,8 +421,13 @@ int cmdParse(int argc, char** argv) {
     if (format != "hf" && format != "native")
         throw UsageError("--format takes hf or native, not '" + format + "'");
     const auto answer = florence::parseAnswer(task, a.positional[0], wh[0], wh[1]);
+    // The native form is what a person reads; a region task's answer is an item for the region
+    // asked about (--region), as in the answer document.
+    std::optional<florence::Box> region;
+    if (a.values.count("region"))
+        region = florence::parseRegion(a.get("region"));
     printJson(format == "hf" ? florence::toHuggingFaceJson(answer)
-                             : florence::toNativeJson(answer));
+                             : florence::toNativeJson(florence::readableAnswer(answer, region)));
     return 0;
 }
 

@@ -270,6 +270,21 @@ QJsonObject toCocoJson(const ParsedAnswer& answer, const std::string& imageFileN
         {"images", QJsonArray{image}}, {"annotations", annotations}, {"categories", categories}};
 }
 
+namespace {
+
+// The region a region task asked about, from the prompt the model was given.
+std::optional<Box> askedRegion(const ParsedAnswer& answer, const AnswerContext& context) {
+    try {
+        if (taskInfo(answer.task).input != TaskInput::Region)
+            return std::nullopt;
+    } catch (const TaskError&) {
+        return std::nullopt; // a task of the model's own
+    }
+    return regionInPrompt(context.prompt, answer.imageWidth, answer.imageHeight);
+}
+
+} // namespace
+
 QJsonObject answerJson(const ParsedAnswer& answer, const Result& result,
                        const AnswerContext& context) {
     QJsonObject o{{"format", "florence-studio-answer"},
@@ -278,11 +293,11 @@ QJsonObject answerJson(const ParsedAnswer& answer, const Result& result,
                   {"answer_type", qstr(answerTypeName(answer.type))},
                   {"raw_text", qstr(result.text)},
                   {"huggingface", toHuggingFaceJson(answer)},
-                  {"native", toNativeJson(answer)},
+                  {"native", toNativeJson(readableAnswer(answer, askedRegion(answer, context)))},
                   {"prompt_ids", idsJson(result.promptIds)},
                   {"generated_ids", idsJson(result.generatedIds)},
-                  {"token_logprobs", toJsonArray(std::vector<double>(
-                                         result.tokenLogprobs.begin(), result.tokenLogprobs.end()))},
+                  {"token_logprobs", toJsonArray(std::vector<double>(result.tokenLogprobs.begin(),
+                                                                     result.tokenLogprobs.end()))},
                   {"sequence_score", result.score},
                   {"cancelled", result.cancelled},
                   {"timings", timingsJson(result.timings, context.loadMs)}};

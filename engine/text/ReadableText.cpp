@@ -1,6 +1,8 @@
 #include <florence/answer.h>
+#include <florence/tasks.h>
 
 #include <cctype>
+#include <regex>
 
 namespace florence {
 
@@ -47,6 +49,36 @@ std::string readableText(const std::string& text) {
         ++i;
     }
     return out;
+}
+
+ParsedAnswer readableAnswer(const ParsedAnswer& answer, const std::optional<Box>& askedRegion) {
+    ParsedAnswer shown = answer;
+    shown.text = readableText(answer.text);
+    for (AnswerItem& item : shown.items)
+        item.label = readableText(item.label);
+    if (askedRegion && shown.items.empty() && !shown.text.empty()) {
+        // "green star" for the box the user asked about: an item like any box.
+        AnswerItem item;
+        item.kind = AnswerItem::Kind::Box;
+        item.label = shown.text;
+        item.box = *askedRegion;
+        item.score = answer.score; // the answer's confidence is this item's
+        shown.items.push_back(item);
+        if (shown.type == AnswerType::PureText)
+            shown.type = AnswerType::DescriptionWithBboxes;
+    }
+    return shown;
+}
+
+std::optional<Box> regionInPrompt(const std::string& prompt, int imageWidth, int imageHeight) {
+    static const std::regex four(
+        "<loc_(\\d{1,3})><loc_(\\d{1,3})><loc_(\\d{1,3})><loc_(\\d{1,3})>");
+    std::smatch m;
+    if (imageWidth <= 0 || imageHeight <= 0 || !std::regex_search(prompt, m, four))
+        return std::nullopt;
+    const auto bin = [&](int i) { return std::stoi(m[i].str()); };
+    return Box{binToPixel(bin(1), imageWidth), binToPixel(bin(2), imageHeight),
+               binToPixel(bin(3), imageWidth), binToPixel(bin(4), imageHeight)};
 }
 
 } // namespace florence

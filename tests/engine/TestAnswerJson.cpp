@@ -79,7 +79,10 @@ void TestAnswerJson::everyTaskKind() {
     options.numBeams = 3;
     AnswerContext context;
     context.imageFile = "/data/scenes/pier.png";
-    context.prompt = "What does the image describe?";
+    // A region task's prompt names the region (as the CLI and the app send it).
+    const bool regionTask = taskInfo(task.toStdString()).input == TaskInput::Region;
+    context.prompt = regionTask ? "What is the region <loc_100><loc_200><loc_300><loc_400>?"
+                                : "What does the image describe?";
     context.model = "florence2-demo-shapes";
     context.options = &options;
     context.precision = "float32";
@@ -100,8 +103,27 @@ void TestAnswerJson::everyTaskKind() {
     QCOMPARE(doc["raw_text"].toString(), text);
     QCOMPARE(doc["huggingface"].toObject(), toHuggingFaceJson(answer));
     QVERIFY(doc["huggingface"].toObject().contains(task));
-    QCOMPARE(doc["native"].toObject(), toNativeJson(answer));
-    QCOMPARE(doc["native"]["items"].toArray().size(), qsizetype(answer.items.size()));
+    // The native form is what a person reads: no model token in its text or any label, and a
+    // region task's answer is an item for the region asked about.
+    const std::optional<Box> asked =
+        regionTask ? regionInPrompt(context.prompt, width, height) : std::nullopt;
+    QCOMPARE(doc["native"].toObject(), toNativeJson(readableAnswer(answer, asked)));
+    const QJsonObject native = doc["native"].toObject();
+    const QRegularExpression modelToken(
+        QStringLiteral("<(/?s|pad|unk|loc_\\d+|poly|sep|/?[A-Z_]+)>"));
+    QVERIFY2(!native["text"].toString().contains(modelToken),
+             qPrintable(native["text"].toString()));
+    for (const QJsonValue& item : native["items"].toArray())
+        QVERIFY2(!item["label"].toString().contains(modelToken),
+                 qPrintable(item["label"].toString()));
+    const bool answered = !readableText(answer.text).empty();
+    QCOMPARE(native["items"].toArray().size(),
+             qsizetype(answer.items.size() + (regionTask && answer.items.empty() && answered)));
+    if (regionTask && answer.items.empty() && answered) {
+        const QJsonArray box = native["items"][0]["box"].toArray();
+        QCOMPARE(box[0].toDouble(), binToPixel(100, width));
+        QCOMPARE(box[3].toDouble(), binToPixel(400, height));
+    }
     QCOMPARE(doc["prompt"].toString(), QString::fromStdString(context.prompt));
     QCOMPARE(doc["model"].toString(), QStringLiteral("florence2-demo-shapes"));
     QCOMPARE(doc["image"]["file"].toString(), QStringLiteral("/data/scenes/pier.png"));

@@ -89,6 +89,18 @@ ResultsPanel::ResultsPanel(QWidget* parent) : QWidget(parent) {
     m_header->setContentsMargins(0, 0, 0, 0);
     m_header->addStretch(1);
 
+    // The answer as a person reads it, large and selectable, for every task.
+    m_answerText = new QPlainTextEdit(this);
+    m_answerText->setObjectName(QStringLiteral("answerText"));
+    m_answerText->setReadOnly(true);
+    m_answerText->setTabChangesFocus(true);
+    m_answerText->setFrameShape(QFrame::NoFrame);
+    m_answerText->setPlaceholderText(tr("The answer appears here as the model writes it."));
+    QFont answerFont = m_answerText->font();
+    answerFont.setPointSizeF(answerFont.pointSizeF() * 1.25);
+    m_answerText->setFont(answerFont);
+    m_answerText->setMinimumHeight(QFontMetrics(answerFont).lineSpacing() * 2 + 12);
+
     m_text = new QPlainTextEdit(this);
     m_text->setTabChangesFocus(true);
     m_text->setObjectName(QStringLiteral("rawText"));
@@ -134,11 +146,24 @@ ResultsPanel::ResultsPanel(QWidget* parent) : QWidget(parent) {
 
     auto* split = new QSplitter(Qt::Vertical, this);
     split->setObjectName(QStringLiteral("resultsSplitter"));
-    split->addWidget(m_text);
+    split->addWidget(m_answerText);
     split->addWidget(m_table);
+    split->addWidget(m_text);
     split->setStretchFactor(0, 1);
     split->setStretchFactor(1, 2);
+    split->setStretchFactor(2, 1);
     split->setChildrenCollapsible(false);
+    m_text->hide(); // behind the Raw tokens toggle
+
+    m_rawToggle = new QToolButton(this);
+    m_rawToggle->setObjectName(QStringLiteral("rawToggle"));
+    m_rawToggle->setText(tr("Raw tokens"));
+    m_rawToggle->setCheckable(true);
+    m_rawToggle->setAutoRaise(true);
+    m_rawToggle->setToolTip(tr("Show the text exactly as generated, with the model's special and "
+                               "location tokens"));
+    connect(m_rawToggle, &QToolButton::toggled, m_text, &QWidget::setVisible);
+    m_header->insertWidget(0, m_rawToggle);
 
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
@@ -194,6 +219,16 @@ void ResultsPanel::setAnswer(const ParsedAnswer& answer) {
         ++common;
     const int selected = m_table->currentRow();
     m_table->setSortingEnabled(false);
+    const QString text = QString::fromStdString(answer.text).trimmed();
+    if (m_answerText->toPlainText() != text)
+        m_answerText->setPlainText(text);
+    if (answer.items.empty()) {
+        showTextRow(answer, text);
+        return;
+    }
+    if (m_textRow)
+        common = 0; // the row was the text row
+    m_textRow = false;
     m_table->setRowCount(static_cast<int>(answer.items.size()));
     for (size_t i = common; i < answer.items.size(); ++i) {
         const AnswerItem& it = answer.items[i];
@@ -215,7 +250,34 @@ void ResultsPanel::setAnswer(const ParsedAnswer& answer) {
     m_answer = answer;
 }
 
+void ResultsPanel::showTextRow(const ParsedAnswer& answer, const QString& text) {
+    // A caption or an OCR answer: one row with the text, so the table never looks empty when
+    // the model answered.
+    m_textRow = !text.isEmpty();
+    m_table->setRowCount(m_textRow ? 1 : 0);
+    if (m_textRow) {
+        auto* index = new QTableWidgetItem(QStringLiteral("1"));
+        index->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        m_table->setItem(0, 0, index);
+        auto* label = new QTableWidgetItem(text);
+        label->setToolTip(text);
+        m_table->setItem(0, 1, label);
+        m_table->setItem(0, 2, new QTableWidgetItem(tr("text")));
+        m_table->setItem(0, 3, new QTableWidgetItem(tr("the whole image")));
+        auto* score = new QTableWidgetItem(scoreText(answer.score));
+        score->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        m_table->setItem(0, kScoreColumn, score);
+    }
+    m_answer = answer;
+}
+
+QString ResultsPanel::answerText() const {
+    return m_answerText->toPlainText();
+}
+
 void ResultsPanel::clear() {
+    m_answerText->clear();
+    m_textRow = false;
     m_text->clear();
     m_shownText.clear();
     m_table->clearSelection();
@@ -225,6 +287,10 @@ void ResultsPanel::clear() {
 }
 
 int ResultsPanel::itemCount() const {
+    return m_textRow ? 0 : m_table->rowCount();
+}
+
+int ResultsPanel::rowCount() const {
     return m_table->rowCount();
 }
 
@@ -241,6 +307,10 @@ void ResultsPanel::onSelectionChanged() {
     const QList<QTableWidgetSelectionRange> ranges = m_table->selectedRanges();
     if (ranges.isEmpty()) {
         emit itemSelected(-1);
+        return;
+    }
+    if (m_textRow) {
+        emit itemSelected(-1); // the text row has no shape on the image
         return;
     }
     emit itemSelected(m_table->currentRow() >= 0 ? m_table->currentRow() : ranges.first().topRow());

@@ -1,5 +1,7 @@
-// The answer as text and as a table: the raw generated text with its location tokens, and one
-// row per parsed item (label, kind, pixel coordinates, confidence score). Selecting a row emits
+// The answer as text and as a table: the answer as a person reads it (large, selectable), one
+// row per parsed item (label, kind, pixel coordinates, confidence score; a caption or an OCR
+// answer is one text row), and behind the "Raw tokens" toggle the generated text with its
+// special and location tokens. Selecting a row emits
 // itemSelected so the image view can highlight the shape. Above the table, the score row
 // (scoreControls()): scores on the image and the minimum score.
 //
@@ -19,6 +21,7 @@ class QTableWidget;
 class QLabel;
 class QHBoxLayout;
 class QAction;
+class QToolButton;
 
 namespace florence::ui {
 
@@ -35,7 +38,11 @@ public:
     QString rawText() const;
     void setAnswer(const ParsedAnswer& answer);
     void clear();
+    // Rows that are items of the answer (a text answer's single row is not an item).
     int itemCount() const;
+    int rowCount() const;
+    // The answer shown above the table, without model tokens.
+    QString answerText() const;
     // Puts buttons for these actions in the panel's header row.
     void addHeaderActions(const QList<QAction*>& actions);
     void setSummary(const QString& text);
@@ -51,10 +58,14 @@ signals:
 
 private:
     void onSelectionChanged();
+    void showTextRow(const ParsedAnswer& answer, const QString& text);
 
     QLabel* m_summary = nullptr;
     QHBoxLayout* m_header = nullptr;
-    QPlainTextEdit* m_text = nullptr;
+    QPlainTextEdit* m_answerText = nullptr;
+    QPlainTextEdit* m_text = nullptr; // raw tokens
+    QToolButton* m_rawToggle = nullptr;
+    bool m_textRow = false; // the table's one row is a text answer, not an item
     QTableWidget* m_table = nullptr;
     ScoreControls* m_scores = nullptr;
     std::string m_shownText;

@@ -19,6 +19,7 @@
 
 #include <QJsonObject>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,16 @@ std::string answerTypeName(AnswerType type);
 // </s>, <pad>, <loc_N>, task tokens), whitespace runs squeezed and trimmed. The app's table and
 // copied text, and batch's text sidecars, show this.
 std::string readableText(const std::string& text);
+
+// `answer` as a person reads it: readableText() for its text and every label. For a region
+// task, `askedRegion` is the box asked about: an answer without geometry becomes one box item
+// there, labelled with the answer. The app's table and the answer document's "native" form use
+// this; the Hugging Face form keeps the parser's answer as the original returns it.
+ParsedAnswer readableAnswer(const ParsedAnswer& answer, const std::optional<Box>& askedRegion);
+
+// The box, in pixels of an image of that size, that a region task's prompt asks about (its
+// four <loc_N> tokens), or nothing when the prompt has none.
+std::optional<Box> regionInPrompt(const std::string& prompt, int imageWidth, int imageHeight);
 
 // Parses generatedText (decoded with special tokens kept, "</s><s>car<loc_52>…</s>") for task
 // on an image of imageWidth x imageHeight pixels. An unknown task is parsed as pure text, as the
