@@ -105,6 +105,12 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_modelCtl, &ModelController::stateChanged, this, &MainWindow::updateActions);
     connect(m_modelCtl, &ModelController::ready, this, [this](const QString& name) {
         statusBar()->showMessage(tr("Model loaded: %1").arg(name), 5000);
+        // Another model's answer and comparison would pass for this one's.
+        if (!m_shownModel.isEmpty() && name != m_shownModel && !isRunning()) {
+            m_runView->clear();
+            m_view->clearAnswer();
+        }
+        m_shownModel = name;
     });
     connect(m_modelCtl, &ModelController::ready, this, &MainWindow::modelReady);
     connect(m_modelCtl, &ModelController::failed, this, &MainWindow::modelFailed);
@@ -475,8 +481,8 @@ void MainWindow::updateActions() {
     const bool hasAnswer = m_run->hasAnswer();
     // Not while a model loads: the run would use the old model and its defaults.
     // Nor while an image opens: the run would be cancelled when it arrives.
-    const bool canRun = hasImage() && !m_modelCtl->isLoading() && !m_opener->isPending() &&
-                        !isProcessingFolder();
+    const bool canRun =
+        hasImage() && !m_modelCtl->isLoading() && !m_opener->isPending() && !isProcessingFolder();
     m_actions->run->setEnabled(canRun);
     m_actions->compare->setEnabled(canRun);
     m_panel->setRunState(canRun, running);

@@ -196,7 +196,7 @@ private:
     QSplitter* m_mainSplit = nullptr;
     QSplitter* m_topSplit = nullptr;
     std::unique_ptr<StatusLabels> m_status;
-    RunView* m_runView = nullptr; // how runs show in the widgets above
+    RunView* m_runView = nullptr;         // how runs show in the widgets above
     HistoryDock* m_historyDock = nullptr; // the runs remembered across restarts
     RecentFiles* m_recent = nullptr;
     ModelController* m_modelCtl = nullptr; // the model in use
@@ -226,6 +226,7 @@ private:
 
     // Tests reach the engine thread and synthetic answers through this (tests/ui only).
     friend class MainWindowTester;
+    QString m_shownModel; // the model whose answers are on screen
 };
 
 } // namespace florence::ui

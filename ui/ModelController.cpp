@@ -15,16 +15,6 @@ namespace florence::ui {
 
 namespace {
 
-// The tasks the bundled demo model was trained for (tools/demo/README.md); the others give
-// nonsense with it.
-const QStringList kDemoTasks = {QStringLiteral("<CAPTION>"),
-                                QStringLiteral("<DETAILED_CAPTION>"),
-                                QStringLiteral("<OD>"),
-                                QStringLiteral("<OCR>"),
-                                QStringLiteral("<OCR_WITH_REGION>"),
-                                QStringLiteral("<REGION_TO_CATEGORY>"),
-                                QStringLiteral("<CAPTION_TO_PHRASE_GROUNDING>")};
-
 QString ms(double v) {
     return v >= 1000 ? QStringLiteral("%1 s").arg(v / 1000.0, 0, 'f', 2)
                      : QStringLiteral("%1 ms").arg(v, 0, 'f', 0);
@@ -134,9 +124,14 @@ void ModelController::onLoaded(const ModelInfo& info) {
         explained = tr("Precision: %1.\n\n%2").arg(info.precisionNote, explained);
     }
     m_panel->setModelText(loaded, explained);
-    m_panel->setTrainedTasks(info.name().contains(QLatin1String("demo"), Qt::CaseInsensitive)
-                                 ? kDemoTasks
-                                 : QStringList());
+    std::optional<QStringList> trained;
+    if (info.manifest.trainedTasks) {
+        trained.emplace();
+        for (const std::string& t : *info.manifest.trainedTasks)
+            trained->append(QString::fromStdString(t));
+    }
+    m_panel->setTrainedTasks(trained);
+    m_panel->setModelPurpose(QString::fromStdString(info.manifest.purpose));
     m_status->setText(desc);
     m_panel->setMaxNewTokensLimit(info.manifest.maxPositions);
     m_panel->setModelIgnoresEos(info.manifest.ignoreEos);

@@ -29,6 +29,7 @@
 #include <QClipboard>
 #include <QComboBox>
 #include <QDir>
+#include <QDockWidget>
 #include <QDropEvent>
 #include <QElapsedTimer>
 #include <QFile>
@@ -40,13 +41,13 @@
 #include <QLineSeries>
 #include <QMimeData>
 #include <QPlainTextEdit>
+#include <QProcess>
 #include <QProgressBar>
 #include <QRadioButton>
 #include <QRegularExpression>
 #include <QScopeGuard>
 #include <QSemaphore>
 #include <QSettings>
-#include <QDockWidget>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardPaths>
@@ -156,6 +157,7 @@ private slots:
     void compareVerdictWording_data();
     void compareVerdictWording();
     void compareRepeatsOnABusyMachine();
+    void compareConcludesOnProcessorTime();
     void compareMarksAlongTheAnswer_data();
     void compareMarksAlongTheAnswer();
 
@@ -1784,12 +1786,40 @@ void TestMainWindow::compareVerdictWording_data() {
     QTest::newRow("one cached pass hit by a busy spell")
         << std::vector<double>{43, 3665, 45} << std::vector<double>{120, 118, 125} << false
         << "the machine was busy; run again";
-    QTest::newRow("uncached noisy")
-        << std::vector<double>{40, 41, 42} << std::vector<double>{120, 300, 125} << false
-        << "the machine was busy; run again";
+    // Noisy, but every uncached repeat was slower than every cached one.
+    QTest::newRow("uncached noisy, still ordered")
+        << std::vector<double>{40, 41, 42} << std::vector<double>{120, 300, 125} << true
+        << "faster";
     QTest::newRow("short answer, no gain")
         << std::vector<double>{100, 101, 102} << std::vector<double>{95, 96, 97} << true
         << "too short for the cache to pay off";
+}
+
+void TestMainWindow::compareConcludesOnProcessorTime() {
+    // Another program took the cores during two passes: the wall-clock totals disagree, the
+    // processor time each pass used does not, and the verdict rests on it and says so.
+    florence::ui::CompareOutcome o;
+    o.cachedTotalsMs = o.cachedDecodeMs = {3100, 9800, 3150};
+    o.uncachedTotalsMs = o.uncachedDecodeMs = {31000, 30500, 72000};
+    o.cachedCpuMs = {5950, 6000, 6100};
+    o.uncachedCpuMs = {60000, 59500, 61000};
+    o.cached.result.generatedIds.assign(257, 0);
+    o.identical = true;
+    QVERIFY(florence::ui::comparisonConcludes(o));
+    const florence::ui::CompareVerdict v = florence::ui::judgeComparison(o);
+    QVERIFY(v.conclusive);
+    QCOMPARE(v.basis, florence::ui::CompareVerdict::Basis::ProcessorTime);
+    QCOMPARE(v.speedup, 10.0);
+    QCOMPARE(v.headline, QString("With the cache, 256 tokens took 6.0 s instead of 60 s: 10× "
+                                 "faster. Same answer."));
+    QVERIFY2(v.conclusion.contains("processor time"), qPrintable(v.conclusion));
+    // Both disagree and overlap: no verdict, and the worker measures again.
+    o.cachedCpuMs = {6000, 66000, 6050};
+    o.cachedTotalsMs = {3100, 98000, 3150};
+    QVERIFY(!florence::ui::comparisonConcludes(o));
+    const florence::ui::CompareVerdict none = florence::ui::judgeComparison(o);
+    QVERIFY(!none.conclusive);
+    QVERIFY2(none.headline.startsWith("No verdict"), qPrintable(none.headline));
 }
 
 void TestMainWindow::compareVerdictWording() {
@@ -1850,23 +1880,22 @@ void TestMainWindow::compareMarksAlongTheAnswer() {
 }
 
 void TestMainWindow::compareRepeatsOnABusyMachine() {
-    // A thread keeps a core busy the whole time, as a colleague's build would. Compare must
-    // still warm up, alternate three passes of each kind, and say what its numbers allow.
-    std::atomic<bool> stop{false};
-    std::thread busy([&stop] {
-        volatile double x = 0;
-        while (!stop.load(std::memory_order_relaxed))
-            x = x * 1.0000001 + 1.0;
-    });
-    auto joinBusy = qScopeGuard([&] {
-        stop = true;
-        busy.join();
+    // Another program keeps a core busy the whole time, as a colleague's build or a browser
+    // would. Compare must still warm up, alternate three passes of each kind (more while the
+    // busy spell spoils them), and say what its numbers allow.
+    QProcess busy;
+    busy.start(QStringLiteral("/bin/sh"),
+               {QStringLiteral("-c"), QStringLiteral("while :; do :; done")});
+    QVERIFY(busy.waitForStarted());
+    auto stopBusy = qScopeGuard([&] {
+        busy.kill();
+        busy.waitForFinished();
     });
     QVERIFY(openImage(samplePath("pier.png")));
     m_w->setTask("<CAPTION>");
     MainWindowTester t(m_w.get());
     setIgnoreEos(true);
-    setSpin("maxTokensSpin", 12);
+    setSpin("maxTokensSpin", 48);
     setSpin("beamsSpin", 1);
     std::vector<florence::ui::CompareOutcome> outcomes;
     int progress = 0;
@@ -1883,10 +1912,16 @@ void TestMainWindow::compareRepeatsOnABusyMachine() {
     QTRY_COMPARE(outcomes.size(), size_t(1));
     const florence::ui::CompareOutcome& o = outcomes.front();
     QVERIFY(!o.cancelled);
-    QCOMPARE(o.cachedTotalsMs.size(), size_t(3));
-    QCOMPARE(o.uncachedTotalsMs.size(), size_t(3));
-    QCOMPARE(progress, 7);                  // a warm-up and six measured passes
-    QVERIFY(compared.at(0).at(0).toBool()); // identical in every repeat
+    // Three repeats of each, and up to two more while the busy core keeps them from agreeing.
+    const size_t repeats = o.cachedTotalsMs.size();
+    QVERIFY2(repeats >= 3 && repeats <= 5, qPrintable(QString::number(repeats)));
+    QCOMPARE(o.uncachedTotalsMs.size(), repeats);
+    QCOMPARE(o.cachedCpuMs.size(), repeats);
+    QCOMPARE(o.uncachedCpuMs.size(), repeats);
+    for (double cpu : o.cachedCpuMs)
+        QVERIFY(cpu > 0);
+    QCOMPARE(progress, 1 + 2 * int(repeats)); // a warm-up and the measured passes
+    QVERIFY(compared.at(0).at(0).toBool());   // identical in every repeat
     // The window says exactly what the collected numbers allow.
     const florence::ui::CompareVerdict v = florence::ui::judgeComparison(o);
     const QString note = child<QLabel>(m_w.get(), "compareNoteLabel")->text();
@@ -1895,8 +1930,16 @@ void TestMainWindow::compareRepeatsOnABusyMachine() {
     QVERIFY2(note.endsWith("Both passes ran the vision encoder (no precomputed features)."),
              qPrintable(note));
     QCOMPARE(child<QLabel>(m_w.get(), "speedupLabel")->text(), v.speedupText);
-    QCOMPARE(note.contains("the machine was busy; run again"), !v.conclusive);
-    QVERIFY(child<QLabel>(m_w.get(), "cachedTotalLabel")->text().contains("over 3 runs"));
+    // The point of the processor-time basis: a busy neighbour no longer stops a verdict.
+    QVERIFY2(v.conclusive, qPrintable(note));
+    QVERIFY(!note.contains("the machine was busy; run again"));
+    QVERIFY(child<QLabel>(m_w.get(), "cachedTotalLabel")
+                ->text()
+                .contains(QString("over %1 runs").arg(repeats)));
+    QCOMPARE(child<QLabel>(m_w.get(), "compareHeadline")->text(), v.headline);
+    qInfo("verdict on a busy machine: %s (cpu spread %.2f/%.2f, wall %.2f/%.2f)",
+          qPrintable(v.headline), v.cachedCpu.relative(), v.uncachedCpu.relative(),
+          v.cached.relative(), v.uncached.relative());
 }
 
 QTEST_MAIN(TestMainWindow)

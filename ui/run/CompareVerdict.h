@@ -1,10 +1,13 @@
 // What a comparison may conclude. Each pass ran several times, alternating; the verdict uses
-// the medians and refuses to conclude when the repeats of a pass disagree too much (something
-// else was using the machine), instead of presenting noise as the cache's effect.
+// the medians of the wall-clock totals when the repeats agree, and otherwise (another program
+// was using the cores) the processor time each pass used, which that program does not inflate.
+// Only when both disagree does it refuse to conclude, instead of presenting noise as the
+// cache's effect.
 //
 //   CompareVerdict v = judgeComparison(outcome);
+//   headline->setText(v.headline);  // "With the cache, 256 tokens took 3.1 s instead of 31 s: …"
 //   speedupLabel->setText(v.speedupText);        // "3.20× overall, 4.05× decoding"
-//   noteLabel->setText(v.conclusion);            // "… the machine was busy; run again."
+//   noteLabel->setText(v.conclusion);
 #pragma once
 
 #include "run/WorkerTypes.h"
@@ -25,14 +28,22 @@ struct Spread {
 Spread spreadOf(const std::vector<double>& ms);
 
 struct CompareVerdict {
-    Spread cached, uncached;             // totals
+    Spread cached, uncached;             // wall-clock totals
     Spread cachedDecode, uncachedDecode; // decoding only
-    double speedup = 0;                  // median uncached total / median cached total
+    Spread cachedCpu, uncachedCpu;       // processor time of each pass
+    double speedup = 0;                  // median uncached / median cached, on `basis`
     double decodeSpeedup = 0;
     bool conclusive = false;
-    QString speedupText;
-    QString conclusion;
+    enum class Basis { WallClock, ProcessorTime } basis = Basis::WallClock;
+    QString headline;    // one sentence a newcomer reads: the times, the speedup, same answer
+    QString speedupText; // the figures behind it
+    QString conclusion;  // why, and what the figures are based on
 };
+
+// Whether the repeats allow a verdict: those of each pass agree (in wall-clock or processor
+// time), or every repeat of one pass took less than every repeat of the other. The worker runs
+// more repeats while they do not.
+bool comparisonConcludes(const CompareOutcome& outcome);
 
 // Above this relative spread of a pass's totals the repeats disagree too much to conclude.
 constexpr double kMaxConclusiveSpread = 0.3;

@@ -18,7 +18,9 @@
 #include <QObject>
 
 #include <atomic>
+#include <ctime>
 #include <memory>
+#include <optional>
 
 namespace florence {
 class Model;
@@ -81,6 +83,8 @@ signals:
     void imageEncoded(const florence::ui::EncodeOutcome& outcome);
 
 private:
+    std::optional<clockid_t> m_guiClock; // the GUI thread's processor-time clock
+
     // What a pass reports while it runs: every token (tokenReady), how far it got
     // (compareTokens: a comparison's repeats), or nothing (its warm-up).
     enum class Report { Tokens, Progress, Nothing };

@@ -94,6 +94,9 @@ struct CompareOutcome {
     std::vector<double> cachedDecodeMs, uncachedDecodeMs;
     std::vector<std::vector<double>> cachedStepMs, uncachedStepMs; // every repeat's steps
     std::vector<double> cachedFirstTokenMs, uncachedFirstTokenMs;
+    // The processor time each repeat used (all of the process's threads): what another busy
+    // program on the same cores does not inflate, unlike the wall-clock totals.
+    std::vector<double> cachedCpuMs, uncachedCpuMs;
     bool cancelled = false;
     bool identical = false; // the same generated token ids, in every repeat
 };

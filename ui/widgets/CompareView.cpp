@@ -6,6 +6,8 @@
 #include "widgets/ChartStyle.h"
 #include "widgets/CumulativeChart.h"
 
+#include <florence/stats.h>
+
 #include <QChart>
 #include <QChartView>
 #include <QEvent>
@@ -32,6 +34,16 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     auto* stats = new QWidget(this);
     auto* form = new QFormLayout(stats);
     form->setContentsMargins(0, 0, 0, 0);
+    // The verdict in one sentence, first and largest; the figures behind it follow.
+    m_headline = new QLabel(stats);
+    m_headline->setObjectName(QStringLiteral("compareHeadline"));
+    m_headline->setWordWrap(true);
+    m_headline->setTextFormat(Qt::PlainText);
+    m_headline->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    QFont headlineFont = m_headline->font();
+    headlineFont.setBold(true);
+    headlineFont.setPointSizeF(headlineFont.pointSizeF() * 1.15);
+    m_headline->setFont(headlineFont);
     for (int i = 0; i < 2; ++i) {
         m_total[i] = new QLabel(QStringLiteral("–"), stats);
         m_total[i]->setObjectName(i == 0 ? QStringLiteral("cachedTotalLabel")
@@ -64,6 +76,7 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     m_progress->setMaximumHeight(m_progress->fontMetrics().height() / 2 + 4);
     m_progress->hide();
     // What a reader looks for first comes first: the panel may have to scroll.
+    form->addRow(m_headline);
     form->addRow(tr("Speedup:"), m_speedup);
     form->addRow(tr("Decoding at:"), m_marks);
     form->addRow(tr("First token:"), m_firstToken);
@@ -110,6 +123,7 @@ void CompareView::startComparison(int expectedTokens) {
     setNiceRange(m_axisY, 10, false);
     m_speedup->setText(QStringLiteral("–"));
     m_verdict->setText(QStringLiteral("–"));
+    m_headline->clear();
     m_note->setText(tr("Warming up, then running each pass several times, alternating…"));
     m_chart->setTitle(tr("Cached vs uncached (running…)"));
 }
@@ -186,8 +200,10 @@ void CompareView::setOutcome(const CompareOutcome& outcome) {
             m_total[1]->setText(tr("not run"));
         return;
     }
-    m_chart->setTitle(tr("Cached vs uncached"));
+    m_chart->setTitle(tr("Cached vs uncached (median of the repeats, token by token)"));
+    plotMedianSteps(outcome);
     const CompareVerdict v = judgeComparison(outcome);
+    m_headline->setText(v.headline);
     const auto totals = [this](const Spread& sp, const RunOutcome& o) {
         const StepStats s = summarizeSteps(o.result.timings.stepMs);
         return tr("median %1 total (%2–%3 over %4 runs), %5 tokens, median step %6")
@@ -219,6 +235,36 @@ void CompareView::setOutcome(const CompareOutcome& outcome) {
                         : tr("Both passes ran the vision encoder (no precomputed features).")));
     m_verdict->setText(outcome.identical ? tr("identical ✔")
                                          : tr("different ✘ (the cache changed the answer)"));
+}
+
+void CompareView::plotMedianSteps(const CompareOutcome& outcome) {
+    // The same basis as the first-token and speedup texts: each step's median over the
+    // repeats, not one repeat that a busy spell may have slowed.
+    const std::array<const std::vector<std::vector<double>>*, 2> repeats = {
+        &outcome.cachedStepMs, &outcome.uncachedStepMs};
+    for (size_t pass = 0; pass < 2; ++pass) {
+        if (repeats[pass]->empty())
+            continue;
+        std::vector<double> medians;
+        for (size_t s = 0;; ++s) {
+            std::vector<double> at;
+            for (const std::vector<double>& steps : *repeats[pass])
+                if (s < steps.size())
+                    at.push_back(steps[s]);
+            if (at.size() * 2 <= repeats[pass]->size())
+                break; // most repeats ended here
+            medians.push_back(median(at));
+        }
+        m_steps[pass] = medians;
+        m_series[pass]->clear();
+        m_plotted[pass] = 0;
+        m_cumulative->plot(static_cast<int>(pass), {});
+    }
+    m_maxMs = 0;
+    for (const auto& steps : m_steps)
+        for (double v : steps)
+            m_maxMs = std::max(m_maxMs, v);
+    refresh();
 }
 
 void CompareView::setProgress(int done, int total) {
@@ -262,12 +308,17 @@ void CompareView::showProgress() {
 
 void CompareView::setFailed(const QString& message) {
     m_progress->hide();
+    m_headline->clear();
     m_chart->setTitle(tr("Cached vs uncached (failed)"));
     m_verdict->setText(message);
 }
 
 QString CompareView::verdict() const {
     return m_verdict->text();
+}
+
+QString CompareView::headline() const {
+    return m_headline->text();
 }
 
 void CompareView::applyPalette() {

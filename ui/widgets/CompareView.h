@@ -52,6 +52,7 @@ public:
     QChart* chart() const { return m_chart; }
     CumulativeChart* cumulativeChart() const { return m_cumulative; }
     QString verdict() const;
+    QString headline() const;
 
 protected:
     void changeEvent(QEvent* event) override;
@@ -59,6 +60,7 @@ protected:
 private:
     void applyPalette();
     void showProgress();
+    void plotMedianSteps(const CompareOutcome& outcome);
 
     QChart* m_chart = nullptr;
     QChartView* m_view = nullptr;
@@ -66,6 +68,7 @@ private:
     QValueAxis* m_axisX = nullptr;
     QValueAxis* m_axisY = nullptr;
     std::array<QLabel*, 2> m_total{};
+    QLabel* m_headline = nullptr; // the verdict in one sentence
     QLabel* m_speedup = nullptr;
     QLabel* m_verdict = nullptr;
     QLabel* m_note = nullptr;  // the conclusion: why the cache helps, or that the machine was busy

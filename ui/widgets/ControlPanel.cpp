@@ -91,8 +91,15 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
     m_modelCombo->setToolTip(tr("The model package in use; pick another to load it"));
     m_modelLabel = wrappingLabel(modelBox, "modelLabel");
     m_modelLabel->setText(tr("No model loaded"));
+    // What the model is for and what it cannot do, in plain sight under its name.
+    m_purposeLabel = wrappingLabel(modelBox, "modelPurposeLabel");
+    QFont purposeFont = m_purposeLabel->font();
+    purposeFont.setItalic(true);
+    m_purposeLabel->setFont(purposeFont);
+    m_purposeLabel->hide();
     auto* modelLayout = new QVBoxLayout(modelBox);
     modelLayout->addWidget(m_modelCombo);
+    modelLayout->addWidget(m_purposeLabel);
     modelLayout->addWidget(m_modelLabel);
     connect(m_modelCombo, qOverload<int>(&QComboBox::activated), this,
             &ControlPanel::modelActivated);
@@ -260,9 +267,14 @@ void ControlPanel::setModelText(const QString& text, const QString& toolTip) {
         m_modelLabel->setToolTip(toolTip);
 }
 
-void ControlPanel::setTrainedTasks(const QStringList& tokens) {
+void ControlPanel::setTrainedTasks(const std::optional<QStringList>& tokens) {
     m_trainedTasks = tokens;
     updateTaskInput();
+}
+
+void ControlPanel::setModelPurpose(const QString& text) {
+    m_purposeLabel->setText(text);
+    m_purposeLabel->setVisible(!text.isEmpty());
 }
 
 QString ControlPanel::task() const {
@@ -314,8 +326,10 @@ void ControlPanel::updateTaskInput() {
         text ? tr("the %1 to look for").arg(QString::fromStdString(info.inputLabel))
              : tr("not used by this task"));
     QString hint = capitalized(inputNeed(info).toStdString());
-    if (!m_trainedTasks.isEmpty())
-        hint += m_trainedTasks.contains(task())
+    if (m_trainedTasks && m_trainedTasks->isEmpty())
+        hint += tr("; the loaded model has random weights: its answers are noise.");
+    else if (m_trainedTasks)
+        hint += m_trainedTasks->contains(task())
                     ? tr("; the loaded model was trained for it.")
                     : tr("; the loaded model was not trained for it: expect nonsense.");
     else
@@ -325,9 +339,9 @@ void ControlPanel::updateTaskInput() {
     for (int i = 0; i < m_taskCombo->count(); ++i) {
         const QString token = m_taskCombo->itemData(i).toString();
         QString tip = token + QStringLiteral(": ") + inputNeed(taskInfo(token.toStdString()));
-        if (!m_trainedTasks.isEmpty())
-            tip += m_trainedTasks.contains(token) ? tr(" (the loaded model was trained for it)")
-                                                  : tr(" (not trained for by the loaded model)");
+        if (m_trainedTasks && !m_trainedTasks->isEmpty())
+            tip += m_trainedTasks->contains(token) ? tr(" (the loaded model was trained for it)")
+                                                   : tr(" (not trained for by the loaded model)");
         m_taskCombo->setItemData(i, tip, Qt::ToolTipRole);
     }
     m_regionLabel->setVisible(region);

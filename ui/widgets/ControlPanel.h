@@ -38,7 +38,11 @@ public:
     QComboBox* modelCombo() const { return m_modelCombo; }
     void setModelText(const QString& text, const QString& toolTip = QString());
     // Marks the tasks the loaded model was trained for ("" list: no marks).
-    void setTrainedTasks(const QStringList& tokens);
+    // The tasks the loaded model was trained for: unset when its package does not say, empty
+    // for random weights; the task hint and the task list's tooltips say so.
+    void setTrainedTasks(const std::optional<QStringList>& tokens);
+    // One line under the model list: what the model is for (empty hides it).
+    void setModelPurpose(const QString& text);
 
     // Task.
     QString task() const;
@@ -121,7 +125,8 @@ private:
     QLabel* m_messageLabel = nullptr;
     bool m_messageIsError = false;
     std::optional<QRectF> m_region;
-    QStringList m_trainedTasks;
+    std::optional<QStringList> m_trainedTasks;
+    QLabel* m_purposeLabel = nullptr;
 };
 
 } // namespace florence::ui
