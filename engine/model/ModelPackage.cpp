@@ -57,9 +57,8 @@ int64_t wholeNumber(const QJsonValue& v, const std::string& field, int64_t lo, i
 
 int integer(const QJsonObject& parent, const char* key, const std::string& dir,
             const std::string& section, int64_t lo, int64_t hi, const std::string& why) {
-    return static_cast<int>(wholeNumber(parent.value(key),
-                                        section.empty() ? key : section + "." + key, lo, hi,
-                                        why, dir));
+    return static_cast<int>(wholeNumber(
+        parent.value(key), section.empty() ? key : section + "." + key, lo, hi, why, dir));
 }
 
 int integer(const QJsonObject& parent, const char* key, const std::string& dir) {
@@ -68,8 +67,8 @@ int integer(const QJsonObject& parent, const char* key, const std::string& dir) 
 
 // An optional number: `fallback` when absent, else checked like a required one.
 int64_t optionalInteger(const QJsonObject& parent, const char* key, int64_t fallback,
-                        const std::string& dir, const std::string& section, int64_t lo,
-                        int64_t hi, const std::string& why) {
+                        const std::string& dir, const std::string& section, int64_t lo, int64_t hi,
+                        const std::string& why) {
     const QJsonValue v = parent.value(key);
     if (v.isUndefined() || v.isNull())
         return fallback;
@@ -227,9 +226,8 @@ void readDimensions(const QJsonObject& root, const std::string& dir, Manifest& m
         integer(dims, "vocab_size", dir, "dimensions", 1, 1000000, sane + " up to 1000000");
     m.maxPositions =
         integer(dims, "max_positions", dir, "dimensions", 1, 65536, sane + " up to 65536");
-    m.imageTokens =
-        integer(dims, "image_tokens", dir, "dimensions", 1, m.maxPositions - 1,
-                sane + " below max_positions (" + std::to_string(m.maxPositions) + ")");
+    m.imageTokens = integer(dims, "image_tokens", dir, "dimensions", 1, m.maxPositions - 1,
+                            sane + " below max_positions (" + std::to_string(m.maxPositions) + ")");
 }
 
 // Input size and normalization.
@@ -281,18 +279,41 @@ void readGeneration(const QJsonObject& root, const std::string& dir, Manifest& m
     const QJsonObject gen = object(root, "generation", dir);
     m.numBeams = static_cast<int>(
         optionalInteger(gen, "num_beams", 3, dir, "generation", 1, 16, "expected 1 to 16 beams"));
-    m.noRepeatNgramSize = static_cast<int>(
-        optionalInteger(gen, "no_repeat_ngram_size", 3, dir, "generation", 0, m.maxPositions,
-                        "expected 0 (off) up to max_positions"));
+    m.noRepeatNgramSize =
+        static_cast<int>(optionalInteger(gen, "no_repeat_ngram_size", 3, dir, "generation", 0,
+                                         m.maxPositions, "expected 0 (off) up to max_positions"));
     const QJsonValue penalty = gen.value("length_penalty");
     m.lengthPenalty = penalty.isUndefined() ? 1.0 : penalty.toDouble(NAN);
     if (!std::isfinite(m.lengthPenalty) || std::fabs(m.lengthPenalty) > 100)
         fail(dir, "\"generation.length_penalty\" is not a number from -100 to 100");
     m.earlyStopping = gen.value("early_stopping").toBool(true);
     m.maxNewTokens = static_cast<int>(optionalInteger(
-        gen, "max_new_tokens", std::min(1024, m.maxPositions), dir, "generation", 1,
-        m.maxPositions, "expected 1 up to max_positions (" + std::to_string(m.maxPositions) + ")"));
+        gen, "max_new_tokens", std::min(1024, m.maxPositions), dir, "generation", 1, m.maxPositions,
+        "expected 1 up to max_positions (" + std::to_string(m.maxPositions) + ")"));
     m.ignoreEos = gen.value("ignore_eos").toBool(false);
+}
+
+// What the package says of itself for people: the tasks its weights were trained for (absent:
+// not stated; empty: none, random weights) and one line on what it is for.
+void readPurpose(const QJsonObject& root, const std::string& dir, Manifest& m) {
+    const QJsonValue trained = root.value("trained_tasks");
+    if (!trained.isUndefined()) {
+        if (!trained.isArray() || trained.toArray().size() > 64)
+            fail(dir, "\"trained_tasks\" is not a list of at most 64 task tokens");
+        std::vector<std::string> tasks;
+        for (const QJsonValue& t : trained.toArray()) {
+            const QString token = t.toString();
+            if (!t.isString() || token.size() < 3 || token.size() > 64 ||
+                !token.startsWith(QLatin1Char('<')) || !token.endsWith(QLatin1Char('>')))
+                fail(dir, "\"trained_tasks\" holds something that is not a task token");
+            tasks.push_back(token.toStdString());
+        }
+        m.trainedTasks = tasks;
+    }
+    const QJsonValue purpose = root.value("purpose");
+    if (!purpose.isUndefined() && (!purpose.isString() || purpose.toString().size() > 400))
+        fail(dir, "\"purpose\" is not a line of text of at most 400 characters");
+    m.purpose = purpose.toString().toStdString();
 }
 
 // The listed files, each with a size and a SHA-256.
@@ -314,8 +335,9 @@ void readFiles(const QJsonObject& root, const std::string& dir, Manifest& m) {
                               "every file needs its size in bytes", dir);
         pf.sha256 = f.value("sha256").toString().toStdString();
         if (!isLowerHex(pf.sha256, 64))
-            fail(dir, "\"" + field + ".sha256\" is missing or not a SHA-256 (64 hex digits); "
-                      "every file needs its checksum");
+            fail(dir, "\"" + field +
+                          ".sha256\" is missing or not a SHA-256 (64 hex digits); "
+                          "every file needs its checksum");
         m.files[it.key().toStdString()] = pf;
     }
     for (const char* role : {"vision", "text_encoder", "decoder", "vocab", "merges"})
@@ -355,6 +377,7 @@ Manifest readManifest(const std::string& dir) {
     readImageSettings(root, dir, m);
     readTokens(root, dir, m);
     readGeneration(root, dir, m);
+    readPurpose(root, dir, m);
     readFiles(root, dir, m);
     readSharedParameters(root, dir, m);
     readGeneratedParameters(root, m);
@@ -401,8 +424,8 @@ QString recordKey(const std::string& path, const std::string& sha256) {
                QString::number(qint64(t.tv_nsec)).rightJustified(9, '0');
     };
     return QString::fromStdString(sha256) + " " + QString::number(qint64(st.st_size)) + " " +
-           ns(st.st_mtim) + " " + ns(st.st_ctim) + " " + QString::number(quint64(st.st_dev)) +
-           ":" + QString::number(quint64(st.st_ino)) + " " +
+           ns(st.st_mtim) + " " + ns(st.st_ctim) + " " + QString::number(quint64(st.st_dev)) + ":" +
+           QString::number(quint64(st.st_ino)) + " " +
            QFileInfo(QString::fromStdString(path)).absoluteFilePath();
 }
 
@@ -446,8 +469,7 @@ void addRecords(const QString& path, const std::vector<QString>& added) {
 
 } // namespace
 
-void verifyPackageFiles(const Manifest& manifest, bool useRecord,
-                        const std::atomic<bool>* cancel) {
+void verifyPackageFiles(const Manifest& manifest, bool useRecord, const std::atomic<bool>* cancel) {
     const QString recordPath = useRecord ? verifiedRecordPath() : QString();
     std::lock_guard<std::mutex> lock(g_recordMutex);
     std::set<QString> records;

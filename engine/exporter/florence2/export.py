@@ -271,6 +271,9 @@ def export_architecture(config: dict, out: str, size: str, seed: int) -> None:
         manifest["format_version"] = GENERATED_FORMAT_VERSION
         manifest["generated_parameters"] = {"seed": seed, "parameters": generated}
         manifest["generation"]["ignore_eos"] = True
+        manifest["trained_tasks"] = []
+        manifest["purpose"] = ("Random weights at Florence-2's real size: answers are noise. For "
+                               "timing and Compare only.")
         with open(os.path.join(tmp, "manifest.json"), "w") as f:
             json.dump(manifest, f, indent=1)
         put_in_place(tmp, out)
@@ -554,6 +557,14 @@ def write_manifest(folder: str, model: Florence2, config: dict, pre: dict, name:
     }
     if shared:
         manifest["shared_parameters"] = list(shared)
+    # What the checkpoint says of itself for people (the bundled demo's config has it); a
+    # checkpoint without it was trained for Florence-2's tasks, which the manifest leaves unsaid.
+    about = config.get("florence_studio")
+    if isinstance(about, dict):
+        if isinstance(about.get("trained_tasks"), list):
+            manifest["trained_tasks"] = [str(t) for t in about["trained_tasks"]][:64]
+        if isinstance(about.get("purpose"), str):
+            manifest["purpose"] = about["purpose"][:400]
     with open(os.path.join(folder, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=2)
 
@@ -613,6 +624,9 @@ def main(argv=None) -> int:
             # random draw: every other weight is the same as before for the same seed.
             model.tie_weights()
             model.tie_encoder_embedding()
+            config = dict(config, florence_studio={
+                "trained_tasks": [],
+                "purpose": "Random weights: runs the whole pipeline, but answers are noise."})
             report = export(model, config, args.out, "",
                             f"florence2-{args.random_init} (random weights, seed {args.seed})",
                             f"random init, seed {args.seed}", args.storage)

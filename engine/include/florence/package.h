@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,10 @@ struct Manifest {
     bool earlyStopping = true;
     int maxNewTokens = 1024;
     bool ignoreEos = false; // generate exactly maxNewTokens (the speed-demo packages)
+    // The tasks the weights were trained for: unset when the package does not say (a
+    // checkpoint imported from Hugging Face: all of Florence-2's), empty for random weights.
+    std::optional<std::vector<std::string>> trainedTasks;
+    std::string purpose; // one line on what the model is for and what it cannot do
     // files by role: "vision", "text_encoder", "decoder", "vocab", "merges", …
     std::map<std::string, PackageFile> files;
     // e.g. the text encoder's token embedding, which is the decoder's (format version 2)
