@@ -6,7 +6,9 @@
 
 #include <QJsonDocument>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <iostream>
 
 namespace florence::cli {
@@ -81,6 +83,16 @@ QJsonObject resultJson(const std::string& imageFile, const std::string& prompt,
 QJsonObject failureJson(const florence::ImageOutcome& outcome) {
     return QJsonObject{{"image", QJsonObject{{"file", QString::fromStdString(outcome.path)}}},
                        {"error", QString::fromStdString(outcome.error)}};
+}
+
+void flushStdout() {
+    errno = 0;
+    std::cout.flush();
+    if (std::cout.good())
+        return;
+    const int err = errno;
+    throw florence::Error("cannot write to standard output (" +
+                          std::string(err != 0 ? std::strerror(err) : "a write failed") + ")");
 }
 
 std::string jsonLine(const QJsonObject& o) {

@@ -38,4 +38,9 @@ QJsonObject failureJson(const florence::ImageOutcome& outcome);
 // One compact JSON line, newline included.
 std::string jsonLine(const QJsonObject& o);
 
+// Flushes standard output; throws florence::Error ("cannot write to standard output (No space
+// left on device)") when anything written to it so far was lost, so a full disk or a closed
+// pipe is an exit code, not a silently short answer.
+void flushStdout();
+
 } // namespace florence::cli

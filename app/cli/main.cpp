@@ -7,6 +7,7 @@
 #include <florence/answer.h>
 #include <florence/answer_json.h>
 #include <florence/engine.h>
+#include <florence/files.h>
 #include <florence/image.h>
 #include <florence/importer.h>
 #include <florence/machine.h>
@@ -103,10 +104,8 @@ florence::Box parseRegion(const std::string& s) {
 }
 
 void writeJsonFile(const std::string& path, const QJsonObject& o) {
-    QFile f(QString::fromStdString(path));
-    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) ||
-        f.write(QJsonDocument(o).toJson(QJsonDocument::Indented)) < 0)
-        throw std::runtime_error("cannot write " + path + ": " + f.errorString().toStdString());
+    // Whole or not at all; a full disk or a device here is an error naming the file.
+    florence::writeFileAtomically(path, QJsonDocument(o).toJson(QJsonDocument::Indented));
 }
 
 // Every image file in a folder, sorted by name.
@@ -293,7 +292,7 @@ int runMany(Args& a, const std::string& task, const std::vector<std::string>& pa
                                  .toStdString()
                           << "\n";
             }
-            std::cout << std::flush;
+            florence::cli::flushStdout(); // a full disk stops the run (exit 1)
             if (!quiet)
                 std::cerr << "[" << o.index + 1 << "/" << paths.size() << "] images\n";
             return true;
@@ -463,6 +462,27 @@ int cmdTasks() {
 
 } // namespace
 
+// The command's exit code.
+int runCommand(const std::string& cmd, int argc, char** argv) {
+    if (cmd == "run")
+        return cmdRun(argc, argv);
+    if (cmd == "batch")
+        return florence::cli::runBatch(argc, argv);
+    if (cmd == "import")
+        return cmdImport(argc, argv);
+    if (cmd == "tokenize")
+        return cmdTokenize(argc, argv);
+    if (cmd == "parse")
+        return cmdParse(argc, argv);
+    if (cmd == "tasks")
+        return cmdTasks();
+    if (cmd == "models")
+        return cmdModels(argc, argv);
+    if (cmd == "bench")
+        return florence::cli::runBench(argc, argv);
+    throw UsageError("unknown command '" + cmd + "' (try --help)");
+}
+
 int main(int argc, char** argv) {
     // The commands that run a model; the others start without the re-execution it may take
     // (about 0.35 s here: the libraries load twice).
@@ -491,23 +511,10 @@ int main(int argc, char** argv) {
                 std::cout << kUsage;
                 return 0;
             }
-        if (cmd == "run")
-            return cmdRun(argc, argv);
-        if (cmd == "batch")
-            return florence::cli::runBatch(argc, argv);
-        if (cmd == "import")
-            return cmdImport(argc, argv);
-        if (cmd == "tokenize")
-            return cmdTokenize(argc, argv);
-        if (cmd == "parse")
-            return cmdParse(argc, argv);
-        if (cmd == "tasks")
-            return cmdTasks();
-        if (cmd == "models")
-            return cmdModels(argc, argv);
-        if (cmd == "bench")
-            return florence::cli::runBench(argc, argv);
-        throw UsageError("unknown command '" + cmd + "' (try --help)");
+        const int code = runCommand(cmd, argc, argv);
+        // What was printed must have arrived: stdout on a full disk is an error, not exit 0.
+        florence::cli::flushStdout();
+        return code;
     } catch (const UsageError& e) {
         std::cerr << "florence-studio-cli: " << e.what() << "\n";
         return 2;

@@ -3,6 +3,7 @@
 #include "run/AnswerDisplay.h"
 
 #include <florence/answer_json.h>
+#include <florence/files.h>
 #include <florence/image.h>
 #include <florence/stats.h>
 #include <florence/tasks.h>
@@ -445,14 +446,15 @@ bool History::save(QString* error) const {
     QDir().mkpath(QFileInfo(m_path).absolutePath());
     // Written whole to a temporary file and renamed: a crash mid-write keeps the old history.
     QSaveFile f(m_path);
+    QString why;
     if (!f.open(QIODevice::WriteOnly) ||
-        f.write(QJsonDocument(root).toJson(QJsonDocument::Compact)) < 0 || !f.commit()) {
-        if (error)
-            *error = tr("Cannot save the history to %1: %2")
-                         .arg(QDir::toNativeSeparators(m_path), f.errorString());
-        return false;
-    }
-    return true;
+        f.write(QJsonDocument(root).toJson(QJsonDocument::Compact)) < 0)
+        why = f.errorString();
+    if (why.isEmpty() && commitSaveFile(f, &why))
+        return true;
+    if (error)
+        *error = tr("Cannot save the history to %1: %2").arg(QDir::toNativeSeparators(m_path), why);
+    return false;
 }
 
 void History::exportEntries(const QList<int>& rows, const QString& path) const {
@@ -466,12 +468,8 @@ void History::exportEntries(const QList<int>& rows, const QString& path) const {
         doc[QStringLiteral("history")] = h;
         docs.append(doc);
     }
-    QSaveFile f(path);
-    if (!f.open(QIODevice::WriteOnly) ||
-        f.write(QJsonDocument(docs).toJson(QJsonDocument::Indented)) < 0 || !f.commit())
-        throw std::runtime_error(QStringLiteral("Cannot write %1: %2")
-                                     .arg(QDir::toNativeSeparators(path), f.errorString())
-                                     .toStdString());
+    // Whole or not at all (throws Error naming the file).
+    writeFileAtomically(path.toStdString(), QJsonDocument(docs).toJson(QJsonDocument::Indented));
 }
 
 } // namespace florence::ui

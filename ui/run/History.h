@@ -121,8 +121,8 @@ public:
     bool add(const QJsonObject& document, QString* error = nullptr);
     // Removes every entry and the file's content.
     bool clear(QString* error = nullptr);
-    // The documents of `rows` (without thumbnails) as a JSON array. Throws std::runtime_error
-    // naming the file when it cannot be written.
+    // The documents of `rows` (without thumbnails) as a JSON array, written whole or not at
+    // all. Throws florence::Error naming the file when it cannot be written.
     void exportEntries(const QList<int>& rows, const QString& path) const;
 
 private:
