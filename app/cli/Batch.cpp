@@ -75,13 +75,16 @@ that stopped the run (the COCO file or stdout could not be written), 2 wrong arg
 )";
 
 std::vector<std::string> readFileList(const std::string& path) {
-    QFile f(QString::fromStdString(path));
-    if (!f.open(QIODevice::ReadOnly | QIODevice::Text))
-        throw std::runtime_error("cannot read the file list " + path + ": " +
-                                 f.errorString().toStdString());
+    constexpr int64_t kMaxListBytes = 256 << 20; // a million long paths
+    QByteArray text;
+    try {
+        text = readSmallFile(path, kMaxListBytes);
+    } catch (const florence::Error& e) {
+        throw std::runtime_error("cannot read the file list: " + std::string(e.what()));
+    }
     std::vector<std::string> files;
-    while (!f.atEnd()) {
-        const QString line = QString::fromUtf8(f.readLine()).trimmed();
+    for (const QByteArray& raw : text.split('\n')) {
+        const QString line = QString::fromUtf8(raw).trimmed();
         if (!line.isEmpty())
             files.push_back(line.toStdString());
     }
