@@ -3,6 +3,7 @@
 #include <florence/answer_json.h>
 #include <florence/machine.h>
 #include <florence/paths.h>
+#include <florence/process.h>
 
 #include <QJsonDocument>
 
@@ -36,6 +37,21 @@ std::string modelDir(const Args& a) {
     return d;
 }
 
+int threadsOption(const Args& a) {
+    if (!a.has("threads"))
+        return 0;
+    const int n = a.getInt("threads", 0);
+    if (n < 1)
+        throw UsageError("--threads must be at least 1 (leave it out to use every core)");
+    const int cores = florence::usableCores();
+    if (n > cores) {
+        std::cerr << "note: --threads " << n << " is more than the " << cores
+                  << " cores this program may use; using " << cores << "\n";
+        return cores;
+    }
+    return n;
+}
+
 florence::Precision parsePrecision(const std::string& s) {
     if (s == "float32" || s == "fp32")
         return florence::Precision::Float32;
@@ -48,7 +64,7 @@ florence::Precision parsePrecision(const std::string& s) {
 
 std::shared_ptr<const florence::Model> loadModel(const Args& a) {
     florence::LoadOptions lo;
-    lo.threads = a.getInt("threads", 0);
+    lo.threads = threadsOption(a);
     lo.precision = parsePrecision(a.get("precision", "float32"));
     std::shared_ptr<const florence::Model> model = florence::Model::load(modelDir(a), lo);
     if (!model->precisionNote().empty())

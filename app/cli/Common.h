@@ -22,6 +22,9 @@ void installCancelHandler();
 
 // --model, else the bundled model; UsageError when there is neither.
 std::string modelDir(const Args& a);
+// --threads: 0 (every core) when absent; UsageError when zero or negative; more than the
+// usable cores is clamped to them with a note on stderr.
+int threadsOption(const Args& a);
 // --precision float32|bfloat16|int8 (fp32, bf16).
 florence::Precision parsePrecision(const std::string& s);
 // The model of modelDir() with --threads and --precision.

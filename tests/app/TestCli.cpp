@@ -83,6 +83,7 @@ private slots:
     void tokenize();
     void badArguments_data();
     void badArguments();
+    void threadsBeyondTheCoresAreClamped();
     void version();
 };
 
@@ -230,8 +231,9 @@ void TestCli::ignoreEosGeneratesExactlyMaxNewTokens() {
 void TestCli::openMpThreadsSleepUnlessTheUserChose() {
     // The runtime line names the OpenMP wait policy the run had: PASSIVE when the environment
     // has none (prepareProcess sets it and re-executes), the user's own value otherwise.
-    const QStringList args{"run", "--image", kSamples + "/scenes/scene_00.png", "--beams", "1",
-                           "--max-new-tokens", "2", "--json", "--quiet"};
+    const QStringList args{"run",     "--image", kSamples + "/scenes/scene_00.png",
+                           "--beams", "1",       "--max-new-tokens",
+                           "2",       "--json",  "--quiet"};
     const auto runtimeWith = [&](const QString& policy) {
         QProcess p;
         QProcessEnvironment env = cliEnvironment();
@@ -323,6 +325,10 @@ void TestCli::badArguments_data() {
                                                  "--region",
                                                  "5000,5000,6000,6000"}
                                   << 1 << "empty";
+    QTest::newRow("no threads") << QStringList{"run", "--image", pier, "--threads", "0"} << 2
+                                << "--threads must be at least 1";
+    QTest::newRow("negative threads") << QStringList{"batch", "--dir", kSamples, "--threads", "-1"}
+                                      << 2 << "--threads must be at least 1";
     QTest::newRow("parse without size")
         << QStringList{"parse", "--task", "<OD>", "x"} << 2 << "--image-size";
     QTest::newRow("import without source")
@@ -343,6 +349,14 @@ void TestCli::badArguments() {
     QVERIFY2(err.contains(message), qPrintable(err));
     if (!args.isEmpty()) // a usage screen is several lines; an error is one
         QVERIFY2(!err.contains('\n'), qPrintable(err));
+}
+
+void TestCli::threadsBeyondTheCoresAreClamped() {
+    // 1000 threads take turns on the same cores; the run uses the cores it has, and says so.
+    const Output o = runCli({"run", "--image", kSamples + "/pier.png", "--threads", "1000",
+                             "--beams", "1", "--max-new-tokens", "8"});
+    QVERIFY2(o.exitCode == 0, o.err.constData());
+    QVERIFY2(o.err.contains("--threads 1000 is more than the"), o.err.constData());
 }
 
 void TestCli::version() {
