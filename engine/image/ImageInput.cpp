@@ -1,6 +1,7 @@
 #include <florence/image.h>
 
 #include "host/RegularFile.h"
+#include "image/JpegCheck.h"
 
 #include <QFileInfo>
 
@@ -573,6 +574,9 @@ RgbImage decodeImage(const std::vector<uint8_t>& encoded, const std::string& nam
     checkPixelCount(dims->first, dims->second, nameForErrors);
     if (format == Format::Png)
         checkPng(encoded, nameForErrors);
+    if (format == Format::Jpeg)
+        if (const std::string why = detail::jpegProblem(encoded); !why.empty())
+            throw ImageError(nameForErrors + ": " + why);
     // ANYDEPTH keeps 16-bit samples; ANYCOLOR keeps grayscale as one channel and strips
     // alpha. Any flag other than IMREAD_UNCHANGED makes OpenCV apply the EXIF orientation.
     cv::Mat decoded;
