@@ -64,6 +64,8 @@ completes. Images that cannot be read are listed at the end and never stop the r
   --overwrite         process every image again and replace its results
   --model PKG, --beams N, --max-new-tokens N, --no-cache, --threads N, --precision P
   --batch-size N      images decoded and run together (default 1)
+  --no-exif-rotate    answer on the pixels as stored, ignoring a photo's EXIF orientation
+                      (as Florence-2's Python processor does; default: turned upright)
   --quiet             no progress bar
 
 Results are written whole or not at all: a full disk leaves each file as it was, and the
@@ -202,12 +204,13 @@ void answerPending(const Args& a, const FolderBatch& folder, bool jsonl, BatchTa
         [&](const ImageOutcome& o) {
             std::optional<QJsonObject> doc;
             if (o.error.empty())
-                doc = resultJson(o.path, o.prompt, o.result, o.answer, opts, *model);
+                doc = resultJson(o.path, o.prompt, o.result, o.answer, opts, *model,
+                                 o.orientationApplied);
             const bool go = recordOutcome(folder, o, doc ? &*doc : nullptr, jsonl, tally);
             progress.show(batchProgress(++done, pending.size(), clock.elapsed() / 1000.0), o.path);
             return go;
         },
-        &g_cancel);
+        &g_cancel, {}, decodeOptions(a));
     progress.clear();
 }
 
@@ -219,10 +222,11 @@ int runBatch(int argc, char** argv) {
             std::cout << kHelp;
             return 0;
         }
-    const Args a = parseArgs(argc, argv, 2,
-                             {"dir", "files", "task", "text", "region", "out", "format", "model",
-                              "beams", "max-new-tokens", "threads", "precision", "batch-size"},
-                             {"recursive", "resume", "overwrite", "jsonl", "no-cache", "quiet"});
+    const Args a = parseArgs(
+        argc, argv, 2,
+        {"dir", "files", "task", "text", "region", "out", "format", "model", "beams",
+         "max-new-tokens", "threads", "precision", "batch-size"},
+        {"recursive", "resume", "overwrite", "jsonl", "no-cache", "quiet", "no-exif-rotate"});
     bool jsonl = false;
     const FolderBatch folder(batchJob(a, &jsonl));
     if (a.getInt("batch-size", 1) < 1)

@@ -83,7 +83,8 @@ florence::GenerationOptions runOptions(const Args& a, const florence::Model& mod
 
 QJsonObject resultJson(const std::string& imageFile, const std::string& prompt,
                        const florence::Result& r, const florence::ParsedAnswer& answer,
-                       const florence::GenerationOptions& opts, const florence::Model& model) {
+                       const florence::GenerationOptions& opts, const florence::Model& model,
+                       std::optional<bool> orientationApplied) {
     florence::AnswerContext context;
     context.imageFile = imageFile;
     context.prompt = prompt;
@@ -93,7 +94,14 @@ QJsonObject resultJson(const std::string& imageFile, const std::string& prompt,
     context.encoderPrecision = florence::precisionName(model.encoderPrecision());
     context.loadMs = model.loadMs();
     context.runtime = florence::runtimeSummary();
+    context.orientationApplied = orientationApplied;
     return florence::answerJson(answer, r, context);
+}
+
+florence::DecodeOptions decodeOptions(const Args& a) {
+    florence::DecodeOptions d;
+    d.exifRotate = !a.has("no-exif-rotate");
+    return d;
 }
 
 QJsonObject failureJson(const florence::ImageOutcome& outcome) {

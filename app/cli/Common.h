@@ -7,11 +7,13 @@
 #include <florence/answer.h>
 #include <florence/batch.h>
 #include <florence/engine.h>
+#include <florence/image.h>
 
 #include <QJsonObject>
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace florence::cli {
@@ -34,7 +36,10 @@ florence::GenerationOptions runOptions(const Args& a, const florence::Model& mod
 // The answer document (<florence/answer_json.h>) of one image's run.
 QJsonObject resultJson(const std::string& imageFile, const std::string& prompt,
                        const florence::Result& r, const florence::ParsedAnswer& answer,
-                       const florence::GenerationOptions& opts, const florence::Model& model);
+                       const florence::GenerationOptions& opts, const florence::Model& model,
+                       std::optional<bool> orientationApplied = std::nullopt);
+// --no-exif-rotate: the pixels as stored, as Florence-2's Python processor sees them.
+florence::DecodeOptions decodeOptions(const Args& a);
 
 // The --jsonl line of an image without an answer: {"image": {"file": …}, "error": "…"}.
 QJsonObject failureJson(const florence::ImageOutcome& outcome);

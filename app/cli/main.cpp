@@ -69,6 +69,8 @@ Commands:
               --coco OUT.json     write the answer as COCO annotations
               --jsonl             one compact JSON line per image, as each completes
               --quiet             do not stream tokens to stderr
+              --no-exif-rotate    the pixels as stored, ignoring a photo's EXIF orientation
+                                  (as Florence-2's Python processor; default: upright)
   batch     Run a task on a folder of images, writing each answer beside it (see batch --help)
               --dir DIR [--recursive] --task TOKEN [--text STR] [--out OUT]
               [--resume | --overwrite] [--format txt,json,coco,jsonl] [--jsonl]
@@ -152,8 +154,8 @@ RunInputs loadRunInputs(Args& a, const std::string& task, std::vector<std::strin
     in.paths = std::move(paths);
     in.requests.resize(std::max<size_t>(1, in.paths.size()));
     for (size_t i = 0; i < in.paths.size(); ++i)
-        in.requests[i].image =
-            std::make_shared<const florence::RgbImage>(florence::loadImage(in.paths[i]));
+        in.requests[i].image = std::make_shared<const florence::RgbImage>(
+            florence::loadImage(in.paths[i], florence::cli::decodeOptions(a)));
     if (a.has("pixel-values")) {
         const auto file = florence::SafetensorsFile::open(a.get("pixel-values"));
         if (!file.contains("pixel_values"))
@@ -213,6 +215,13 @@ std::vector<florence::Result> generateAll(florence::Session& session,
     return results;
 }
 
+// Whether image `i` was turned by its EXIF orientation; unknown for --pixel-values.
+std::optional<bool> orientationOf(const RunInputs& in, size_t i) {
+    if (in.paths.empty() || !in.requests[i].image)
+        return std::nullopt;
+    return in.requests[i].image->orientationApplied;
+}
+
 // Writes what was asked for one answer: --annotate, --coco, and the answer itself (one JSON
 // document appended to `documents` with --json, else the Hugging Face form on one line).
 void reportAnswer(Args& a, const RunInputs& in, size_t i, const florence::Result& r,
@@ -235,12 +244,13 @@ void reportAnswer(Args& a, const RunInputs& in, size_t i, const florence::Result
     }
     const std::string path = in.paths.empty() ? std::string() : in.paths[i];
     if (a.has("json")) {
-        documents.append(resultJson(path, in.requests[i].prompt, r, answer, opts, model));
+        documents.append(
+            resultJson(path, in.requests[i].prompt, r, answer, opts, model, orientationOf(in, i)));
         return;
     }
     if (a.has("jsonl")) {
         std::cout << florence::cli::jsonLine(
-            resultJson(path, in.requests[i].prompt, r, answer, opts, model));
+            resultJson(path, in.requests[i].prompt, r, answer, opts, model, orientationOf(in, i)));
         return;
     }
     if (in.paths.size() > 1)
@@ -278,8 +288,8 @@ int runMany(Args& a, const std::string& task, const std::vector<std::string>& pa
                 if (jsonl)
                     std::cout << florence::cli::jsonLine(florence::cli::failureJson(o));
             } else if (json || jsonl) {
-                const QJsonObject doc =
-                    resultJson(o.path, o.prompt, o.result, o.answer, opts, *model);
+                const QJsonObject doc = resultJson(o.path, o.prompt, o.result, o.answer, opts,
+                                                   *model, o.orientationApplied);
                 if (jsonl)
                     std::cout << florence::cli::jsonLine(doc);
                 else
@@ -297,7 +307,7 @@ int runMany(Args& a, const std::string& task, const std::vector<std::string>& pa
                 std::cerr << "[" << o.index + 1 << "/" << paths.size() << "] images\n";
             return true;
         },
-        &g_cancel);
+        &g_cancel, {}, florence::cli::decodeOptions(a));
     if (json)
         std::cout << "]\n";
     return g_cancel ? 130 : failed > 0 ? 1 : 0;
@@ -308,7 +318,7 @@ int cmdRun(int argc, char** argv) {
         parseArgs(argc, argv, 2,
                   {"image", "images", "pixel-values", "task", "text", "region", "model", "beams",
                    "max-new-tokens", "threads", "annotate", "precision", "batch-size", "coco"},
-                  {"no-cache", "json", "jsonl", "quiet", "ignore-eos"});
+                  {"no-cache", "json", "jsonl", "quiet", "ignore-eos", "no-exif-rotate"});
     if (!a.positional.empty())
         throw UsageError("unexpected argument '" + a.positional[0] + "'");
     std::vector<std::string> paths = runImagePaths(a);

@@ -1,6 +1,8 @@
 // Damaged images are refused, never answered (engine/image/JpegCheck.cpp): a JPEG cut short or
 // one declaring far more pixels than its data can hold gives one line naming the file, while
-// whole JPEGs, baseline and progressive, flat or busy, still decode. Fixtures are made here.
+// whole JPEGs, baseline and progressive, flat or busy, still decode. And a photo's EXIF
+// orientation is applied and said to be, or left alone when asked (image/Orientation.cpp).
+// Fixtures are made here.
 #include <florence/image.h>
 
 #include <QTest>
@@ -45,6 +47,28 @@ bool declare(std::vector<uint8_t>& d, uint16_t w, uint16_t h) {
     return false;
 }
 
+// The JPEG with an EXIF APP1 segment carrying `orientation`, right after SOI as cameras put it.
+std::vector<uint8_t> withOrientation(std::vector<uint8_t> d, int orientation) {
+    const uint8_t tiff[] = {'M',  'M',
+                            0,    42,
+                            0,    0,
+                            0,    8, // header, IFD0 at 8
+                            0,    1, // one entry
+                            0x01, 0x12,
+                            0,    3,
+                            0,    0,
+                            0,    1, // Orientation, SHORT, 1
+                            0,    uint8_t(orientation),
+                            0,    0,
+                            0,    0,
+                            0,    0}; // value, no next IFD
+    std::vector<uint8_t> app1 = {0xff, 0xe1, 0, uint8_t(2 + 6 + sizeof tiff), 'E', 'x', 'i',
+                                 'f',  0,    0};
+    app1.insert(app1.end(), tiff, tiff + sizeof tiff);
+    d.insert(d.begin() + 2, app1.begin(), app1.end());
+    return d;
+}
+
 QString refusal(const std::vector<uint8_t>& d) {
     try {
         florence::decodeImage(d, "photo.jpg");
@@ -65,6 +89,7 @@ private slots:
     void cutJpegIsRefused_data();
     void cutJpegIsRefused();
     void sizeBeyondItsDataIsRefused();
+    void exifOrientationIsRecordedOrKept();
 };
 
 void TestDamagedImages::wholeJpegsDecode_data() {
@@ -115,6 +140,24 @@ void TestDamagedImages::sizeBeyondItsDataIsRefused() {
     QVERIFY(declare(d, 10000, 10000));
     const QString why = refusal(d);
     QVERIFY2(why.contains("cannot hold the 10000×10000 pixels"), qPrintable(why));
+}
+
+void TestDamagedImages::exifOrientationIsRecordedOrKept() {
+    // A phone photo stored 400x200 with orientation 6 ("rotate 90° clockwise to view").
+    const std::vector<uint8_t> d = withOrientation(jpeg(scene(400, 200)), 6);
+    const florence::RgbImage upright = florence::decodeImage(d, "phone.jpg");
+    QCOMPARE(upright.width, 200);
+    QCOMPARE(upright.height, 400);
+    QVERIFY(upright.orientationApplied);
+    florence::DecodeOptions asStored;
+    asStored.exifRotate = false;
+    const florence::RgbImage stored = florence::decodeImage(d, "phone.jpg", asStored);
+    QCOMPARE(stored.width, 400);
+    QCOMPARE(stored.height, 200);
+    QVERIFY(!stored.orientationApplied);
+    // Orientation 1 is upright already: nothing applied, nothing to say.
+    QVERIFY(!florence::decodeImage(withOrientation(jpeg(scene(40, 20)), 1), "a.jpg")
+                 .orientationApplied);
 }
 
 QTEST_GUILESS_MAIN(TestDamagedImages)

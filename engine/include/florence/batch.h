@@ -144,6 +144,7 @@ struct ImageOutcome {
     Result result;
     ParsedAnswer answer;
     int width = 0, height = 0;
+    bool orientationApplied = false; // the image's EXIF orientation was applied (RgbImage)
 };
 // Called before an image is answered, with the decoded image (e.g. for a thumbnail).
 using ImageStartCallback =
@@ -158,6 +159,7 @@ using ImageDoneCallback = std::function<bool(const ImageOutcome& outcome)>;
 // not reported. Returns the number of images reported.
 size_t runImages(Session& session, const std::vector<std::string>& paths, const TaskRequest& task,
                  const GenerationOptions& options, int batchSize, const ImageDoneCallback& onDone,
-                 const std::atomic<bool>* cancel = nullptr, const ImageStartCallback& onStart = {});
+                 const std::atomic<bool>* cancel = nullptr, const ImageStartCallback& onStart = {},
+                 const DecodeOptions& decode = {});
 
 } // namespace florence
