@@ -44,6 +44,8 @@ packages=(
     clang "$clang_runtime"
     # inflating the code entries of TorchScript archives (engine/model/CodeCheck.cpp)
     zlib1g-dev
+    # JPEGs checked whole, warnings as errors, before OpenCV decodes them (image/JpegCheck.cpp)
+    libjpeg-dev
     # LibTorch runs on whatever libblas.so.3 points to; without OpenBLAS that is the reference
     # BLAS, about ten times slower.
     libopenblas0-openmp

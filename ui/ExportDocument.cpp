@@ -2,10 +2,10 @@
 
 #include "run/RunController.h"
 
+#include <florence/files.h>
 #include <florence/machine.h>
 
 #include <QDir>
-#include <QFile>
 #include <QJsonDocument>
 
 #include <stdexcept>
@@ -37,12 +37,9 @@ QJsonObject ExportDocument::toJson() const {
 }
 
 void ExportDocument::write(const QString& path) const {
-    QFile f(path);
-    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) ||
-        f.write(QJsonDocument(toJson()).toJson(QJsonDocument::Indented)) < 0)
-        throw std::runtime_error(QStringLiteral("Cannot write %1: %2")
-                                     .arg(QDir::toNativeSeparators(path), f.errorString())
-                                     .toStdString());
+    // Whole or not at all: a full disk keeps an earlier export intact (throws Error naming it).
+    writeFileAtomically(path.toStdString(),
+                        QJsonDocument(toJson()).toJson(QJsonDocument::Indented));
 }
 
 } // namespace florence::ui

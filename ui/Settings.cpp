@@ -1,6 +1,15 @@
 #include "Settings.h"
 
+#include <florence/files.h>
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFile>
+#include <QObject>
 #include <QSettings>
+#include <QStandardPaths>
+
+#include <cstdio>
 
 namespace florence::ui {
 
@@ -31,6 +40,36 @@ const QString kPrecision = QStringLiteral("generation/precision");
 const QString kShowScores = QStringLiteral("view/showScores");
 
 } // namespace
+
+QString Settings::setAsideIfUnusable() {
+    constexpr int64_t kMaxSettingsBytes = 4 << 20; // a few KB in practice
+    // Named as QSettings names them (NativeFormat on Unix: INI files under the user's config
+    // folder, the application's and the organization's fallback), without making a QSettings:
+    // its constructor reads the file at once.
+    const QDir config(QStandardPaths::writableLocation(QStandardPaths::GenericConfigLocation));
+    const QString org = QCoreApplication::organizationName();
+    const QStringList paths = {
+        config.filePath(org + QLatin1Char('/') + QCoreApplication::applicationName() + ".conf"),
+        config.filePath(org + ".conf")};
+    QStringList notes;
+    for (const QString& path : paths) {
+        const std::string why = whyNotARegularFile(path.toStdString(), kMaxSettingsBytes);
+        if (why.empty())
+            continue;
+        const QString aside = path + QStringLiteral(".bad");
+        QFile::remove(aside);
+        // rename(2) moves the entry itself: a FIFO or a link to a device, not what it leads to.
+        const bool moved = ::rename(QFile::encodeName(path).constData(),
+                                    QFile::encodeName(aside).constData()) == 0;
+        const QString reason = QString::fromStdString(why);
+        notes << (moved ? QObject::tr("The settings file could not be used (%1); it was set "
+                                      "aside as %2 and the defaults are used.")
+                              .arg(reason, aside)
+                        : QObject::tr("The settings file could not be used (%1) nor set aside.")
+                              .arg(reason));
+    }
+    return notes.join(QLatin1Char(' '));
+}
 
 FolderPreferences Settings::loadFolder() {
     const QSettings s;

@@ -52,6 +52,11 @@ public:
     static void save(const Preferences& p);
     static FolderPreferences loadFolder();
     static void saveFolder(const FolderPreferences& p);
+    // QSettings reads its file whole and would wait forever on a FIFO: when the settings file
+    // is not a regular file of a sane size, it is renamed to "<file>.bad" (a link is moved, not
+    // what it leads to) and the app starts with defaults. "" when all is well, else a note
+    // naming the file. Call once at start, before any QSettings is made.
+    static QString setAsideIfUnusable();
 };
 
 } // namespace florence::ui

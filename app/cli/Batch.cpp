@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <unistd.h>
 
 namespace florence::cli {
@@ -63,20 +64,29 @@ completes. Images that cannot be read are listed at the end and never stop the r
   --overwrite         process every image again and replace its results
   --model PKG, --beams N, --max-new-tokens N, --no-cache, --threads N, --precision P
   --batch-size N      images decoded and run together (default 1)
+  --no-exif-rotate    answer on the pixels as stored, ignoring a photo's EXIF orientation
+                      (as Florence-2's Python processor does; default: turned upright)
   --quiet             no progress bar
 
-Exit code: 0 all answered, 3 some images failed (listed on stderr), 130 interrupted (Ctrl+C;
-what was written stays, --resume continues), 1 an error that stopped the run, 2 wrong arguments.
+Results are written whole or not at all: a full disk leaves each file as it was, and the
+image is listed as failed. An empty or cut NAME.florence.json is answered again.
+
+Exit code: 0 all answered, 3 some images failed or their results could not be written (listed
+on stderr), 130 interrupted (Ctrl+C; what was written stays, --resume continues), 1 an error
+that stopped the run (the COCO file or stdout could not be written), 2 wrong arguments.
 )";
 
 std::vector<std::string> readFileList(const std::string& path) {
-    QFile f(QString::fromStdString(path));
-    if (!f.open(QIODevice::ReadOnly | QIODevice::Text))
-        throw std::runtime_error("cannot read the file list " + path + ": " +
-                                 f.errorString().toStdString());
+    constexpr int64_t kMaxListBytes = 256 << 20; // a million long paths
+    QByteArray text;
+    try {
+        text = readSmallFile(path, kMaxListBytes);
+    } catch (const florence::Error& e) {
+        throw std::runtime_error("cannot read the file list: " + std::string(e.what()));
+    }
     std::vector<std::string> files;
-    while (!f.atEnd()) {
-        const QString line = QString::fromUtf8(f.readLine()).trimmed();
+    for (const QByteArray& raw : text.split('\n')) {
+        const QString line = QString::fromUtf8(raw).trimmed();
         if (!line.isEmpty())
             files.push_back(line.toStdString());
     }
@@ -125,6 +135,85 @@ FolderJob batchJob(const Args& a, bool* jsonl) {
     return job;
 }
 
+// What a batch run did, for the summary and the exit code.
+struct BatchTally {
+    size_t answered = 0;
+    size_t unwritten = 0; // answered, but a result file could not be written
+    std::vector<std::pair<std::string, std::string>> failures;
+    std::string stdoutError; // --jsonl could not be written: the run stopped
+};
+
+// One answered or failed image: its files, its --jsonl line. False stops the run.
+bool recordOutcome(const FolderBatch& folder, const ImageOutcome& o, const QJsonObject* doc,
+                   bool jsonl, BatchTally& tally) {
+    if (doc) {
+        try {
+            folder.writeResult(o.path, o.answer, *doc);
+            ++tally.answered;
+        } catch (const florence::Error& e) { // a full disk: the message names the file
+            ++tally.unwritten;
+            tally.failures.emplace_back(o.path, e.what());
+        }
+    } else {
+        tally.failures.emplace_back(o.path, o.error);
+    }
+    if (!jsonl)
+        return true;
+    std::cout << jsonLine(doc ? *doc : failureJson(o));
+    try {
+        flushStdout();
+    } catch (const florence::Error& e) {
+        tally.stdoutError = std::string(e.what()) + "; the run stopped (--resume continues)";
+        return false;
+    }
+    return true;
+}
+
+void printSummary(const FolderBatch& folder, const BatchTally& t, bool quiet) {
+    if (!quiet || !t.failures.empty() || !t.stdoutError.empty()) {
+        std::cerr << "batch: " << t.answered << " answered, " << folder.skippedCount()
+                  << " skipped (results exist), " << t.failures.size() << " failed"
+                  << (t.unwritten
+                          ? " (" + std::to_string(t.unwritten) + " answered but not written)"
+                          : std::string())
+                  << (g_cancel ? ", interrupted (--resume continues)" : "") << "\n";
+        for (const auto& [path, why] : t.failures) // the engine's messages mostly name the file
+            std::cerr << "  " << (why.find(path) == std::string::npos ? path + ": " : "") << why
+                      << "\n";
+        if (!t.stdoutError.empty())
+            std::cerr << "batch: " << t.stdoutError << "\n";
+    }
+    if (!quiet && !folder.cocoPath().empty())
+        std::cerr << "batch: COCO file " << folder.cocoPath() << "\n";
+}
+
+void answerPending(const Args& a, const FolderBatch& folder, bool jsonl, BatchTally& tally) {
+    const int batchSize = a.getInt("batch-size", 1);
+    const std::vector<std::string>& pending = folder.pendingImages();
+    auto model = loadModel(a);
+    GenerationOptions opts = runOptions(a, *model);
+    opts.reuseFeatures = false; // every image is another one
+    Session session(model);
+    installCancelHandler();
+    ProgressLine progress;
+    QElapsedTimer clock;
+    clock.start();
+    size_t done = 0;
+    runImages(
+        session, pending, folder.job().task, opts, batchSize,
+        [&](const ImageOutcome& o) {
+            std::optional<QJsonObject> doc;
+            if (o.error.empty())
+                doc = resultJson(o.path, o.prompt, o.result, o.answer, opts, *model,
+                                 o.orientationApplied);
+            const bool go = recordOutcome(folder, o, doc ? &*doc : nullptr, jsonl, tally);
+            progress.show(batchProgress(++done, pending.size(), clock.elapsed() / 1000.0), o.path);
+            return go;
+        },
+        &g_cancel, {}, decodeOptions(a));
+    progress.clear();
+}
+
 } // namespace
 
 int runBatch(int argc, char** argv) {
@@ -133,73 +222,42 @@ int runBatch(int argc, char** argv) {
             std::cout << kHelp;
             return 0;
         }
-    const Args a = parseArgs(argc, argv, 2,
-                             {"dir", "files", "task", "text", "region", "out", "format", "model",
-                              "beams", "max-new-tokens", "threads", "precision", "batch-size"},
-                             {"recursive", "resume", "overwrite", "jsonl", "no-cache", "quiet"});
+    const Args a = parseArgs(
+        argc, argv, 2,
+        {"dir", "files", "task", "text", "region", "out", "format", "model", "beams",
+         "max-new-tokens", "threads", "precision", "batch-size"},
+        {"recursive", "resume", "overwrite", "jsonl", "no-cache", "quiet", "no-exif-rotate"});
     bool jsonl = false;
     const FolderBatch folder(batchJob(a, &jsonl));
-    const int batchSize = a.getInt("batch-size", 1);
-    if (batchSize < 1)
+    if (a.getInt("batch-size", 1) < 1)
         throw UsageError("--batch-size must be at least 1");
-    const std::vector<std::string>& pending = folder.pendingImages();
-    std::vector<std::pair<std::string, std::string>> failures = folder.refused();
-    if (jsonl) // every image that is not skipped gets its line, the refused ones too
-        for (const auto& [path, why] : failures) {
+    BatchTally tally;
+    tally.failures = folder.refused();
+    if (jsonl) { // every image that is not skipped gets its line, the refused ones too
+        for (const auto& [path, why] : tally.failures) {
             ImageOutcome refused;
             refused.path = path;
             refused.error = why;
             std::cout << jsonLine(failureJson(refused));
         }
-    size_t answered = 0;
-    if (!pending.empty()) {
-        auto model = loadModel(a);
-        GenerationOptions opts = runOptions(a, *model);
-        opts.reuseFeatures = false; // every image is another one
-        Session session(model);
-        installCancelHandler();
-        ProgressLine progress;
-        QElapsedTimer clock;
-        clock.start();
-        size_t done = 0;
-        runImages(
-            session, pending, folder.job().task, opts, batchSize,
-            [&](const ImageOutcome& o) {
-                if (o.error.empty()) {
-                    const QJsonObject doc =
-                        resultJson(o.path, o.prompt, o.result, o.answer, opts, *model);
-                    try {
-                        folder.writeResult(o.path, o.answer, doc);
-                        ++answered;
-                    } catch (const florence::Error& e) {
-                        failures.emplace_back(o.path, e.what());
-                    }
-                    if (jsonl)
-                        std::cout << jsonLine(doc) << std::flush;
-                } else {
-                    failures.emplace_back(o.path, o.error);
-                    if (jsonl)
-                        std::cout << jsonLine(failureJson(o)) << std::flush;
-                }
-                progress.show(batchProgress(++done, pending.size(), clock.elapsed() / 1000.0),
-                              o.path);
-                return true;
-            },
-            &g_cancel);
-        progress.clear();
+        flushStdout();
     }
-    folder.writeCoco();
-    if (!a.has("quiet") || !failures.empty()) {
-        std::cerr << "batch: " << answered << " answered, " << folder.skippedCount()
-                  << " skipped (results exist), " << failures.size() << " failed"
-                  << (g_cancel ? ", interrupted (--resume continues)" : "") << "\n";
-        for (const auto& [path, why] : failures) // the engine's messages mostly name the file
-            std::cerr << "  " << (why.find(path) == std::string::npos ? path + ": " : "") << why
-                      << "\n";
+    if (!folder.pendingImages().empty())
+        answerPending(a, folder, jsonl, tally);
+    std::string cocoError;
+    try {
+        folder.writeCoco();
+    } catch (const florence::Error& e) {
+        cocoError = e.what();
     }
-    if (!a.has("quiet") && !folder.cocoPath().empty())
-        std::cerr << "batch: COCO file " << folder.cocoPath() << "\n";
-    return g_cancel ? 130 : failures.empty() ? 0 : 3;
+    printSummary(folder, tally, a.has("quiet"));
+    if (!cocoError.empty())
+        std::cerr << "florence-studio-cli: error: " << cocoError << "\n";
+    if (g_cancel)
+        return 130;
+    if (!tally.stdoutError.empty() || !cocoError.empty())
+        return 1;
+    return tally.failures.empty() ? 0 : 3;
 }
 
 } // namespace florence::cli

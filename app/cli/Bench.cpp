@@ -2,6 +2,7 @@
 
 #include "Args.h"
 #include "BusyLoad.h"
+#include "Common.h"
 #include <florence/engine.h>
 #include <florence/image.h>
 #include <florence/machine.h>
@@ -244,7 +245,7 @@ BenchConfig parseBenchArgs(int argc, char** argv) {
     if (c.size != "base" && c.size != "large")
         throw UsageError("--size takes base or large, not '" + c.size + "'");
     c.lengths = parseLengths(a.get("lengths", "32,128,256"));
-    c.threads = a.getInt("threads", 0);
+    c.threads = threadsOption(a);
     c.busy = a.getInt("busy", 0);
     if (c.busy < 0 || c.busy > 64)
         throw UsageError("--busy takes a number of threads from 0 to 64");

@@ -3,10 +3,13 @@
 #include <florence/answer_json.h>
 #include <florence/machine.h>
 #include <florence/paths.h>
+#include <florence/process.h>
 
 #include <QJsonDocument>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <iostream>
 
 namespace florence::cli {
@@ -34,6 +37,21 @@ std::string modelDir(const Args& a) {
     return d;
 }
 
+int threadsOption(const Args& a) {
+    if (!a.has("threads"))
+        return 0;
+    const int n = a.getInt("threads", 0);
+    if (n < 1)
+        throw UsageError("--threads must be at least 1 (leave it out to use every core)");
+    const int cores = florence::usableCores();
+    if (n > cores) {
+        std::cerr << "note: --threads " << n << " is more than the " << cores
+                  << " cores this program may use; using " << cores << "\n";
+        return cores;
+    }
+    return n;
+}
+
 florence::Precision parsePrecision(const std::string& s) {
     if (s == "float32" || s == "fp32")
         return florence::Precision::Float32;
@@ -46,7 +64,7 @@ florence::Precision parsePrecision(const std::string& s) {
 
 std::shared_ptr<const florence::Model> loadModel(const Args& a) {
     florence::LoadOptions lo;
-    lo.threads = a.getInt("threads", 0);
+    lo.threads = threadsOption(a);
     lo.precision = parsePrecision(a.get("precision", "float32"));
     std::shared_ptr<const florence::Model> model = florence::Model::load(modelDir(a), lo);
     if (!model->precisionNote().empty())
@@ -65,7 +83,8 @@ florence::GenerationOptions runOptions(const Args& a, const florence::Model& mod
 
 QJsonObject resultJson(const std::string& imageFile, const std::string& prompt,
                        const florence::Result& r, const florence::ParsedAnswer& answer,
-                       const florence::GenerationOptions& opts, const florence::Model& model) {
+                       const florence::GenerationOptions& opts, const florence::Model& model,
+                       std::optional<bool> orientationApplied) {
     florence::AnswerContext context;
     context.imageFile = imageFile;
     context.prompt = prompt;
@@ -75,12 +94,29 @@ QJsonObject resultJson(const std::string& imageFile, const std::string& prompt,
     context.encoderPrecision = florence::precisionName(model.encoderPrecision());
     context.loadMs = model.loadMs();
     context.runtime = florence::runtimeSummary();
+    context.orientationApplied = orientationApplied;
     return florence::answerJson(answer, r, context);
+}
+
+florence::DecodeOptions decodeOptions(const Args& a) {
+    florence::DecodeOptions d;
+    d.exifRotate = !a.has("no-exif-rotate");
+    return d;
 }
 
 QJsonObject failureJson(const florence::ImageOutcome& outcome) {
     return QJsonObject{{"image", QJsonObject{{"file", QString::fromStdString(outcome.path)}}},
                        {"error", QString::fromStdString(outcome.error)}};
+}
+
+void flushStdout() {
+    errno = 0;
+    std::cout.flush();
+    if (std::cout.good())
+        return;
+    const int err = errno;
+    throw florence::Error("cannot write to standard output (" +
+                          std::string(err != 0 ? std::strerror(err) : "a write failed") + ")");
 }
 
 std::string jsonLine(const QJsonObject& o) {

@@ -7,11 +7,13 @@
 #include <florence/answer.h>
 #include <florence/batch.h>
 #include <florence/engine.h>
+#include <florence/image.h>
 
 #include <QJsonObject>
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace florence::cli {
@@ -22,6 +24,9 @@ void installCancelHandler();
 
 // --model, else the bundled model; UsageError when there is neither.
 std::string modelDir(const Args& a);
+// --threads: 0 (every core) when absent; UsageError when zero or negative; more than the
+// usable cores is clamped to them with a note on stderr.
+int threadsOption(const Args& a);
 // --precision float32|bfloat16|int8 (fp32, bf16).
 florence::Precision parsePrecision(const std::string& s);
 // The model of modelDir() with --threads and --precision.
@@ -31,11 +36,19 @@ florence::GenerationOptions runOptions(const Args& a, const florence::Model& mod
 // The answer document (<florence/answer_json.h>) of one image's run.
 QJsonObject resultJson(const std::string& imageFile, const std::string& prompt,
                        const florence::Result& r, const florence::ParsedAnswer& answer,
-                       const florence::GenerationOptions& opts, const florence::Model& model);
+                       const florence::GenerationOptions& opts, const florence::Model& model,
+                       std::optional<bool> orientationApplied = std::nullopt);
+// --no-exif-rotate: the pixels as stored, as Florence-2's Python processor sees them.
+florence::DecodeOptions decodeOptions(const Args& a);
 
 // The --jsonl line of an image without an answer: {"image": {"file": …}, "error": "…"}.
 QJsonObject failureJson(const florence::ImageOutcome& outcome);
 // One compact JSON line, newline included.
 std::string jsonLine(const QJsonObject& o);
+
+// Flushes standard output; throws florence::Error ("cannot write to standard output (No space
+// left on device)") when anything written to it so far was lost, so a full disk or a closed
+// pipe is an exit code, not a silently short answer.
+void flushStdout();
 
 } // namespace florence::cli

@@ -7,6 +7,7 @@
 #include <florence/answer.h>
 #include <florence/answer_json.h>
 #include <florence/engine.h>
+#include <florence/files.h>
 #include <florence/image.h>
 #include <florence/importer.h>
 #include <florence/machine.h>
@@ -69,6 +70,8 @@ Commands:
               --coco OUT.json     write the answer as COCO annotations
               --jsonl             one compact JSON line per image, as each completes
               --quiet             do not stream tokens to stderr
+              --no-exif-rotate    the pixels as stored, ignoring a photo's EXIF orientation
+                                  (as Florence-2's Python processor; default: upright)
   batch     Run a task on a folder of images, writing each answer beside it (see batch --help)
               --dir DIR [--recursive] --task TOKEN [--text STR] [--out OUT]
               [--resume | --overwrite] [--format txt,json,coco,jsonl] [--jsonl]
@@ -104,10 +107,8 @@ florence::Box parseRegion(const std::string& s) {
 }
 
 void writeJsonFile(const std::string& path, const QJsonObject& o) {
-    QFile f(QString::fromStdString(path));
-    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) ||
-        f.write(QJsonDocument(o).toJson(QJsonDocument::Indented)) < 0)
-        throw std::runtime_error("cannot write " + path + ": " + f.errorString().toStdString());
+    // Whole or not at all; a full disk or a device here is an error naming the file.
+    florence::writeFileAtomically(path, QJsonDocument(o).toJson(QJsonDocument::Indented));
 }
 
 // Every image file in a folder, sorted by name.
@@ -154,8 +155,8 @@ RunInputs loadRunInputs(Args& a, const std::string& task, std::vector<std::strin
     in.paths = std::move(paths);
     in.requests.resize(std::max<size_t>(1, in.paths.size()));
     for (size_t i = 0; i < in.paths.size(); ++i)
-        in.requests[i].image =
-            std::make_shared<const florence::RgbImage>(florence::loadImage(in.paths[i]));
+        in.requests[i].image = std::make_shared<const florence::RgbImage>(
+            florence::loadImage(in.paths[i], florence::cli::decodeOptions(a)));
     if (a.has("pixel-values")) {
         const auto file = florence::SafetensorsFile::open(a.get("pixel-values"));
         if (!file.contains("pixel_values"))
@@ -215,6 +216,13 @@ std::vector<florence::Result> generateAll(florence::Session& session,
     return results;
 }
 
+// Whether image `i` was turned by its EXIF orientation; unknown for --pixel-values.
+std::optional<bool> orientationOf(const RunInputs& in, size_t i) {
+    if (in.paths.empty() || !in.requests[i].image)
+        return std::nullopt;
+    return in.requests[i].image->orientationApplied;
+}
+
 // Writes what was asked for one answer: --annotate, --coco, and the answer itself (one JSON
 // document appended to `documents` with --json, else the Hugging Face form on one line).
 void reportAnswer(Args& a, const RunInputs& in, size_t i, const florence::Result& r,
@@ -237,12 +245,13 @@ void reportAnswer(Args& a, const RunInputs& in, size_t i, const florence::Result
     }
     const std::string path = in.paths.empty() ? std::string() : in.paths[i];
     if (a.has("json")) {
-        documents.append(resultJson(path, in.requests[i].prompt, r, answer, opts, model));
+        documents.append(
+            resultJson(path, in.requests[i].prompt, r, answer, opts, model, orientationOf(in, i)));
         return;
     }
     if (a.has("jsonl")) {
         std::cout << florence::cli::jsonLine(
-            resultJson(path, in.requests[i].prompt, r, answer, opts, model));
+            resultJson(path, in.requests[i].prompt, r, answer, opts, model, orientationOf(in, i)));
         return;
     }
     if (in.paths.size() > 1)
@@ -280,8 +289,8 @@ int runMany(Args& a, const std::string& task, const std::vector<std::string>& pa
                 if (jsonl)
                     std::cout << florence::cli::jsonLine(florence::cli::failureJson(o));
             } else if (json || jsonl) {
-                const QJsonObject doc =
-                    resultJson(o.path, o.prompt, o.result, o.answer, opts, *model);
+                const QJsonObject doc = resultJson(o.path, o.prompt, o.result, o.answer, opts,
+                                                   *model, o.orientationApplied);
                 if (jsonl)
                     std::cout << florence::cli::jsonLine(doc);
                 else
@@ -294,12 +303,12 @@ int runMany(Args& a, const std::string& task, const std::vector<std::string>& pa
                                  .toStdString()
                           << "\n";
             }
-            std::cout << std::flush;
+            florence::cli::flushStdout(); // a full disk stops the run (exit 1)
             if (!quiet)
                 std::cerr << "[" << o.index + 1 << "/" << paths.size() << "] images\n";
             return true;
         },
-        &g_cancel);
+        &g_cancel, {}, florence::cli::decodeOptions(a));
     if (json)
         std::cout << "]\n";
     return g_cancel ? 130 : failed > 0 ? 1 : 0;
@@ -310,7 +319,7 @@ int cmdRun(int argc, char** argv) {
         parseArgs(argc, argv, 2,
                   {"image", "images", "pixel-values", "task", "text", "region", "model", "beams",
                    "max-new-tokens", "threads", "annotate", "precision", "batch-size", "coco"},
-                  {"no-cache", "json", "jsonl", "quiet", "ignore-eos"});
+                  {"no-cache", "json", "jsonl", "quiet", "ignore-eos", "no-exif-rotate"});
     if (!a.positional.empty())
         throw UsageError("unexpected argument '" + a.positional[0] + "'");
     std::vector<std::string> paths = runImagePaths(a);
@@ -470,6 +479,27 @@ int cmdTasks() {
 
 } // namespace
 
+// The command's exit code.
+int runCommand(const std::string& cmd, int argc, char** argv) {
+    if (cmd == "run")
+        return cmdRun(argc, argv);
+    if (cmd == "batch")
+        return florence::cli::runBatch(argc, argv);
+    if (cmd == "import")
+        return cmdImport(argc, argv);
+    if (cmd == "tokenize")
+        return cmdTokenize(argc, argv);
+    if (cmd == "parse")
+        return cmdParse(argc, argv);
+    if (cmd == "tasks")
+        return cmdTasks();
+    if (cmd == "models")
+        return cmdModels(argc, argv);
+    if (cmd == "bench")
+        return florence::cli::runBench(argc, argv);
+    throw UsageError("unknown command '" + cmd + "' (try --help)");
+}
+
 int main(int argc, char** argv) {
     // The commands that run a model; the others start without the re-execution it may take
     // (about 0.35 s here: the libraries load twice).
@@ -498,23 +528,10 @@ int main(int argc, char** argv) {
                 std::cout << kUsage;
                 return 0;
             }
-        if (cmd == "run")
-            return cmdRun(argc, argv);
-        if (cmd == "batch")
-            return florence::cli::runBatch(argc, argv);
-        if (cmd == "import")
-            return cmdImport(argc, argv);
-        if (cmd == "tokenize")
-            return cmdTokenize(argc, argv);
-        if (cmd == "parse")
-            return cmdParse(argc, argv);
-        if (cmd == "tasks")
-            return cmdTasks();
-        if (cmd == "models")
-            return cmdModels(argc, argv);
-        if (cmd == "bench")
-            return florence::cli::runBench(argc, argv);
-        throw UsageError("unknown command '" + cmd + "' (try --help)");
+        const int code = runCommand(cmd, argc, argv);
+        // What was printed must have arrived: stdout on a full disk is an error, not exit 0.
+        florence::cli::flushStdout();
+        return code;
     } catch (const UsageError& e) {
         std::cerr << "florence-studio-cli: " << e.what() << "\n";
         return 2;

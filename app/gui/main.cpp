@@ -1,5 +1,6 @@
 // florence-studio: the desktop app. Only wiring: command line, settings identity, the window.
 #include "MainWindow.h"
+#include "Settings.h"
 #include "Theme.h"
 
 #include <florence/paths.h>
@@ -149,8 +150,8 @@ void applyTaskOptions(florence::ui::MainWindow& window, const QCommandLineParser
                 const florence::Box b = florence::parseRegion(text.toStdString());
                 window.setRegion(QRectF(QPointF(b.x1, b.y1), QPointF(b.x2, b.y2)).normalized());
             } catch (const florence::TaskError& e) {
-                window.showMessage(
-                    QStringLiteral("--region: %1").arg(QString::fromUtf8(e.what())), true);
+                window.showMessage(QStringLiteral("--region: %1").arg(QString::fromUtf8(e.what())),
+                                   true);
             }
         });
     }
@@ -179,6 +180,9 @@ int main(int argc, char** argv) {
     QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/florence-studio.svg")));
     if (parser.isSet(options.dark))
         florence::ui::applyTheme(florence::ui::Theme::Dark);
+    // Before the window reads its settings: a FIFO there would hang the start.
+    if (const QString note = florence::ui::Settings::setAsideIfUnusable(); !note.isEmpty())
+        std::fprintf(stderr, "florence-studio: %s\n", qPrintable(note));
 
     florence::ui::MainWindow window;
     if (parser.isSet(options.size)) {

@@ -1,5 +1,7 @@
 #include <florence/batch.h>
 
+#include <florence/files.h>
+
 #include <QDir>
 #include <QDirIterator>
 #include <QFile>
@@ -47,14 +49,108 @@ std::string taskFilePart(const std::string& task) {
     return t.remove(QLatin1Char('<')).remove(QLatin1Char('>')).toStdString();
 }
 
-// The task an existing JSON sidecar answers, "" when it cannot be read as one.
-std::string sidecarTask(const std::string& path) {
-    QFile f(qstr(path));
-    if (!f.open(QIODevice::ReadOnly))
-        return {};
-    const QJsonObject doc = QJsonDocument::fromJson(f.readAll()).object();
-    return doc.value(QStringLiteral("task")).toString().toStdString();
+// Sidecars are small (a few KB; many polygons make a few MB): a larger file is not ours.
+constexpr int64_t kMaxSidecarBytes = 64 << 20;
+
+// What is at a sidecar's path before the run writes it.
+struct Sidecar {
+    enum Kind {
+        Missing, // nothing there
+        Answer,  // one of our answer documents, for `task`
+        Cut,     // a regular file that is not whole JSON: a write that did not finish
+        Foreign, // whole JSON, but not our answer document
+        NotAFile // a folder, FIFO, device, a link to one, or too large: never read or replaced
+    } kind = Missing;
+    std::string task;
+    QJsonObject document; // Answer: the document
+    std::string why;      // NotAFile: the reason, naming the file
+};
+
+bool existsOrLink(const std::string& path) {
+    const QFileInfo fi(qstr(path));
+    return fi.exists() || fi.isSymLink();
 }
+
+Sidecar readSidecar(const std::string& path) {
+    Sidecar s;
+    if (!existsOrLink(path))
+        return s;
+    QByteArray bytes;
+    try {
+        bytes = readSmallFile(path, kMaxSidecarBytes);
+    } catch (const Error& e) {
+        s.kind = Sidecar::NotAFile;
+        s.why = e.what();
+        return s;
+    }
+    QJsonParseError parseError{};
+    const QJsonDocument doc = QJsonDocument::fromJson(bytes, &parseError);
+    if (parseError.error != QJsonParseError::NoError || !doc.isObject()) {
+        s.kind = Sidecar::Cut;
+        return s;
+    }
+    const QJsonObject o = doc.object();
+    if (o.value(QStringLiteral("format")).toString() != QLatin1String("florence-studio-answer")) {
+        s.kind = Sidecar::Foreign;
+        return s;
+    }
+    s.kind = Sidecar::Answer;
+    s.task = o.value(QStringLiteral("task")).toString().toStdString();
+    s.document = o;
+    return s;
+}
+
+// Why the run must not replace what is at `path` (a text sidecar, the COCO file), or "".
+std::string notAFile(const std::string& path) {
+    return path.empty() ? std::string() : whyNotARegularFile(path, kMaxSidecarBytes);
+}
+
+// The folder's COCO file, written as the images' COCO parts are added: ids renumbered across
+// the folder, one category per name.
+class CocoAssembly {
+public:
+    explicit CocoAssembly(QIODevice& out) : m_out(out) { m_out.write("{\"annotations\":["); }
+
+    void add(const QJsonObject& coco, const QString& fileName) {
+        QJsonObject entry = coco.value(QStringLiteral("images")).toArray().first().toObject();
+        entry[QStringLiteral("id")] = ++m_imageId;
+        entry[QStringLiteral("file_name")] = fileName;
+        m_images += (m_images.isEmpty() ? "\n" : ",\n") +
+                    QJsonDocument(entry).toJson(QJsonDocument::Compact);
+        std::map<int, int> categoryOf; // this image's ids -> the folder's
+        for (const QJsonValue& c : coco.value(QStringLiteral("categories")).toArray()) {
+            const QString name = c[QStringLiteral("name")].toString();
+            auto it = m_categories.find(name);
+            if (it == m_categories.end()) {
+                it = m_categories.emplace(name, static_cast<int>(m_categories.size()) + 1).first;
+                m_categoryList.append(QJsonObject{{QStringLiteral("id"), it->second},
+                                                  {QStringLiteral("name"), name}});
+            }
+            categoryOf[c[QStringLiteral("id")].toInt()] = it->second;
+        }
+        for (const QJsonValue& v : coco.value(QStringLiteral("annotations")).toArray()) {
+            QJsonObject a = v.toObject();
+            a[QStringLiteral("id")] = ++m_annotationId;
+            a[QStringLiteral("image_id")] = m_imageId;
+            a[QStringLiteral("category_id")] = categoryOf[a[QStringLiteral("category_id")].toInt()];
+            m_out.write(m_annotationId == 1 ? "\n" : ",\n");
+            m_out.write(QJsonDocument(a).toJson(QJsonDocument::Compact));
+        }
+    }
+
+    // Write errors surface in commitSaveFile (QSaveFile remembers them).
+    void finish() {
+        m_out.write("],\n\"images\":[" + m_images + "],\n\"categories\":" +
+                    QJsonDocument(m_categoryList).toJson(QJsonDocument::Compact) + "}\n");
+    }
+
+private:
+    QIODevice& m_out;
+    QByteArray m_images;
+    std::map<QString, int> m_categories;
+    QJsonArray m_categoryList;
+    int m_imageId = 0, m_annotationId = 0;
+};
 
 } // namespace
 
@@ -124,6 +220,8 @@ FolderBatch::FolderBatch(FolderJob job) : m_job(std::move(job)) {
 }
 
 void FolderBatch::checkExisting() {
+    if (const std::string why = notAFile(cocoPath()); !why.empty())
+        throw Error(why + "; the COCO file is never written over it");
     std::map<std::string, std::string> byBase; // sidecar base → the image that has it
     size_t existing = 0;
     for (const std::string& image : m_images) {
@@ -133,17 +231,9 @@ void FolderBatch::checkExisting() {
                                               "'s; rename one of them");
             continue;
         }
-        const std::string json = jsonPath(image);
-        if (!json.empty() && m_job.existing != ExistingResults::Overwrite &&
-            QFileInfo::exists(qstr(json))) {
-            const std::string other = sidecarTask(json);
-            if (other != m_job.task.task) {
-                m_refused.emplace_back(image, json + " holds " +
-                                                  (other.empty() ? "something else" : other) +
-                                                  "'s answer; choose Overwrite or another "
-                                                  "output folder");
-                continue;
-            }
+        if (const std::string why = refusal(image); !why.empty()) {
+            m_refused.emplace_back(image, why);
+            continue;
         }
         if (hasResult(image)) {
             ++existing;
@@ -157,6 +247,26 @@ void FolderBatch::checkExisting() {
                     " images already have results; resume to skip them or overwrite them");
     if (m_job.existing == ExistingResults::Skip)
         m_skipped = existing;
+}
+
+std::string FolderBatch::refusal(const std::string& image) const {
+    // A FIFO, a device or a link to one where a result goes is neither read nor replaced, even
+    // with Overwrite: the rename would put a file in the device's place.
+    for (const std::string& path : {textPath(image), jsonPath(image)})
+        if (const std::string why = notAFile(path); !why.empty())
+            return why + "; results are never written over it";
+    const std::string json = jsonPath(image);
+    if (json.empty() || m_job.existing == ExistingResults::Overwrite)
+        return {};
+    // An empty or cut sidecar (a write that did not finish) is redone; another task's answer
+    // or a file that is not an answer document is the user's, and kept.
+    const Sidecar s = readSidecar(json);
+    if (s.kind == Sidecar::Foreign)
+        return json + " is not an answer document; choose Overwrite or another output folder";
+    if (s.kind == Sidecar::Answer && s.task != m_job.task.task)
+        return json + " holds " + (s.task.empty() ? "another task" : s.task) +
+               "'s answer; choose Overwrite or another output folder";
+    return {};
 }
 
 std::string FolderBatch::sidecarBase(const std::string& image) const {
@@ -195,19 +305,14 @@ std::string FolderBatch::cocoPath() const {
 bool FolderBatch::hasResult(const std::string& image) const {
     const std::string json = jsonPath(image);
     const std::string text = textPath(image);
-    if (!json.empty() && (!QFileInfo::exists(qstr(json)) || sidecarTask(json) != m_job.task.task))
-        return false;
+    if (json.empty() && text.empty())
+        return false; // nothing is written (--jsonl only): nothing to resume from
+    if (!json.empty()) {
+        const Sidecar s = readSidecar(json);
+        if (s.kind != Sidecar::Answer || s.task != m_job.task.task)
+            return false;
+    }
     return text.empty() || QFileInfo::exists(qstr(text));
-}
-
-void writeFileAtomically(const std::string& path, const QByteArray& bytes) {
-    if (!QDir().mkpath(QFileInfo(qstr(path)).path()))
-        throw Error("cannot make the folder of " + path);
-    // QSaveFile writes beside the target and renames on commit; a file never committed (a
-    // failed write, a cancelled run) is removed, so readers see the old file or the new one.
-    QSaveFile f(qstr(path));
-    if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit())
-        throw Error("cannot write " + path + ": " + f.errorString().toStdString());
 }
 
 void FolderBatch::writeResult(const std::string& image, const ParsedAnswer& answer,
@@ -230,49 +335,20 @@ void FolderBatch::writeCoco() const {
         throw Error("cannot write " + path + ": " + out.errorString().toStdString());
     // Annotations stream out as the sidecars are read, one at a time; only the small image
     // entries and the category names wait for the end (JSON keys may come in any order).
-    out.write("{\"annotations\":[");
-    QByteArray images;
-    std::map<QString, int> categories;
-    QJsonArray categoryList;
-    int imageId = 0, annotationId = 0;
-    const QDir root(qstr(m_job.dir));
+    CocoAssembly coco(out);
+    // Relative to the COCO file's folder, whatever the folder given was relative to.
+    const QDir root(QFileInfo(qstr(path)).absolutePath());
     for (const std::string& image : m_images) {
-        QFile f(qstr(jsonPath(image)));
-        if (!f.open(QIODevice::ReadOnly))
+        const Sidecar s = readSidecar(jsonPath(image));
+        if (s.kind != Sidecar::Answer || s.task != m_job.task.task)
             continue;
-        const QJsonObject doc = QJsonDocument::fromJson(f.readAll()).object();
-        if (doc.value(QStringLiteral("task")).toString().toStdString() != m_job.task.task)
-            continue;
-        const QJsonObject coco = doc.value(QStringLiteral("coco")).toObject();
-        QJsonObject entry = coco.value(QStringLiteral("images")).toArray().first().toObject();
-        entry[QStringLiteral("id")] = ++imageId;
-        entry[QStringLiteral("file_name")] = root.relativeFilePath(qstr(image));
-        images +=
-            (images.isEmpty() ? "\n" : ",\n") + QJsonDocument(entry).toJson(QJsonDocument::Compact);
-        std::map<int, int> categoryOf; // this image's ids -> the folder's
-        for (const QJsonValue& c : coco.value(QStringLiteral("categories")).toArray()) {
-            const QString name = c[QStringLiteral("name")].toString();
-            auto it = categories.find(name);
-            if (it == categories.end()) {
-                it = categories.emplace(name, static_cast<int>(categories.size()) + 1).first;
-                categoryList.append(QJsonObject{{QStringLiteral("id"), it->second},
-                                                {QStringLiteral("name"), name}});
-            }
-            categoryOf[c[QStringLiteral("id")].toInt()] = it->second;
-        }
-        for (const QJsonValue& v : coco.value(QStringLiteral("annotations")).toArray()) {
-            QJsonObject a = v.toObject();
-            a[QStringLiteral("id")] = ++annotationId;
-            a[QStringLiteral("image_id")] = imageId;
-            a[QStringLiteral("category_id")] = categoryOf[a[QStringLiteral("category_id")].toInt()];
-            out.write(annotationId == 1 ? "\n" : ",\n");
-            out.write(QJsonDocument(a).toJson(QJsonDocument::Compact));
-        }
+        coco.add(s.document.value(QStringLiteral("coco")).toObject(),
+                 root.relativeFilePath(QFileInfo(qstr(image)).absoluteFilePath()));
     }
-    out.write("],\n\"images\":[" + images + "],\n\"categories\":" +
-              QJsonDocument(categoryList).toJson(QJsonDocument::Compact) + "}\n");
-    if (!out.commit())
-        throw Error("cannot write " + path + ": " + out.errorString().toStdString());
+    coco.finish();
+    QString why;
+    if (!commitSaveFile(out, &why))
+        throw Error("cannot write " + path + ": " + why.toStdString());
 }
 
 std::string BatchProgress::summary() const {

@@ -13,12 +13,14 @@ struct Pending {
     Request request;
 };
 
-Pending decode(size_t index, const std::string& path, const TaskRequest& task) {
+Pending decode(size_t index, const std::string& path, const TaskRequest& task,
+               const DecodeOptions& decodeOptions) {
     Pending p;
     p.outcome.index = index;
     p.outcome.path = path;
     try {
-        p.request.image = std::make_shared<const RgbImage>(loadImage(path));
+        p.request.image = std::make_shared<const RgbImage>(loadImage(path, decodeOptions));
+        p.outcome.orientationApplied = p.request.image->orientationApplied;
         p.outcome.width = p.request.image->width;
         p.outcome.height = p.request.image->height;
         p.request.prompt = buildPrompt(task, p.outcome.width, p.outcome.height);
@@ -67,7 +69,8 @@ void answer(Session& session, std::vector<Pending>& chunk, const TaskRequest& ta
 
 size_t runImages(Session& session, const std::vector<std::string>& paths, const TaskRequest& task,
                  const GenerationOptions& options, int batchSize, const ImageDoneCallback& onDone,
-                 const std::atomic<bool>* cancel, const ImageStartCallback& onStart) {
+                 const std::atomic<bool>* cancel, const ImageStartCallback& onStart,
+                 const DecodeOptions& decodeOptions) {
     const size_t step = static_cast<size_t>(std::max(1, batchSize));
     size_t reported = 0;
     auto cancelled = [&] { return cancel && cancel->load(); };
@@ -75,7 +78,7 @@ size_t runImages(Session& session, const std::vector<std::string>& paths, const 
         // Only this chunk's images are decoded: memory does not grow with the list.
         std::vector<Pending> chunk;
         for (size_t i = first; i < std::min(paths.size(), first + step); ++i)
-            chunk.push_back(decode(i, paths[i], task));
+            chunk.push_back(decode(i, paths[i], task, decodeOptions));
         answer(session, chunk, task, options, cancel, onStart);
         for (Pending& p : chunk) {
             // A generation cut short by cancel is no answer: it is not reported, so nothing of

@@ -5,6 +5,7 @@
 #include <ATen/Parallel.h>
 
 #include <malloc.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -92,12 +93,18 @@ void tuneAllocator() {
     });
 }
 
-void setThreads(int n) {
+int usableCores() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
     if (n <= 0)
         n = static_cast<int>(std::thread::hardware_concurrency());
-    if (n <= 0)
-        n = 1;
-    at::set_num_threads(n);
+    return n > 0 ? n : 1;
+}
+
+void setThreads(int n) {
+    const int cores = usableCores();
+    at::set_num_threads(n <= 0 || n > cores ? cores : n);
 }
 
 int threads() {

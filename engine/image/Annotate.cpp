@@ -1,8 +1,9 @@
 #include <florence/annotate.h>
 
+#include <florence/files.h>
+
 #include <QDir>
 #include <QFileInfo>
-#include <QSaveFile>
 
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -461,17 +462,15 @@ void saveImage(const RgbImage& image, const std::string& path) {
         throw ImageError(path + ": the image could not be encoded as ." + extension + " (" + e.err +
                          ")");
     }
-    // Encode in memory and write with QSaveFile rather than cv::imwrite: Qt opens UTF-8 paths on
-    // every platform (as loadImage does), and a failed write leaves an existing file intact
-    // instead of half-overwritten.
-    QSaveFile file(qpath);
-    if (!file.open(QIODevice::WriteOnly))
-        throw ImageError(path + ": the file cannot be written (" +
-                         file.errorString().toStdString() + ")");
-    const auto size = qint64(encoded.size());
-    if (file.write(reinterpret_cast<const char*>(encoded.data()), size) != size || !file.commit())
-        throw ImageError(path + ": the file cannot be written (" +
-                         file.errorString().toStdString() + ")");
+    // Encode in memory and write through a temporary file rather than by cv::imwrite: Qt opens
+    // UTF-8 paths on every platform (as loadImage does), and a failed write (a full disk) leaves
+    // an existing file intact instead of half-overwritten.
+    try {
+        writeFileAtomically(path, QByteArray(reinterpret_cast<const char*>(encoded.data()),
+                                             qsizetype(encoded.size())));
+    } catch (const Error& e) {
+        throw ImageError(e.what());
+    }
 }
 
 void saveAnnotatedImage(const RgbImage& image, const ParsedAnswer& answer,

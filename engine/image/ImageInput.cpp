@@ -1,6 +1,8 @@
 #include <florence/image.h>
 
 #include "host/RegularFile.h"
+#include "image/JpegCheck.h"
+#include "image/Orientation.h"
 
 #include <QFileInfo>
 
@@ -547,7 +549,8 @@ void resampleVertical(const uint8_t* in, int rowOffset, int width, uint8_t* out,
 
 } // namespace
 
-RgbImage decodeImage(const std::vector<uint8_t>& encoded, const std::string& nameForErrors) {
+RgbImage decodeImage(const std::vector<uint8_t>& encoded, const std::string& nameForErrors,
+                     const DecodeOptions& options) {
     if (encoded.empty())
         throw ImageError(nameForErrors + ": the file is empty");
     const Format format = formatOf(encoded);
@@ -573,12 +576,16 @@ RgbImage decodeImage(const std::vector<uint8_t>& encoded, const std::string& nam
     checkPixelCount(dims->first, dims->second, nameForErrors);
     if (format == Format::Png)
         checkPng(encoded, nameForErrors);
+    if (format == Format::Jpeg)
+        if (const std::string why = detail::jpegProblem(encoded); !why.empty())
+            throw ImageError(nameForErrors + ": " + why);
     // ANYDEPTH keeps 16-bit samples; ANYCOLOR keeps grayscale as one channel and strips
-    // alpha. Any flag other than IMREAD_UNCHANGED makes OpenCV apply the EXIF orientation.
+    // alpha. The EXIF orientation is applied here, as OpenCV would, so the answer can say so.
     cv::Mat decoded;
     try {
         const cv::Mat buffer(1, int(encoded.size()), CV_8U, const_cast<uint8_t*>(encoded.data()));
-        decoded = cv::imdecode(buffer, cv::IMREAD_ANYDEPTH | cv::IMREAD_ANYCOLOR);
+        decoded = cv::imdecode(buffer, cv::IMREAD_ANYDEPTH | cv::IMREAD_ANYCOLOR |
+                                           cv::IMREAD_IGNORE_ORIENTATION);
     } catch (const cv::Exception& e) {
         throw ImageError(nameForErrors + ": the image could not be decoded (" + e.err + ")");
     }
@@ -586,10 +593,14 @@ RgbImage decodeImage(const std::vector<uint8_t>& encoded, const std::string& nam
         throw ImageError(nameForErrors +
                          ": not an image in a supported format (PNG, JPEG, BMP, TIFF, WebP), "
                          "or the file is damaged");
-    return fromMat(decoded, nameForErrors);
+    const int orientation = options.exifRotate ? detail::exifOrientation(encoded) : 1;
+    detail::applyOrientation(decoded, orientation);
+    RgbImage image = fromMat(decoded, nameForErrors);
+    image.orientationApplied = orientation != 1;
+    return image;
 }
 
-RgbImage loadImage(const std::string& path) {
+RgbImage loadImage(const std::string& path, const DecodeOptions& options) {
     // Read ourselves rather than by cv::imread: a regular file only (a FIFO or device would
     // block or never end), up to a size limit, and the header is checked before decoding.
     const QFileInfo info(QString::fromStdString(path));
@@ -601,7 +612,7 @@ RgbImage loadImage(const std::string& path) {
     const QByteArray bytes = detail::readRegularFile(path, kMaxImageFileBytes, &error);
     if (!error.empty())
         throw ImageError(error);
-    return decodeImage(std::vector<uint8_t>(bytes.begin(), bytes.end()), path);
+    return decodeImage(std::vector<uint8_t>(bytes.begin(), bytes.end()), path, options);
 }
 
 RgbImage resizeBicubicPil(const RgbImage& image, int width, int height) {

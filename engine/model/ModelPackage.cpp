@@ -1,5 +1,7 @@
 #include <florence/package.h>
 
+#include <florence/files.h>
+
 #include "host/RegularFile.h"
 
 #include <QCryptographicHash>
@@ -464,7 +466,7 @@ void addRecords(const QString& path, const std::vector<QString>& added) {
     for (size_t i = skip; i < records.size(); ++i)
         out << records[i] << "\n";
     out.flush();
-    f.commit();
+    commitSaveFile(f, nullptr); // a cut record is discarded, the old one kept
 }
 
 } // namespace

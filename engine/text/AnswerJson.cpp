@@ -304,6 +304,8 @@ QJsonObject answerJson(const ParsedAnswer& answer, const Result& result,
     QJsonObject image{{"width", answer.imageWidth}, {"height", answer.imageHeight}};
     if (!context.imageFile.empty())
         image["file"] = qstr(context.imageFile);
+    if (context.orientationApplied)
+        image["orientation_applied"] = *context.orientationApplied;
     o["image"] = image;
     if (!context.prompt.empty())
         o["prompt"] = qstr(context.prompt);

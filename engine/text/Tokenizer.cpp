@@ -1,5 +1,7 @@
 #include <florence/tokenizer.h>
 
+#include <florence/files.h>
+
 #include <QByteArray>
 #include <QChar>
 #include <QFile>
@@ -209,11 +211,14 @@ std::array<char32_t, 256> byteToCodePoint() {
 }
 
 QByteArray readFile(const std::string& path, const char* what) {
-    QFile file(QString::fromStdString(path));
-    if (!file.open(QIODevice::ReadOnly))
-        throw Error("cannot read " + std::string(what) + " '" + path +
-                    "': " + file.errorString().toStdString());
-    return file.readAll();
+    // Bounded and regular files only: Florence-2's vocab.json is 1 MB, its merges 0.5 MB; a FIFO
+    // or /dev/zero in a package is refused, never waited on or read without end.
+    constexpr int64_t kMaxTokenizerFileBytes = 64 << 20;
+    try {
+        return readSmallFile(path, kMaxTokenizerFileBytes);
+    } catch (const Error& e) {
+        throw Error("cannot read " + std::string(what) + ": " + e.what());
+    }
 }
 
 } // namespace

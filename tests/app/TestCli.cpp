@@ -1,6 +1,7 @@
 // florence-studio-cli as a user runs it: every task end to end on the bundled model, the
 // answer parser through `parse` on every fixture case, and one-line errors with a non-zero exit
 // for wrong arguments, unknown tasks and bad files.
+#include <florence/annotate.h>
 #include <florence/answer.h>
 #include <florence/tasks.h>
 #include <florence/version.h>
@@ -83,6 +84,8 @@ private slots:
     void tokenize();
     void badArguments_data();
     void badArguments();
+    void threadsBeyondTheCoresAreClamped();
+    void exifOrientationInTheAnswer();
     void version();
 };
 
@@ -230,8 +233,9 @@ void TestCli::ignoreEosGeneratesExactlyMaxNewTokens() {
 void TestCli::openMpThreadsSleepUnlessTheUserChose() {
     // The runtime line names the OpenMP wait policy the run had: PASSIVE when the environment
     // has none (prepareProcess sets it and re-executes), the user's own value otherwise.
-    const QStringList args{"run", "--image", kSamples + "/scenes/scene_00.png", "--beams", "1",
-                           "--max-new-tokens", "2", "--json", "--quiet"};
+    const QStringList args{"run",     "--image", kSamples + "/scenes/scene_00.png",
+                           "--beams", "1",       "--max-new-tokens",
+                           "2",       "--json",  "--quiet"};
     const auto runtimeWith = [&](const QString& policy) {
         QProcess p;
         QProcessEnvironment env = cliEnvironment();
@@ -323,6 +327,10 @@ void TestCli::badArguments_data() {
                                                  "--region",
                                                  "5000,5000,6000,6000"}
                                   << 1 << "empty";
+    QTest::newRow("no threads") << QStringList{"run", "--image", pier, "--threads", "0"} << 2
+                                << "--threads must be at least 1";
+    QTest::newRow("negative threads") << QStringList{"batch", "--dir", kSamples, "--threads", "-1"}
+                                      << 2 << "--threads must be at least 1";
     QTest::newRow("parse without size")
         << QStringList{"parse", "--task", "<OD>", "x"} << 2 << "--image-size";
     QTest::newRow("import without source")
@@ -343,6 +351,52 @@ void TestCli::badArguments() {
     QVERIFY2(err.contains(message), qPrintable(err));
     if (!args.isEmpty()) // a usage screen is several lines; an error is one
         QVERIFY2(!err.contains('\n'), qPrintable(err));
+}
+
+void TestCli::threadsBeyondTheCoresAreClamped() {
+    // 1000 threads take turns on the same cores; the run uses the cores it has, and says so.
+    const Output o = runCli({"run", "--image", kSamples + "/pier.png", "--threads", "1000",
+                             "--beams", "1", "--max-new-tokens", "8"});
+    QVERIFY2(o.exitCode == 0, o.err.constData());
+    QVERIFY2(o.err.contains("--threads 1000 is more than the"), o.err.constData());
+}
+
+void TestCli::exifOrientationInTheAnswer() {
+    // A phone photo stored 400x200 with EXIF orientation 6: answered upright (200x400) and the
+    // document says so; --no-exif-rotate answers on the pixels as stored, as Python's processor.
+    QTemporaryDir dir;
+    florence::RgbImage stored;
+    stored.width = 400;
+    stored.height = 200;
+    stored.pixels.assign(400 * 200 * 3, 90);
+    florence::saveImage(stored, dir.filePath("stored.jpg").toStdString());
+    QFile storedFile(dir.filePath("stored.jpg"));
+    QVERIFY(storedFile.open(QIODevice::ReadOnly));
+    QByteArray jpeg = storedFile.readAll();
+    const QByteArray tiff("MM\x00\x2a\x00\x00\x00\x08\x00\x01\x01\x12\x00\x03\x00\x00\x00\x01"
+                          "\x00\x06\x00\x00\x00\x00\x00\x00",
+                          26);
+    const QByteArray payload = QByteArray("Exif\x00\x00", 6) + tiff;
+    QByteArray app1("\xff\xe1", 2);
+    app1.append(char(0)).append(char(payload.size() + 2)).append(payload);
+    jpeg.insert(2, app1);
+    const QString path = dir.filePath("phone.jpg");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(jpeg);
+    f.close();
+    for (const bool rotate : {true, false}) {
+        QStringList args = {"run", "--image",          path, "--json", "--beams",
+                            "1",   "--max-new-tokens", "8"};
+        if (!rotate)
+            args << "--no-exif-rotate";
+        const Output o = runCli(args);
+        QVERIFY2(o.exitCode == 0, o.err.constData());
+        const QJsonObject image = QJsonDocument::fromJson(o.out).object()["image"].toObject();
+        QCOMPARE(image["orientation_applied"].toBool(!rotate), rotate);
+        QCOMPARE(image["width"].toInt(), rotate ? 200 : 400);
+        QCOMPARE(image["height"].toInt(), rotate ? 400 : 200);
+    }
 }
 
 void TestCli::version() {

@@ -192,7 +192,58 @@ void TestHostile::checkpointErrorsNameTheFile_data() {
     QTest::newRow("vision stage of depth 10^6") << "vision-depth"
                                                 << "config.json"
                                                 << "vision_config.depths";
+    // Files that are not files: each refused at once, never waited on or read without end.
+    QTest::newRow("config a FIFO") << "fifo:config.json"
+                                   << "config.json"
+                                   << "is a FIFO";
+    QTest::newRow("config a link to /dev/zero") << "zero:config.json"
+                                                << "config.json"
+                                                << "is a device";
+    QTest::newRow("config a link loop") << "loop:config.json"
+                                        << "config.json"
+                                        << "link loop";
+    QTest::newRow("config a folder") << "folder:config.json"
+                                     << "config.json"
+                                     << "is a folder";
+    QTest::newRow("config nested 100,000 deep") << "deep:config.json"
+                                                << "config.json"
+                                                << "nested too deeply";
+    QTest::newRow("preprocessor config a link to /dev/zero") << "zero:preprocessor_config.json"
+                                                             << "preprocessor_config.json"
+                                                             << "is a device";
+    QTest::newRow("preprocessor config a FIFO") << "fifo:preprocessor_config.json"
+                                                << "preprocessor_config.json"
+                                                << "is a FIFO";
+    QTest::newRow("vocab.json a FIFO") << "fifo:vocab.json"
+                                       << "vocab.json"
+                                       << "is a FIFO";
+    QTest::newRow("tokenizer.json a link to /dev/zero") << "zero:tokenizer.json"
+                                                        << "tokenizer.json"
+                                                        << "is a device";
 }
+
+namespace {
+
+// Puts something that is not a regular file at `path`: "fifo", "zero" (a link to /dev/zero),
+// "loop" (a link to itself), "folder", or "deep" (JSON nested 100,000 deep).
+void notAFile(const QString& how, const QString& path) {
+    QFile::remove(path);
+    if (how == "fifo") {
+        QCOMPARE(::mkfifo(path.toLocal8Bit().constData(), 0600), 0);
+    } else if (how == "zero") {
+        QVERIFY(QFile::link("/dev/zero", path));
+    } else if (how == "loop") {
+        QVERIFY(QFile::link(path, path));
+    } else if (how == "folder") {
+        QVERIFY(QDir().mkpath(path));
+    } else {
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QByteArray(100000, '[') + QByteArray(100000, ']'));
+    }
+}
+
+} // namespace
 
 void TestHostile::checkpointErrorsNameTheFile() {
     QFETCH(QString, kind);
@@ -237,6 +288,8 @@ void TestHostile::checkpointErrorsNameTheFile() {
         config["vision_config"] = vision;
         writeJson(hf + "/config.json", config);
     }
+    if (kind.contains(':'))
+        notAFile(kind.section(':', 0, 0), hf + "/" + kind.section(':', 1));
     ImportJob job;
     job.hfDir = hf.toStdString();
     job.outDir = (dir.path() + "/out").toStdString();

@@ -496,7 +496,7 @@ void TestImageInput::loadErrorsNameTheFile_data() {
     QTest::newRow("truncated png")
         << "cut.png" << validPng.left(validPng.size() / 3) << "PNG file is damaged";
     QTest::newRow("png header only") << "header.png" << validPng.left(40) << "PNG file is damaged";
-    QTest::newRow("truncated jpeg") << "cut.jpg" << validJpg.left(200) << "not an image";
+    QTest::newRow("truncated jpeg") << "cut.jpg" << validJpg.left(200) << "JPEG is damaged";
     QTest::newRow("zero width") << "zero.png" << pngHeaderClaiming(0, 100) << "no pixels";
     // 50000×50000 claimed in a 33-byte file: refused from the header, before decoding.
     QTest::newRow("too large png") << "bomb.png" << pngHeaderClaiming(50000, 50000) << "too large";

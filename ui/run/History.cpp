@@ -3,6 +3,7 @@
 #include "run/AnswerDisplay.h"
 
 #include <florence/answer_json.h>
+#include <florence/files.h>
 #include <florence/image.h>
 #include <florence/stats.h>
 #include <florence/tasks.h>
@@ -14,10 +15,11 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QLocale>
-#include <QSaveFile>
+#include <QLockFile>
 #include <QStandardPaths>
 
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 namespace florence::ui {
@@ -28,7 +30,9 @@ const QString kFormat = QStringLiteral("florence-studio-history");
 constexpr int kFormatVersion = 1;
 // Bounds on what a history file may hold, so a damaged or hostile file cannot make the app
 // allocate without limit: far above what 200 real runs write.
-constexpr qint64 kMaxFileBytes = 256ll << 20;
+constexpr qint64 kMaxFileBytes = 64ll << 20;
+// How long a window waits for another one that is saving the history.
+constexpr int kLockWaitMs = 5000;
 constexpr int kMaxTextChars = 1 << 20;
 constexpr int kMaxSteps = 100'000;
 constexpr int kMaxThumbnailChars = 256 * 1024;
@@ -313,73 +317,135 @@ QString History::defaultPath() {
         .filePath(QStringLiteral("history.json"));
 }
 
+// What the history file holds: its entries' documents, or why it cannot be used.
+struct HistoryFile {
+    bool exists = false;
+    QByteArray bytes;
+    QJsonArray docs;
+    QString problem; // "" when the file is a history of this version
+};
+
+namespace {
+
+HistoryFile readHistoryFile(const QString& path) {
+    HistoryFile file;
+    const QFileInfo info(path);
+    file.exists = info.exists() || info.isSymLink();
+    if (!file.exists)
+        return file;
+    try {
+        // A regular file of bounded size only: a FIFO would hang the start, /dev/zero fill
+        // the memory.
+        file.bytes = readSmallFile(path.toStdString(), kMaxFileBytes);
+    } catch (const Error& e) {
+        file.problem = QString::fromStdString(e.what());
+        return file;
+    }
+    QJsonParseError parseError{};
+    const QJsonDocument json = QJsonDocument::fromJson(file.bytes, &parseError);
+    const QJsonObject root = json.object();
+    if (parseError.error != QJsonParseError::NoError)
+        file.problem = History::tr("not JSON: %1").arg(parseError.errorString());
+    else if (root.value(QLatin1String("format")).toString() != kFormat ||
+             root.value(QLatin1String("format_version")).toInt() != kFormatVersion ||
+             !root.value(QLatin1String("entries")).isArray())
+        file.problem = History::tr("not a history file of this version");
+    else
+        file.docs = root.value(QLatin1String("entries")).toArray();
+    return file;
+}
+
+// Renames `path` to "<path>.bad" (a link or FIFO itself, never what it leads to).
+bool setAside(const QString& path) {
+    const QString aside = path + QStringLiteral(".bad");
+    QFile::remove(aside);
+    return ::rename(QFile::encodeName(path).constData(), QFile::encodeName(aside).constData()) == 0;
+}
+
+// The note for entries that could not be decoded; the file as it was is kept beside it.
+QString damagedNote(const QString& path, int damaged, const QString& firstError, bool copied) {
+    const QString shown = QDir::toNativeSeparators(path);
+    QString note = damaged == 1 ? History::tr("A damaged entry of the history file %1 was skipped "
+                                              "(%2).")
+                                      .arg(shown, firstError)
+                                : History::tr("%1 damaged entries of the history file %2 were "
+                                              "skipped (the first: %3).")
+                                      .arg(damaged)
+                                      .arg(shown, firstError);
+    if (copied)
+        note += QLatin1Char(' ') + History::tr("The file as it was is kept as %1.")
+                                       .arg(QDir::toNativeSeparators(path + ".bad"));
+    return note;
+}
+
+} // namespace
+
+std::vector<std::unique_ptr<HistoryEntry>> History::decode(const HistoryFile& file,
+                                                           QString* note) const {
+    std::vector<std::unique_ptr<HistoryEntry>> entries;
+    int damaged = 0;
+    QString firstError;
+    for (const QJsonValue& v : file.docs) {
+        if (static_cast<int>(entries.size()) >= m_maxEntries)
+            break;
+        const QJsonObject doc = v.toObject();
+        if (const HistoryEntry* known = find(doc)) { // decoded before: not again
+            entries.push_back(std::make_unique<HistoryEntry>(*known));
+            continue;
+        }
+        QString error;
+        std::optional<HistoryEntry> e = entryFromDocument(doc, &error);
+        if (!e) {
+            if (damaged++ == 0)
+                firstError = error.isEmpty() ? tr("not an object") : error;
+            continue;
+        }
+        entries.push_back(std::make_unique<HistoryEntry>(std::move(*e)));
+    }
+    if (damaged > 0) {
+        // Not silently dropped: the next save leaves them out, so the file is kept as it was.
+        bool copied = false;
+        try {
+            writeFileAtomically((m_path + ".bad").toStdString(), file.bytes);
+            copied = true;
+        } catch (const Error&) {
+        }
+        *note = damagedNote(m_path, damaged, firstError, copied);
+    }
+    return entries;
+}
+
+const HistoryEntry* History::find(const QJsonObject& document) const {
+    for (const auto& e : m_entries)
+        if (e->document == document)
+            return e.get();
+    return nullptr;
+}
+
 bool History::load() {
     beginResetModel();
     m_entries.clear();
     m_loadMessage.clear();
-    const QString shown = QDir::toNativeSeparators(m_path);
-    QFile f(m_path);
-    QString problem;
-    QJsonArray docs;
-    if (!f.exists()) {
+    const HistoryFile file = readHistoryFile(m_path);
+    if (!file.exists) {
         endResetModel();
         return true; // the first start
     }
-    if (f.size() > kMaxFileBytes) {
-        problem = tr("it is larger than %1 MB").arg(kMaxFileBytes >> 20);
-    } else if (!f.open(QIODevice::ReadOnly)) {
-        problem = f.errorString();
-    } else {
-        QJsonParseError parseError{};
-        const QJsonDocument json = QJsonDocument::fromJson(f.readAll(), &parseError);
-        f.close();
-        const QJsonObject root = json.object();
-        if (parseError.error != QJsonParseError::NoError)
-            problem = tr("not JSON: %1").arg(parseError.errorString());
-        else if (root.value(QLatin1String("format")).toString() != kFormat ||
-                 root.value(QLatin1String("format_version")).toInt() != kFormatVersion ||
-                 !root.value(QLatin1String("entries")).isArray())
-            problem = tr("not a history file of this version");
-        else
-            docs = root.value(QLatin1String("entries")).toArray();
-    }
-    if (!problem.isEmpty()) {
-        const QString aside = m_path + QStringLiteral(".bad");
-        QFile::remove(aside);
-        const bool moved = QFile::rename(m_path, aside);
+    if (!file.problem.isEmpty()) {
+        const QString shown = QDir::toNativeSeparators(m_path);
         m_loadMessage =
-            moved ? tr("The history file %1 could not be read (%2); it was set aside as %3 and "
-                       "the history starts empty.")
-                        .arg(shown, problem, QDir::toNativeSeparators(aside))
-                  : tr("The history file %1 could not be read (%2); the history starts empty.")
-                        .arg(shown, problem);
+            setAside(m_path)
+                ? tr("The history file %1 could not be read (%2); it was set aside as %3 and "
+                     "the history starts empty.")
+                      .arg(shown, file.problem, QDir::toNativeSeparators(m_path + ".bad"))
+                : tr("The history file %1 could not be read (%2); the history starts empty.")
+                      .arg(shown, file.problem);
         endResetModel();
         return false;
     }
-    int damaged = 0;
-    QString firstError;
-    for (const QJsonValue& v : docs) {
-        if (static_cast<int>(m_entries.size()) >= m_maxEntries)
-            break;
-        QString error;
-        std::optional<HistoryEntry> e = entryFromDocument(v.toObject(), &error);
-        if (!e) {
-            if (damaged++ == 0)
-                firstError = error;
-            continue;
-        }
-        m_entries.push_back(std::make_unique<HistoryEntry>(std::move(*e)));
-    }
+    m_entries = decode(file, &m_loadMessage);
     endResetModel();
-    if (damaged == 1)
-        m_loadMessage =
-            tr("A damaged entry of the history file %1 was skipped (%2).").arg(shown, firstError);
-    else if (damaged > 1)
-        m_loadMessage = tr("%1 damaged entries of the history file %2 were skipped (the first: "
-                           "%3).")
-                            .arg(damaged)
-                            .arg(shown, firstError);
-    return damaged == 0;
+    return m_loadMessage.isEmpty();
 }
 
 int History::rowCount(const QModelIndex& parent) const {
@@ -418,6 +484,17 @@ bool History::add(const QJsonObject& document, QString* error) {
     std::optional<HistoryEntry> e = entryFromDocument(document, error);
     if (!e)
         return false;
+    // Another window may have recorded runs since this one read the file: under the lock, read
+    // it again and add to what it holds now, so no window's runs are lost.
+    QDir().mkpath(QFileInfo(m_path).absolutePath());
+    QLockFile lock(m_path + QStringLiteral(".lock"));
+    if (!lock.tryLock(kLockWaitMs)) {
+        if (error)
+            *error = tr("Cannot save the history to %1: another window keeps it locked (%2).")
+                         .arg(QDir::toNativeSeparators(m_path), m_path + ".lock");
+        return false;
+    }
+    mergeFromDisk();
     beginInsertRows(QModelIndex(), 0, 0);
     m_entries.insert(m_entries.begin(), std::make_unique<HistoryEntry>(std::move(*e)));
     endInsertRows();
@@ -429,27 +506,74 @@ bool History::add(const QJsonObject& document, QString* error) {
     return save(error);
 }
 
+void History::mergeFromDisk() {
+    const HistoryFile file = readHistoryFile(m_path);
+    if (!file.exists)
+        return; // removed: what this window shows is what there is
+    if (!file.problem.isEmpty()) {
+        // Damaged since: set aside for the user, and this window's list is written instead.
+        if (setAside(m_path))
+            m_loadMessage = tr("The history file %1 could not be read (%2); it was set aside as "
+                               "%3.")
+                                .arg(QDir::toNativeSeparators(m_path), file.problem,
+                                     QDir::toNativeSeparators(m_path + ".bad"));
+        return;
+    }
+    QString note;
+    std::vector<std::unique_ptr<HistoryEntry>> onDisk = decode(file, &note);
+    bool same = onDisk.size() == m_entries.size();
+    for (size_t i = 0; same && i < onDisk.size(); ++i)
+        same = onDisk[i]->document == m_entries[i]->document;
+    if (same)
+        return;
+    beginResetModel();
+    m_entries = std::move(onDisk);
+    endResetModel();
+    if (!note.isEmpty())
+        m_loadMessage = note;
+}
+
 bool History::clear(QString* error) {
+    QLockFile lock(m_path + QStringLiteral(".lock"));
+    const bool locked = lock.tryLock(kLockWaitMs);
     beginResetModel();
     m_entries.clear();
     endResetModel();
+    if (!locked) {
+        if (error)
+            *error = tr("Cannot clear the history in %1: another window keeps it locked (%2).")
+                         .arg(QDir::toNativeSeparators(m_path), m_path + ".lock");
+        return false;
+    }
     return save(error);
 }
 
-bool History::save(QString* error) const {
-    QJsonArray docs;
-    for (const auto& e : m_entries)
-        docs.append(e->document);
-    const QJsonObject root{
-        {"format", kFormat}, {"format_version", kFormatVersion}, {"entries", docs}};
-    QDir().mkpath(QFileInfo(m_path).absolutePath());
-    // Written whole to a temporary file and renamed: a crash mid-write keeps the old history.
-    QSaveFile f(m_path);
-    if (!f.open(QIODevice::WriteOnly) ||
-        f.write(QJsonDocument(root).toJson(QJsonDocument::Compact)) < 0 || !f.commit()) {
+bool History::save(QString* error) {
+    // Bounded like what load() reads: the oldest entries go until the file fits.
+    QByteArray bytes;
+    for (;;) {
+        QJsonArray docs;
+        for (const auto& e : m_entries)
+            docs.append(e->document);
+        const QJsonObject root{
+            {"format", kFormat}, {"format_version", kFormatVersion}, {"entries", docs}};
+        bytes = QJsonDocument(root).toJson(QJsonDocument::Compact);
+        if (bytes.size() <= kMaxFileBytes || m_entries.size() <= 1)
+            break;
+        const int drop = std::max(1, count() / 10);
+        beginRemoveRows(QModelIndex(), count() - drop, count() - 1);
+        m_entries.resize(m_entries.size() - static_cast<size_t>(drop));
+        endRemoveRows();
+        m_loadMessage =
+            tr("The history reached %1 MB: the oldest runs were dropped.").arg(kMaxFileBytes >> 20);
+    }
+    // Written whole to a temporary file and renamed: a crash or a full disk keeps the old one.
+    try {
+        writeFileAtomically(m_path.toStdString(), bytes);
+    } catch (const Error& e) {
         if (error)
             *error = tr("Cannot save the history to %1: %2")
-                         .arg(QDir::toNativeSeparators(m_path), f.errorString());
+                         .arg(QDir::toNativeSeparators(m_path), QString::fromStdString(e.what()));
         return false;
     }
     return true;
@@ -466,12 +590,8 @@ void History::exportEntries(const QList<int>& rows, const QString& path) const {
         doc[QStringLiteral("history")] = h;
         docs.append(doc);
     }
-    QSaveFile f(path);
-    if (!f.open(QIODevice::WriteOnly) ||
-        f.write(QJsonDocument(docs).toJson(QJsonDocument::Indented)) < 0 || !f.commit())
-        throw std::runtime_error(QStringLiteral("Cannot write %1: %2")
-                                     .arg(QDir::toNativeSeparators(path), f.errorString())
-                                     .toStdString());
+    // Whole or not at all (throws Error naming the file).
+    writeFileAtomically(path.toStdString(), QJsonDocument(docs).toJson(QJsonDocument::Indented));
 }
 
 } // namespace florence::ui

@@ -90,6 +90,8 @@ struct RecordedImage {
 };
 RecordedImage recordedImage(const HistoryEntry& entry);
 
+struct HistoryFile; // what the file holds, read (History.cpp)
+
 class History : public QAbstractListModel {
     Q_OBJECT
 
@@ -103,9 +105,13 @@ public:
     QString path() const { return m_path; }
 
     // Reads the file. False when it could not be read or some entries were damaged:
-    // loadMessage() says what happened. An unreadable file is renamed to "<path>.bad" (so the
-    // next save does not destroy it) and the history starts empty.
+    // loadMessage() says what happened. An unreadable file (not JSON, a FIFO, a device, larger
+    // than 64 MB) is renamed to "<path>.bad" (so the next save does not destroy it) and the
+    // history starts empty; damaged entries are skipped and the file as it was is copied to
+    // "<path>.bad".
     bool load();
+    // What load() found, or what a later save had to do (the oldest runs dropped to stay under
+    // the size limit), or "".
     QString loadMessage() const { return m_loadMessage; }
 
     int rowCount(const QModelIndex& parent = QModelIndex()) const override;
@@ -116,17 +122,24 @@ public:
     // Row 0 is the newest.
     const HistoryEntry& entry(int row) const { return *m_entries.at(static_cast<size_t>(row)); }
 
-    // Adds a run as the newest entry (dropping the oldest beyond the limit) and saves. False,
-    // with `error` set, when the document cannot be decoded or the file cannot be written.
+    // Adds a run as the newest entry (dropping the oldest beyond the limit) and saves. Several
+    // windows share the file: under a lock ("<path>.lock") the file is read again and the run
+    // added to what it holds now, so another window's runs are kept. False, with `error` set,
+    // when the document cannot be decoded or the file cannot be written.
     bool add(const QJsonObject& document, QString* error = nullptr);
     // Removes every entry and the file's content.
     bool clear(QString* error = nullptr);
-    // The documents of `rows` (without thumbnails) as a JSON array. Throws std::runtime_error
-    // naming the file when it cannot be written.
+    // The documents of `rows` (without thumbnails) as a JSON array, written whole or not at
+    // all. Throws florence::Error naming the file when it cannot be written.
     void exportEntries(const QList<int>& rows, const QString& path) const;
 
 private:
-    bool save(QString* error) const;
+    bool save(QString* error);
+    // Under the lock: the file's entries replace this window's list when another window
+    // changed it.
+    void mergeFromDisk();
+    std::vector<std::unique_ptr<HistoryEntry>> decode(const HistoryFile& file, QString* note) const;
+    const HistoryEntry* find(const QJsonObject& document) const;
 
     QString m_path;
     int m_maxEntries;

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
+from . import files
 from . import model as M
 from . import ops
 from .package import load_modules
@@ -68,8 +69,7 @@ def as_published() -> None:
 
 def load(package: str):
     start = now_ms()
-    with open(os.path.join(package, "config.json")) as f:
-        config = json.load(f)
+    config = files.read_json(os.path.join(package, "config.json"))
     manifest, scripted = load_modules(package)  # float32, shared tensors restored
     florence = M.Florence2(config).eval()
     for part, role in ((florence.vision, "vision"), (florence.text, "text_encoder"),

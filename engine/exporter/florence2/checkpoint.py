@@ -10,6 +10,8 @@ from typing import Dict
 
 import torch
 
+from . import files
+
 SAFETENSORS_DTYPES = {
     "F16": torch.float16,
     "BF16": torch.bfloat16,
@@ -55,10 +57,12 @@ def checkpoint_error(pt: str, e: Exception) -> str:
     load it unsafely."""
     text = " ".join(str(e).split()) or type(e).__name__
     try:
-        with open(pt, "rb") as f:
+        with files.open_regular(pt, 1 << 62) as f:  # never blocks on a FIFO
             head = f.read(2)
+    except files.FileError as err:
+        return str(err)
     except OSError as err:
-        return f"{pt}: cannot be read ({err.strerror})"
+        return files.os_error_message(pt, err)
     if head != b"PK" and head[:1] != b"\x80":
         return (f"{pt}: not a PyTorch checkpoint (neither a zip archive nor a pickle): a damaged "
                 "file or another kind of file")

@@ -17,7 +17,6 @@ import argparse
 import copy
 import hashlib
 import io
-import json
 import os
 import re
 import sys
@@ -135,8 +134,8 @@ def family_digests(config: dict) -> Dict[str, str]:
 def allowlist_lines(root: str) -> List[str]:
     lines = []
     for family, rel in FAMILIES.items():
-        with open(os.path.join(root, rel), encoding="utf-8") as f:
-            digests = family_digests(json.load(f))
+        from .files import read_json
+        digests = family_digests(read_json(os.path.join(root, rel)))
         lines += [f"{role} {digests[role]} {family}" for role in ROLES]
     return lines
 

@@ -24,7 +24,7 @@ import tempfile
 
 import torch
 
-from . import ops, package
+from . import files, ops, package
 from .checkpoint import CheckpointError, load_state_dict
 from .model import Decoder, Florence2, TextEncoder, VisionEncoder
 
@@ -72,10 +72,9 @@ def check_out(out: str) -> list:
                           "folder for --out (nothing was changed)")
     ours = {MARKER, "manifest.json", "config.json"}
     try:
-        with open(manifest_path, encoding="utf-8") as f:
-            files = json.load(f).get("files", {})
-        ours.update(entry["name"] for entry in files.values())
-    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        listed = files.read_json(manifest_path).get("files", {})
+        ours.update(entry["name"] for entry in listed.values())
+    except (files.FileError, AttributeError, KeyError, TypeError):
         pass  # an unreadable manifest: only the standard names count as the exporter's
     others = sorted(e for e in entries
                     if e not in ours or not os.path.isfile(os.path.join(out, e))
@@ -101,13 +100,11 @@ def resources_dir() -> str:
 
 
 def read_json(path: str) -> dict:
+    """A config's JSON: a regular file of bounded size only (files.py), else ExportError."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except FileNotFoundError:
-        raise ExportError(f"{path} is missing") from None
-    except ValueError as e:
-        raise ExportError(f"{path} is not valid JSON ({e})") from None
+        return files.read_json(path)
+    except files.FileError as e:
+        raise ExportError(str(e)) from None
 
 
 # Bounds well above any Florence-2 (large: d_model 1024, 12 layers, 16 heads, 51,289 tokens,
@@ -260,14 +257,13 @@ def export_architecture(config: dict, out: str, size: str, seed: int) -> None:
         scripted["vision"].save(os.path.join(tmp, "vision.pt"))
         scripted["text_encoder"].save(os.path.join(tmp, "text_encoder.pt"))
         scripted["decoder"].save(os.path.join(tmp, "decoder.pt"))
-        tokenizer_files("", tmp)
+        write_tokenizer_files(tokenizer_files(""), tmp)
         with open(os.path.join(tmp, "config.json"), "w") as f:
             json.dump(config, f, indent=2)
         write_manifest(tmp, model, config, pre, name,
                        f"architecture of Florence-2-{size}, weights generated at load (seed {seed})",
                        {}, "none", shared)
-        with open(os.path.join(tmp, "manifest.json")) as f:
-            manifest = json.load(f)
+        manifest = read_json(os.path.join(tmp, "manifest.json"))
         manifest["format_version"] = GENERATED_FORMAT_VERSION
         manifest["generated_parameters"] = {"seed": seed, "parameters": generated}
         manifest["generation"]["ignore_eos"] = True
@@ -348,27 +344,45 @@ def load_hf_model(folder: str):
     return model, config
 
 
-def tokenizer_files(source_folder: str, out: str) -> None:
-    """vocab.json and merges.txt; merges come from tokenizer.json when merges.txt is absent."""
+def tokenizer_files(source_folder: str) -> dict:
+    """vocab.json and merges.txt (file name to bytes); merges come from tokenizer.json when
+    merges.txt is absent. Read before the minutes of scripting, so a bad file fails at once."""
     res = resources_dir()
     vocab = os.path.join(source_folder, "vocab.json") if source_folder else ""
-    shutil.copyfile(vocab if vocab and os.path.exists(vocab) else os.path.join(res, "vocab.json"),
-                    os.path.join(out, "vocab.json"))
+    # lexists: a link to a device, or a link loop, is the folder's file and refused rather
+    # than replaced by the bundled one without a word.
+    out = {"vocab.json": read_file(vocab if vocab and os.path.lexists(vocab)
+                                   else os.path.join(res, "vocab.json"))}
     merges = os.path.join(source_folder, "merges.txt") if source_folder else ""
     tok_json = os.path.join(source_folder, "tokenizer.json") if source_folder else ""
-    if merges and os.path.exists(merges):
-        shutil.copyfile(merges, os.path.join(out, "merges.txt"))
-    elif tok_json and os.path.exists(tok_json):
-        model = read_json(tok_json).get("model", {})
-        rules = model.get("merges")
-        if not rules:
+    if merges and os.path.lexists(merges):
+        out["merges.txt"] = read_file(merges)
+    elif tok_json and os.path.lexists(tok_json):
+        tok = read_json(tok_json)
+        model = tok.get("model", {}) if isinstance(tok, dict) else {}
+        rules = model.get("merges") if isinstance(model, dict) else None
+        if not rules or not isinstance(rules, list):
             raise ExportError(f"{tok_json} has no BPE merges")
-        with open(os.path.join(out, "merges.txt"), "w", encoding="utf-8") as f:
-            f.write("#version: 0.2\n")
-            for rule in rules:
-                f.write((" ".join(rule) if isinstance(rule, list) else rule) + "\n")
+        lines = ["#version: 0.2\n"]
+        lines += [(" ".join(rule) if isinstance(rule, list) else str(rule)) + "\n"
+                  for rule in rules]
+        out["merges.txt"] = "".join(lines).encode("utf-8")
     else:
-        shutil.copyfile(os.path.join(res, "merges.txt"), os.path.join(out, "merges.txt"))
+        out["merges.txt"] = read_file(os.path.join(res, "merges.txt"))
+    return out
+
+
+def write_tokenizer_files(tokenizer: dict, out: str) -> None:
+    for name, data in tokenizer.items():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+
+
+def read_file(path: str) -> bytes:
+    try:
+        return files.read_bytes(path, files.MAX_TOKENIZER_BYTES)
+    except files.FileError as e:
+        raise ExportError(str(e)) from None
 
 
 def sha256(path: str) -> str:
@@ -447,7 +461,9 @@ def check_shared(folder: str, model: Florence2, shared: list, storage: str) -> N
 def preprocessor(source_folder: str) -> dict:
     """The folder's preprocessor_config.json, else the published one."""
     path = os.path.join(source_folder, "preprocessor_config.json") if source_folder else ""
-    pre = read_json(path) if path and os.path.exists(path) else {}
+    pre = read_json(path) if path and os.path.lexists(path) else {}
+    if not isinstance(pre, dict):
+        raise ExportError(f"{path} is not a JSON object")
     size = pre.get("size", {"height": 768, "width": 768})
     if size.get("height", 0) % 32 or size.get("width", 0) % 32 or size.get("height") != size.get("width"):
         raise ExportError(f"{path}: image size {size} must be square and a multiple of 32")
@@ -459,6 +475,7 @@ def export(model: Florence2, config: dict, out: str, source_folder: str, name: s
            source: str, storage: str = "float32") -> dict:
     model.eval()
     pre = preprocessor(source_folder)
+    tokenizer = tokenizer_files(source_folder)
     progress(30, "scripting modules")
     with torch.no_grad():
         vision = torch.jit.script(model.vision)
@@ -487,7 +504,7 @@ def export(model: Florence2, config: dict, out: str, source_folder: str, name: s
         decoder.save(os.path.join(tmp, "decoder.pt"))
         progress(85, "writing tokenizer and manifest")
         check_shared(tmp, model, shared, storage)
-        tokenizer_files(source_folder, tmp)
+        write_tokenizer_files(tokenizer, tmp)
         with open(os.path.join(tmp, "config.json"), "w") as f:
             json.dump(config, f, indent=2)
         write_manifest(tmp, model, config, pre, name, source, report, storage, shared)
@@ -630,8 +647,12 @@ def main(argv=None) -> int:
             report = export(model, config, args.out, "",
                             f"florence2-{args.random_init} (random weights, seed {args.seed})",
                             f"random init, seed {args.seed}", args.storage)
-    except (ExportError, ops.OpsLibraryError, OSError) as e:
+    except (ExportError, files.FileError, ops.OpsLibraryError) as e:
         print(f"florence2_export: error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # in words, naming the file: not "[Errno 40] ..."
+        print(f"florence2_export: error: {files.os_error_message(e.filename or args.out, e)}",
+              file=sys.stderr)
         return 1
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
         # A config or checkpoint of an unexpected layout: say so in words, not a bare name.

@@ -13,13 +13,12 @@ An architecture package (format version 3, the speed demos) holds no weight data
 "generated_parameters" are filled here as the engine fills them (engine/model/Engine.cpp), one
 seeded generator per tensor, so the Python baseline runs the weights the engine runs.
 """
-import json
 import os
 from typing import Dict, List, Tuple
 
 import torch
 
-from . import ops
+from . import files, ops
 
 ROLES = ("vision", "text_encoder", "decoder")
 
@@ -71,8 +70,7 @@ def restore_shared(modules: Dict[str, torch.nn.Module], shared: List[dict]) -> N
 
 def load_modules(folder: str, dtype: torch.dtype = torch.float32
                  ) -> Tuple[dict, Dict[str, torch.nn.Module]]:
-    with open(os.path.join(folder, "manifest.json")) as f:
-        manifest = json.load(f)
+    manifest = files.read_json(os.path.join(folder, "manifest.json"))
     files = manifest["files"]
     # Modules exported since model.py calls florence's operators need their library to load
     # (older packages load either way); found as the exporter finds it (ops.py). Not at import:

@@ -36,6 +36,9 @@ struct AnswerContext {
     std::string encoderPrecision; // the encoders' (Model::encoderPrecision), when not `precision`
     std::optional<double> loadMs;               // the model's load time, in "timings"
     std::string runtime;                        // runtimeSummary()
+    // "image.orientation_applied": whether the file's EXIF orientation turned the image (its
+    // size and coordinates are then the upright picture's); absent when not known.
+    std::optional<bool> orientationApplied;
 };
 
 // The document for one answer of one image. The answer's image size is the document's; the

@@ -20,6 +20,7 @@
 
 #include <florence/answer.h>
 #include <florence/engine.h>
+#include <florence/files.h> // writeFileAtomically, used with the sidecars
 #include <florence/tasks.h>
 
 #include <QJsonObject>
@@ -84,7 +85,9 @@ public:
     const std::vector<std::string>& pendingImages() const { return m_pending; }
     size_t skippedCount() const { return m_skipped; }
     // The images that cannot be processed and why (two images whose sidecars would have the
-    // same name; a result of another task in the way), reported with the run's failures.
+    // same name; a result of another task, a file that is not an answer document, a FIFO or a
+    // device in the way), reported with the run's failures. An empty or cut JSON sidecar (a
+    // write that did not finish) is not in the way: the image is processed again.
     const std::vector<std::pair<std::string, std::string>>& refused() const { return m_refused; }
 
     // Sidecar paths of one image ("" when that format is not written).
@@ -100,12 +103,17 @@ public:
                      const QJsonObject& document) const;
     // Assembles the COCO file from the JSON sidecars of every listed image that has one, so a
     // resumed run's file covers the earlier runs' images too; file names are relative to the
-    // folder. Reads one sidecar at a time. Does nothing unless the job writes COCO.
+    // COCO file's folder. Reads one sidecar at a time. Throws Error naming the COCO file when it
+    // cannot be written whole (the old one is then kept). Does nothing unless the job writes
+    // COCO.
     void writeCoco() const;
 
 private:
     std::string sidecarBase(const std::string& image) const;
     void checkExisting();
+    // Why `image` cannot be processed (a device where a result goes, a sidecar that is not
+    // ours), or "".
+    std::string refusal(const std::string& image) const;
 
     FolderJob m_job;
     unsigned m_formats = 0;
@@ -114,10 +122,6 @@ private:
     size_t m_skipped = 0;
     std::vector<std::pair<std::string, std::string>> m_refused;
 };
-
-// Writes `bytes` to `path` through a temporary file in the same folder and a rename. Throws
-// Error naming the file.
-void writeFileAtomically(const std::string& path, const QByteArray& bytes);
 
 // Counts, rate and time left of a run over many images.
 struct BatchProgress {
@@ -140,6 +144,7 @@ struct ImageOutcome {
     Result result;
     ParsedAnswer answer;
     int width = 0, height = 0;
+    bool orientationApplied = false; // the image's EXIF orientation was applied (RgbImage)
 };
 // Called before an image is answered, with the decoded image (e.g. for a thumbnail).
 using ImageStartCallback =
@@ -154,6 +159,7 @@ using ImageDoneCallback = std::function<bool(const ImageOutcome& outcome)>;
 // not reported. Returns the number of images reported.
 size_t runImages(Session& session, const std::vector<std::string>& paths, const TaskRequest& task,
                  const GenerationOptions& options, int batchSize, const ImageDoneCallback& onDone,
-                 const std::atomic<bool>* cancel = nullptr, const ImageStartCallback& onStart = {});
+                 const std::atomic<bool>* cancel = nullptr, const ImageStartCallback& onStart = {},
+                 const DecodeOptions& decode = {});
 
 } // namespace florence

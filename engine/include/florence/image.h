@@ -21,6 +21,9 @@ struct RgbImage {
     int width = 0;
     int height = 0;
     std::vector<uint8_t> pixels; // width * height * 3
+    // The file's EXIF orientation (JPEG, PNG) was applied: the image was turned or mirrored
+    // upright, so its width, height and pixel coordinates are those of the upright picture.
+    bool orientationApplied = false;
 
     bool empty() const { return width <= 0 || height <= 0; }
 };
@@ -30,14 +33,23 @@ constexpr int64_t kMaxImagePixels = 100'000'000;
 // Largest image file read (bytes); a 100-megapixel photo is well below it.
 constexpr int64_t kMaxImageFileBytes = 256ll << 20;
 
+// How an image file is turned into pixels.
+struct DecodeOptions {
+    // Apply the EXIF orientation of a JPEG or PNG (as image viewers show the photo). Off: the
+    // pixels as stored, the frame Florence-2's Python processor sees (it does not rotate).
+    bool exifRotate = true;
+};
+
 // Reads PNG, JPEG, BMP, TIFF and WebP (told by the file's signature, whatever its name; other
 // formats, GIF included, are refused before any decoder sees them) with EXIF orientation
-// applied; grayscale, alpha and 16-bit images become RGB8. Only regular files up to
-// kMaxImageFileBytes; the size the header declares is checked against kMaxImagePixels before
-// decoding. Throws ImageError with a message naming the file.
-RgbImage loadImage(const std::string& path);
+// applied unless `options` says not to; grayscale, alpha and 16-bit images become RGB8. Only
+// regular files up to kMaxImageFileBytes; the size the header declares is checked against
+// kMaxImagePixels before decoding, and a damaged JPEG is refused. Throws ImageError with a
+// message naming the file.
+RgbImage loadImage(const std::string& path, const DecodeOptions& options = {});
 // Same from encoded bytes in memory (a pasted or dropped image).
-RgbImage decodeImage(const std::vector<uint8_t>& encoded, const std::string& nameForErrors);
+RgbImage decodeImage(const std::vector<uint8_t>& encoded, const std::string& nameForErrors,
+                     const DecodeOptions& options = {});
 
 // Resize with PIL's bicubic filter (Image.resize(..., BICUBIC)), including its antialiasing
 // support on downscale and its 8-bit rounding between the two passes.

@@ -1,0 +1,205 @@
+// The history file shared by every window of the app (ui/run/History.*), without a window: two
+// windows recording runs in turn keep each other's runs; a FIFO, a link to /dev/zero or an
+// oversized file where the history or the settings should be is set aside at once, never waited
+// on or read without end; damaged entries are skipped but kept in a ".bad" copy.
+#include "Settings.h"
+#include "run/History.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <sys/stat.h>
+
+using florence::ui::History;
+
+namespace {
+
+// A run's document as the window records it, with `caption` as its answer.
+QJsonObject runDocument(const QString& caption) {
+    florence::ui::RunOutcome outcome;
+    outcome.task = QStringLiteral("<CAPTION>");
+    outcome.result.text = "</s><s>" + caption.toStdString() + "</s>";
+    florence::ui::HistoryRecord record;
+    record.outcome = &outcome;
+    record.answer = florence::parseAnswer("<CAPTION>", outcome.result.text, 64, 48);
+    record.imagePath = QStringLiteral("/photos/") + caption + ".png";
+    record.imageName = caption + ".png";
+    return florence::ui::makeHistoryDocument(record);
+}
+
+QByteArray readAll(const QString& path) {
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+QStringList captions(const History& h) {
+    QStringList out;
+    for (int i = 0; i < h.count(); ++i)
+        out << QString::fromStdString(h.entry(i).rawText).remove("</s>").remove("<s>");
+    return out;
+}
+
+bool isFifo(const QString& path) {
+    struct stat st {};
+    return ::lstat(path.toLocal8Bit().constData(), &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+} // namespace
+
+class TestHistoryFile : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase();
+    void init();
+    void twoWindowsKeepEachOthersRuns();
+    void notAFileIsSetAside_data();
+    void notAFileIsSetAside();
+    void damagedEntriesAreKeptInABadCopy();
+    void settingsThatAreNotAFileAreSetAside();
+
+private:
+    QTemporaryDir m_tmp;
+    QString m_path;
+};
+
+void TestHistoryFile::initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    QCoreApplication::setOrganizationName("FlorenceStudioTest");
+    QCoreApplication::setApplicationName("test_history_file");
+    QVERIFY(m_tmp.isValid());
+    QVERIFY(florence::ui::entryFromDocument(runDocument("probe"), nullptr).has_value());
+}
+
+void TestHistoryFile::init() {
+    const QString dir = m_tmp.filePath(QString::fromLatin1(QTest::currentTestFunction()) + "-" +
+                                       QString::fromLatin1(QTest::currentDataTag()));
+    QVERIFY(QDir().mkpath(dir));
+    m_path = dir + "/history.json";
+}
+
+void TestHistoryFile::twoWindowsKeepEachOthersRuns() {
+    History a(m_path), b(m_path);
+    QVERIFY(a.load());
+    QVERIFY(b.load());
+    // Each window finishes a run in turn; neither reloads in between by itself.
+    for (int round = 0; round < 3; ++round) {
+        QString error;
+        QVERIFY2(a.add(runDocument(QStringLiteral("a%1").arg(round)), &error), qPrintable(error));
+        QVERIFY2(b.add(runDocument(QStringLiteral("b%1").arg(round)), &error), qPrintable(error));
+    }
+    QCOMPARE(captions(b), (QStringList{"b2", "a2", "b1", "a1", "b0", "a0"}));
+    History later(m_path);
+    QVERIFY(later.load());
+    QCOMPARE(captions(later), captions(b));
+    // A window opened long ago still adds to the file as it is now.
+    QVERIFY(later.add(runDocument("late")));
+    QVERIFY(a.add(runDocument("a3")));
+    QCOMPARE(captions(a).mid(0, 3), (QStringList{"a3", "late", "b2"}));
+    QCOMPARE(a.count(), 8);
+    QVERIFY(!QFile::exists(m_path + ".lock")); // released after each save
+}
+
+void TestHistoryFile::notAFileIsSetAside_data() {
+    QTest::addColumn<QString>("kind");
+    QTest::addColumn<QString>("expected");
+    QTest::newRow("FIFO") << "fifo"
+                          << "FIFO";
+    QTest::newRow("link to /dev/zero") << "zero"
+                                       << "device";
+    QTest::newRow("larger than 64 MB") << "large"
+                                       << "more than";
+    QTest::newRow("folder") << "folder"
+                            << "folder";
+}
+
+void TestHistoryFile::notAFileIsSetAside() {
+    QFETCH(QString, kind);
+    QFETCH(QString, expected);
+    if (kind == "fifo") {
+        QCOMPARE(::mkfifo(m_path.toLocal8Bit().constData(), 0600), 0);
+    } else if (kind == "zero") {
+        QVERIFY(QFile::link("/dev/zero", m_path));
+    } else if (kind == "folder") {
+        QVERIFY(QDir().mkpath(m_path));
+    } else {
+        QFile f(m_path); // sparse: 65 MB of nothing on disk
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        QVERIFY(f.resize(65ll << 20));
+    }
+    History h(m_path);
+    QVERIFY(!h.load()); // a FIFO would block here, /dev/zero fill the memory
+    QVERIFY2(h.loadMessage().contains(expected) && h.loadMessage().contains(".bad"),
+             qPrintable(h.loadMessage()));
+    QCOMPARE(h.count(), 0);
+    // Set aside as it was (the link, not /dev/zero), and the history works again.
+    if (kind == "fifo")
+        QVERIFY(isFifo(m_path + ".bad"));
+    if (kind == "zero")
+        QCOMPARE(QFileInfo(m_path + ".bad").symLinkTarget(), QString("/dev/zero"));
+    QVERIFY(QFileInfo("/dev/zero").exists());
+    QString error;
+    QVERIFY2(h.add(runDocument("after"), &error), qPrintable(error));
+    History again(m_path);
+    QVERIFY(again.load());
+    QCOMPARE(captions(again), QStringList{"after"});
+}
+
+void TestHistoryFile::damagedEntriesAreKeptInABadCopy() {
+    {
+        History h(m_path);
+        QVERIFY(h.load());
+        QVERIFY(h.add(runDocument("good")));
+    }
+    QJsonObject root = QJsonDocument::fromJson(readAll(m_path)).object();
+    QJsonArray entries = root["entries"].toArray();
+    QJsonObject bad = entries[0].toObject();
+    bad["task"] = "<RM_RF>";
+    entries.append(bad);
+    root["entries"] = entries;
+    const QByteArray original = QJsonDocument(root).toJson();
+    QFile f(m_path);
+    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write(original);
+    f.close();
+    History h(m_path);
+    QVERIFY(!h.load());
+    QCOMPARE(captions(h), QStringList{"good"});
+    QVERIFY2(h.loadMessage().contains("damaged entry") && h.loadMessage().contains(".bad"),
+             qPrintable(h.loadMessage()));
+    QCOMPARE(readAll(m_path + ".bad"), original);
+    // The next save leaves the damaged entry out of the history, and the copy keeps it.
+    QVERIFY(h.add(runDocument("next")));
+    QCOMPARE(QJsonDocument::fromJson(readAll(m_path))["entries"].toArray().size(), 2);
+    QCOMPARE(readAll(m_path + ".bad"), original);
+}
+
+void TestHistoryFile::settingsThatAreNotAFileAreSetAside() {
+    const QString path = QStandardPaths::writableLocation(QStandardPaths::GenericConfigLocation) +
+                         "/FlorenceStudioTest/test_history_file.conf";
+    QFile::remove(path); // what an earlier run may have left (a FIFO would block QSettings)
+    QCOMPARE(QSettings().fileName(), path); // the file the check looks at is QSettings' own
+    QVERIFY(QDir().mkpath(QFileInfo(path).path()));
+    QFile::remove(path + ".bad");
+    QVERIFY(florence::ui::Settings::setAsideIfUnusable().isEmpty()); // missing: fine
+    QCOMPARE(::mkfifo(path.toLocal8Bit().constData(), 0600), 0);
+    const QString note = florence::ui::Settings::setAsideIfUnusable();
+    QVERIFY2(note.contains("FIFO") && note.contains(".bad"), qPrintable(note));
+    QVERIFY(isFifo(path + ".bad"));
+    QVERIFY(!QFileInfo::exists(path));
+    // The settings work again, with the defaults.
+    const florence::ui::Preferences p = florence::ui::Settings::load();
+    QCOMPARE(p.beams, florence::ui::Preferences().beams);
+    QFile::remove(path + ".bad");
+}
+
+QTEST_MAIN(TestHistoryFile)
+#include "TestHistoryFile.moc"
