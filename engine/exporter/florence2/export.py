@@ -17,15 +17,16 @@ import datetime
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import sys
 import tempfile
+from typing import Tuple
 
 import torch
 
-from . import ops, package
-from .checkpoint import CheckpointError, load_state_dict
+from . import checkpoint, layouts, ops, package, supported
 from .model import Decoder, Florence2, TextEncoder, VisionEncoder
 
 # 1: three self-contained modules. 2: a module may hold an empty tensor in place of one it
@@ -306,17 +307,50 @@ def put_in_place(tmp: str, out: str) -> None:
     os.rename(tmp, out)
 
 
+# A weight of a numbered layer, stage or block: one the config has no place for means the
+# checkpoint has more layers than config.json says.
+LAYER_NAME = re.compile(r"\.(layers|blocks|convs)\.[0-9]+\.")
+
+
+def hf_config(folder: str) -> Tuple[dict, str]:
+    """The folder's config.json in the original layout's terms, checked and found supported
+    before any weight is read, and the layout it describes."""
+    config_path = os.path.join(folder, "config.json")
+    config = read_json(config_path)
+    layout = layouts.layout_of_config(config)
+    if layout == layouts.NATIVE:
+        if not isinstance(config.get("text_config"), dict):
+            raise ExportError(f"{config_path} is not a Florence-2 config (no text_config)")
+        config = layouts.original_config(config)
+    check_config(config, config_path)
+    try:
+        supported.check_supported(config, config_path)
+    except supported.UnsupportedError as e:
+        raise ExportError(str(e)) from None
+    return config, layout
+
+
+def hf_state_dict(folder: str, config: dict, config_layout: str) -> Tuple[dict, str]:
+    """The checkpoint's tensors under the original layout's names, and a line saying which
+    layout and file they came from."""
+    try:
+        sd, source = checkpoint.read_weights(folder)
+        layout = layouts.detect(config_layout, sd.keys(), folder)
+        if layout == layouts.NATIVE:
+            sd = layouts.original_state_dict(sd, config, folder)
+        sd = checkpoint.tie_embeddings(sd, folder)
+    except (checkpoint.CheckpointError, layouts.LayoutError) as e:
+        raise ExportError(str(e)) from None
+    return sd, f"{layouts.DESCRIPTIONS[layout]}, {source}"
+
+
 def load_hf_model(folder: str):
     if not os.path.isdir(folder):
         raise ExportError(f"{folder} is not a folder")
-    config_path = os.path.join(folder, "config.json")
-    config = read_json(config_path)
-    check_config(config, config_path)
+    config, config_layout = hf_config(folder)
     progress(5, "reading weights")
-    try:
-        sd = load_state_dict(folder)
-    except CheckpointError as e:
-        raise ExportError(str(e)) from None
+    sd, found = hf_state_dict(folder, config, config_layout)
+    progress(8, f"found {found}")
     model = Florence2(config).eval()
     mapped = {}
     unknown = []
@@ -329,20 +363,32 @@ def load_hf_model(folder: str):
             unknown.append(key)
     expected = model.state_dict()
     missing = [k for k in expected if k not in mapped]
+    unused = unknown + [k for k in mapped if k not in expected]
     if missing:
         raise ExportError(f"{folder}: the checkpoint lacks {len(missing)} weights, e.g. "
                           + ", ".join(missing[:3]) + " (is this a Florence-2 checkpoint?)")
+    layered = [k for k in unused if LAYER_NAME.search(k)]
+    if layered:
+        # More layers than config.json describes: a package of the config's layers would
+        # silently drop some of the model.
+        raise ExportError(f"{folder}: the checkpoint has weights of layers config.json does "
+                          f"not describe, e.g. {', '.join(layered[:3])}; config.json says "
+                          f"{supported.describe(supported.layer_layout(config))}")
+    if unused:
+        progress(9, f"ignoring {len(unused)} tensors Florence-2 does not use, e.g. "
+                 + ", ".join(unused[:3]))
+    mapped = {k: v for k, v in mapped.items() if k in expected}
     for k, v in mapped.items():
-        if k in expected and expected[k].shape != v.shape:
+        if expected[k].shape != v.shape:
             raise ExportError(f"{folder}: weight {k} has shape {list(v.shape)}, config.json "
                               f"implies {list(expected[k].shape)}")
-    model.load_state_dict({k: v for k, v in mapped.items() if k in expected}, strict=True)
+    model.load_state_dict(mapped, strict=True)
     if torch.equal(model.dec.lm_head.weight, model.dec.decoder.embed_tokens.weight):
         model.tie_weights()
     if torch.equal(model.text.encoder.embed_tokens.weight, model.dec.decoder.embed_tokens.weight):
         # The published checkpoints have one token embedding for encoder, decoder and LM head.
         model.tie_encoder_embedding()
-    return model, config
+    return model, config, found
 
 
 def tokenizer_files(source_folder: str, out: str) -> None:
@@ -598,10 +644,10 @@ def main(argv=None) -> int:
             return 0
         if args.hf:
             folder = os.path.abspath(args.hf)
-            model, config = load_hf_model(folder)
+            model, config, found = load_hf_model(folder)
             base = os.path.basename(folder.rstrip("/"))
-            report = export(model, config, args.out, folder, base, f"Hugging Face folder {folder}",
-                            args.storage)
+            report = export(model, config, args.out, folder, base,
+                            f"Hugging Face folder {folder} ({found})", args.storage)
         else:
             config = read_json(os.path.join(resources_dir(), RANDOM_CONFIGS[args.random_init]))
             progress(5, "initializing random weights")
