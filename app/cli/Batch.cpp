@@ -52,6 +52,7 @@ completes. Images that cannot be read are listed at the end and never stop the r
                       current folder); --dir, when given, is the root their results mirror
   --recursive         also the images of DIR's sub-folders
   --task TOKEN        task token, e.g. "<CAPTION>"; --text STR / --region X1,Y1,X2,Y2 its input
+  --prompt TEXT       a free prompt instead of a task: sent as it is, answered as text
   --out OUT           write the results under OUT (same sub-folders); default: beside each image
   --format LIST       txt,json,coco,jsonl (default txt,json,coco; each where it applies):
                         txt   NAME.caption.txt (caption tasks), NAME.ocr.txt, … : the answer text
@@ -98,7 +99,7 @@ FolderJob batchJob(const Args& a, bool* jsonl) {
     if (a.has("files"))
         job.files = readFileList(a.get("files"));
     job.outDir = a.get("out");
-    job.task = {a.get("task", "<CAPTION>"), a.get("text"), std::nullopt};
+    job.task = taskRequest(a);
     if (a.has("region")) {
         try {
             job.task.region = florence::parseRegion(a.get("region"));
@@ -133,10 +134,11 @@ int runBatch(int argc, char** argv) {
             std::cout << kHelp;
             return 0;
         }
-    const Args a = parseArgs(argc, argv, 2,
-                             {"dir", "files", "task", "text", "region", "out", "format", "model",
-                              "beams", "max-new-tokens", "threads", "precision", "batch-size"},
-                             {"recursive", "resume", "overwrite", "jsonl", "no-cache", "quiet"});
+    const Args a =
+        parseArgs(argc, argv, 2,
+                  {"dir", "files", "task", "text", "prompt", "region", "out", "format", "model",
+                   "beams", "max-new-tokens", "threads", "precision", "batch-size"},
+                  {"recursive", "resume", "overwrite", "jsonl", "no-cache", "quiet"});
     bool jsonl = false;
     const FolderBatch folder(batchJob(a, &jsonl));
     const int batchSize = a.getInt("batch-size", 1);

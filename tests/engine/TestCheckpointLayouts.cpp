@@ -4,11 +4,15 @@
 // and without the key/value cache; so does a sharded bfloat16 copy. The native copies' extra
 // vocabulary rows (<image> and padding) are made to win wherever they are kept, so a package that
 // kept them would generate them. Architectures the engine cannot run are refused before anything
-// is written.
+// is written. A fine-tune's own tasks are read from its processing_florence2.py as data (the
+// file would write a file if it ran) and its processor_config.json, listed in the manifest and
+// known to the engine once the package is loaded.
+#include <florence/answer.h>
 #include <florence/engine.h>
 #include <florence/importer.h>
 #include <florence/package.h>
 #include <florence/safetensors.h>
+#include <florence/tasks.h>
 
 #include <QDir>
 #include <QFile>
@@ -39,6 +43,36 @@ bool writeJson(const QString& path, const QJsonObject& o) {
     QFile f(path);
     return f.open(QIODevice::WriteOnly | QIODevice::Truncate) &&
            f.write(QJsonDocument(o).toJson()) > 0;
+}
+
+// A fine-tune's processor: its task tables as literals, and code that leaves a file behind if
+// the file is ever run (imported or executed) rather than read.
+const char* const kProcessing = R"(import os
+open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "EXECUTED"), "w").write("ran")
+os.system("touch " + os.path.join(os.path.dirname(os.path.abspath(__file__)), "EXECUTED2"))
+
+
+class Florence2Processor:
+    def __init__(self, tokenizer=None):
+        self.tasks_answer_post_processing_type = {
+            '<OD>': 'description_with_bboxes',
+            '<GENERATE_TAGS>': 'pure_text',
+            '<MIXED_OD>': 'description_with_bboxes',
+        }
+        self.task_prompts_without_inputs = {
+            '<CAPTION>': 'What does the image describe?',
+            '<GENERATE_TAGS>': '<GENERATE_TAGS>',
+            '<MIXED_OD>': 'Locate the objects and describe them.',
+        }
+        self.task_prompts_with_input = {
+            '<DocVQA>': '<DocVQA>{input}',
+        }
+        self.ran = {k: os.system("touch EXECUTED3") for k in range(1)}
+)";
+
+bool writeFile(const QString& path, const QByteArray& data) {
+    QFile f(path);
+    return f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(data) == data.size();
 }
 
 QString importError(const QString& hf, const QString& out) {
@@ -76,6 +110,8 @@ private slots:
     void sameTokensAsOriginal();
     void unsupportedArchitecture_data();
     void unsupportedArchitecture();
+    void fineTuneTasksReadAsData();
+    void taskTableThatIsNotALiteral();
 };
 
 void TestCheckpointLayouts::convert(const QStringList& args) {
@@ -226,6 +262,76 @@ void TestCheckpointLayouts::unsupportedArchitecture() {
                               "and 6 decoder layers"),
                  qPrintable(err));
     QVERIFY(!QFileInfo::exists(out));
+}
+
+void TestCheckpointLayouts::fineTuneTasksReadAsData() {
+    const QString hf = m_tmp.path() + "/fine-tune";
+    QVERIFY(QDir().mkpath(hf));
+    for (const QString& name : QDir(m_tmp.path() + "/original").entryList(QDir::Files))
+        QVERIFY(QFile::copy(m_tmp.path() + "/original/" + name, hf + "/" + name));
+    QVERIFY(writeFile(hf + "/processing_florence2.py", kProcessing));
+    QVERIFY(writeFile(hf + "/processor_config.json",
+                      R"({"task_prompts_without_inputs": {"<FROM_JSON>": "Describe it."}})"));
+    ImportJob job;
+    job.hfDir = hf.toStdString();
+    job.outDir = (m_tmp.path() + "/pkg-fine-tune").toStdString();
+    QStringList messages;
+    runImport(job, [&](int, const std::string& m) { messages << QString::fromStdString(m); });
+    for (const char* marker : {"EXECUTED", "EXECUTED2", "EXECUTED3"})
+        QVERIFY2(!QFileInfo::exists(hf + "/" + marker), marker);
+    QVERIFY2(messages.join('\n').contains("<GENERATE_TAGS>, <MIXED_OD>, <FROM_JSON>, <DocVQA>"),
+             qPrintable(messages.join('\n')));
+
+    // The manifest lists what the standard 15 lack, each with its prompt and post-processing.
+    const QJsonArray tasks =
+        readJson(m_tmp.path() + "/pkg-fine-tune/manifest.json")["tasks"].toArray();
+    QCOMPARE(tasks.size(), 4);
+    const QJsonObject mixed = tasks[1].toObject();
+    QCOMPARE(mixed["token"].toString(), QStringLiteral("<MIXED_OD>"));
+    QCOMPARE(mixed["name"].toString(), QStringLiteral("Mixed od"));
+    QCOMPARE(mixed["prompt"].toString(), QStringLiteral("Locate the objects and describe them."));
+    QCOMPARE(mixed["input"].toString(), QStringLiteral("none"));
+    QCOMPARE(mixed["answer"].toString(), QStringLiteral("description_with_bboxes"));
+    QCOMPARE(tasks[3].toObject()["input"].toString(), QStringLiteral("text"));
+
+    // Loaded, the package's tasks are tasks like the standard ones.
+    const auto model = Model::load(job.outDir);
+    QCOMPARE(model->manifest().tasks.size(), size_t(4));
+    QCOMPARE(taskInfo("<MIXED_OD>").answerType, AnswerType::DescriptionWithBboxes);
+    QCOMPARE(buildPrompt({"<GENERATE_TAGS>", "", std::nullopt}, 768, 768),
+             std::string("<GENERATE_TAGS>"));
+    QCOMPARE(buildPrompt({"<DocVQA>", "What is the title?", std::nullopt}, 768, 768),
+             std::string("<DocVQA>What is the title?"));
+    Session s(model);
+    Request req;
+    req.pixelValues = m_pixels;
+    req.prompt = buildPrompt({"<MIXED_OD>", "", std::nullopt}, 768, 768);
+    GenerationOptions o = model->defaultOptions();
+    o.numBeams = 1;
+    o.maxNewTokens = 12;
+    const Result r = s.generate(req, o);
+    QCOMPARE(r.promptIds, model->tokenizer().encode("Locate the objects and describe them."));
+    QCOMPARE(parseResult(model->tokenizer(), "<MIXED_OD>", r, 768, 768).type,
+             AnswerType::DescriptionWithBboxes);
+}
+
+void TestCheckpointLayouts::taskTableThatIsNotALiteral() {
+    // A processing_florence2.py whose tables are computed is not data: ignored, with a note.
+    const QString hf = m_tmp.path() + "/computed-tables";
+    QVERIFY(QDir().mkpath(hf));
+    for (const QString& name : QDir(m_tmp.path() + "/original").entryList(QDir::Files))
+        QVERIFY(QFile::copy(m_tmp.path() + "/original/" + name, hf + "/" + name));
+    QVERIFY(
+        writeFile(hf + "/processing_florence2.py",
+                  "task_prompts_without_inputs = dict(('<T%d>' % i, 'x') for i in range(9))\n"));
+    ImportJob job;
+    job.hfDir = hf.toStdString();
+    job.outDir = (m_tmp.path() + "/pkg-computed").toStdString();
+    QStringList messages;
+    runImport(job, [&](int, const std::string& m) { messages << QString::fromStdString(m); });
+    QVERIFY2(messages.join('\n').contains("assigns no task table as a dictionary literal"),
+             qPrintable(messages.join('\n')));
+    QVERIFY(!readJson(m_tmp.path() + "/pkg-computed/manifest.json").contains("tasks"));
 }
 
 QTEST_GUILESS_MAIN(TestCheckpointLayouts)

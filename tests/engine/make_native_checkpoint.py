@@ -136,7 +136,8 @@ def main() -> int:
                     weights_only=True)
     dtype = DTYPES[args.dtype]
     sd = {k: v.to(dtype) if v.is_floating_point() else v for k, v in sd.items()}
-    sd["language_model.final_logits_bias"] = torch.zeros_like(sd["language_model.final_logits_bias"])
+    bias = "language_model.final_logits_bias"
+    sd[bias] = torch.zeros_like(sd[bias])
     with open(os.path.join(args.src, "reference.json")) as f:
         tasks = json.load(f)["tasks"].values()
     generated = sorted({i for t in tasks for i in t["generated"]})

@@ -26,7 +26,7 @@ from typing import Tuple
 
 import torch
 
-from . import checkpoint, layouts, ops, package, supported
+from . import checkpoint, layouts, ops, package, supported, tasks
 from .model import Decoder, Florence2, TextEncoder, VisionEncoder
 
 # 1: three self-contained modules. 2: a module may hold an empty tensor in place of one it
@@ -502,6 +502,12 @@ def export(model: Florence2, config: dict, out: str, source_folder: str, name: s
            source: str, storage: str = "float32") -> dict:
     model.eval()
     pre = preprocessor(source_folder)
+    extra_tasks, notes = tasks.folder_tasks(source_folder) if source_folder else ([], [])
+    for note in notes:
+        progress(25, note)
+    if extra_tasks:
+        progress(25, "the checkpoint's own tasks: "
+                 + ", ".join(t["token"] for t in extra_tasks))
     progress(30, "scripting modules")
     with torch.no_grad():
         vision = torch.jit.script(model.vision)
@@ -533,7 +539,8 @@ def export(model: Florence2, config: dict, out: str, source_folder: str, name: s
         tokenizer_files(source_folder, tmp)
         with open(os.path.join(tmp, "config.json"), "w") as f:
             json.dump(config, f, indent=2)
-        write_manifest(tmp, model, config, pre, name, source, report, storage, shared)
+        write_manifest(tmp, model, config, pre, name, source, report, storage, shared,
+                       extra_tasks)
         put_in_place(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -543,7 +550,8 @@ def export(model: Florence2, config: dict, out: str, source_folder: str, name: s
 
 
 def write_manifest(folder: str, model: Florence2, config: dict, pre: dict, name: str,
-                   source: str, report: dict, storage: str, shared: list = ()) -> None:
+                   source: str, report: dict, storage: str, shared: list = (),
+                   extra_tasks: list = ()) -> None:
     tc = config["text_config"]
     size = pre["size"]
     files = {}
@@ -600,6 +608,9 @@ def write_manifest(folder: str, model: Florence2, config: dict, pre: dict, name:
     }
     if shared:
         manifest["shared_parameters"] = list(shared)
+    if extra_tasks:
+        # A fine-tune's own tasks, beside the standard 15 (florence2/tasks.py).
+        manifest["tasks"] = list(extra_tasks)
     with open(os.path.join(folder, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=2)
 
