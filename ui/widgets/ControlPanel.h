@@ -10,11 +10,13 @@
 #include "Settings.h"
 
 #include <florence/engine.h>
+#include <florence/tasks.h>
 
 #include <QRectF>
 #include <QWidget>
 
 #include <optional>
+#include <vector>
 
 class QAbstractItemModel;
 class QAction;
@@ -39,6 +41,9 @@ public:
     void setModelText(const QString& text, const QString& toolTip = QString());
     // Marks the tasks the loaded model was trained for ("" list: no marks).
     void setTrainedTasks(const QStringList& tokens);
+    // The loaded package's own tasks (Manifest::tasks, a fine-tune's) after the standard 15,
+    // then "Custom prompt…" (the text field sent as typed); the previous package's are removed.
+    void setPackageTasks(const std::vector<TaskInfo>& tasks);
 
     // Task.
     QString task() const;

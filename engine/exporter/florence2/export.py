@@ -344,6 +344,15 @@ def hf_state_dict(folder: str, config: dict, config_layout: str) -> Tuple[dict, 
     return sd, f"{layouts.DESCRIPTIONS[layout]}, {source}"
 
 
+def display_name(folder: str) -> str:
+    """The folder's name, or for a snapshot of the Hugging Face cache
+    (models--ORG--NAME/snapshots/REV) the model's name: the revision names nothing."""
+    parts = os.path.normpath(folder).split(os.sep)
+    if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
+        return parts[-3][len("models--"):].replace("--", "/")
+    return parts[-1]
+
+
 def load_hf_model(folder: str):
     if not os.path.isdir(folder):
         raise ExportError(f"{folder} is not a folder")
@@ -656,7 +665,7 @@ def main(argv=None) -> int:
         if args.hf:
             folder = os.path.abspath(args.hf)
             model, config, found = load_hf_model(folder)
-            base = os.path.basename(folder.rstrip("/"))
+            base = display_name(folder)
             report = export(model, config, args.out, folder, base,
                             f"Hugging Face folder {folder} ({found})", args.storage)
         else:
