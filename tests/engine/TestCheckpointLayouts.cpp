@@ -110,6 +110,8 @@ private slots:
     void sameTokensAsOriginal();
     void unsupportedArchitecture_data();
     void unsupportedArchitecture();
+    void badShardIndex_data();
+    void badShardIndex();
     void fineTuneTasksReadAsData();
     void taskTableThatIsNotALiteral();
 };
@@ -262,6 +264,40 @@ void TestCheckpointLayouts::unsupportedArchitecture() {
                               "and 6 decoder layers"),
                  qPrintable(err));
     QVERIFY(!QFileInfo::exists(out));
+}
+
+void TestCheckpointLayouts::badShardIndex_data() {
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<QString>("shard");
+    QTest::addColumn<QString>("expected");
+    const QString first = "model.language_model.encoder.layers.0.fc1.weight";
+    QTest::newRow("shard outside the folder") << first << "../original/model.safetensors"
+                                              << "not a file name in the checkpoint's folder";
+    QTest::newRow("missing shard") << first << "model-00009-of-00009.safetensors"
+                                   << "is missing from";
+    QTest::newRow("tensor in no shard") << "model.language_model.extra.weight"
+                                        << "model-00001-of-00003.safetensors"
+                                        << "tensors it lists are in no shard";
+}
+
+void TestCheckpointLayouts::badShardIndex() {
+    QFETCH(QString, name);
+    QFETCH(QString, shard);
+    QFETCH(QString, expected);
+    const QString hf = m_tmp.path() + "/bad-index";
+    QDir(hf).removeRecursively();
+    QVERIFY(QDir().mkpath(hf));
+    for (const QString& file : QDir(m_tmp.path() + "/native-bf16").entryList(QDir::Files))
+        QVERIFY(QFile::copy(m_tmp.path() + "/native-bf16/" + file, hf + "/" + file));
+    QJsonObject index = readJson(hf + "/model.safetensors.index.json");
+    QJsonObject map = index["weight_map"].toObject();
+    map[name] = shard;
+    index["weight_map"] = map;
+    QVERIFY(writeJson(hf + "/model.safetensors.index.json", index));
+    const QString err = importError(hf, m_tmp.path() + "/bad-index-pkg");
+    QVERIFY2(err.contains(expected) && err.contains("model.safetensors.index.json"),
+             qPrintable(err));
+    QVERIFY(!QFileInfo::exists(m_tmp.path() + "/bad-index-pkg"));
 }
 
 void TestCheckpointLayouts::fineTuneTasksReadAsData() {
