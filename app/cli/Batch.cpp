@@ -60,6 +60,14 @@ completes. Images that cannot be read are listed at the end and never stop the r
                         coco  TASK.coco.json for the folder (tasks with boxes or polygons)
                         jsonl one JSON line per image on stdout (same as --jsonl)
   --jsonl             print one JSON line per image on stdout as it completes
+  --format caption    NAME.txt beside NAME.png, a training set's caption file, shaped by:
+                        --separator comma|newline   between tags (default comma: ", ")
+                        --prefix TEXT, --suffix TEXT   first and last tag (a trigger word)
+                        --lowercase     the answer's tags in lower case
+                        --drop-tags LIST   comma-separated tags left out (any letter case)
+                        --append        add to an existing NAME.txt (tags it has are not
+                                        repeated) instead of replacing it
+                        --preview       answer the first image and print its file; write nothing
   --resume            skip images whose results exist (default: refuse to run over them)
   --overwrite         process every image again and replace its results
   --model PKG, --beams N, --max-new-tokens N, --no-cache, --threads N, --precision P
@@ -84,6 +92,28 @@ std::vector<std::string> readFileList(const std::string& path) {
     if (files.empty())
         throw std::runtime_error("the file list " + path + " names no images");
     return files;
+}
+
+// --separator, --prefix, --suffix, --lowercase, --drop-tags, --append, --preview: the caption
+// file's shape, for --format caption only.
+void captionOptions(const Args& a, FolderJob& job) {
+    const bool asked = a.has("separator") || a.has("prefix") || a.has("suffix") ||
+                       a.has("lowercase") || a.has("drop-tags") || a.has("append") ||
+                       a.has("preview");
+    if (asked && !(job.formats & florence::kCaptionFile))
+        throw UsageError("--separator, --prefix, --suffix, --lowercase, --drop-tags, --append "
+                         "and --preview shape caption files: add --format caption");
+    const std::string separator = a.get("separator", "comma");
+    if (separator != "comma" && separator != "newline")
+        throw UsageError("--separator takes comma or newline, not '" + separator + "'");
+    job.caption.separator = separator == "comma" ? ", " : "\n";
+    job.caption.prefix = a.get("prefix");
+    job.caption.suffix = a.get("suffix");
+    job.caption.lowercase = a.has("lowercase");
+    for (const QString& tag : QString::fromStdString(a.get("drop-tags")).split(','))
+        if (!tag.trimmed().isEmpty())
+            job.caption.dropTags.push_back(tag.trimmed().toStdString());
+    job.caption.append = a.has("append");
 }
 
 FolderJob batchJob(const Args& a, bool* jsonl) {
@@ -120,10 +150,33 @@ FolderJob batchJob(const Args& a, bool* jsonl) {
     }
     if (job.formats == 0 && !*jsonl)
         throw UsageError("--format names nothing to write");
+    captionOptions(a, job);
     job.existing = a.has("resume")      ? ExistingResults::Skip
                    : a.has("overwrite") ? ExistingResults::Overwrite
                                         : ExistingResults::Refuse;
     return job;
+}
+
+// --preview: the first image's caption file as the run would write it; nothing is written.
+int previewCaption(const Args& a, const FolderBatch& folder) {
+    if (folder.pendingImages().empty())
+        throw std::runtime_error("no image to preview: every image is skipped");
+    const std::string image = folder.pendingImages().front();
+    auto model = loadModel(a);
+    GenerationOptions opts = runOptions(a, *model);
+    Session session(model);
+    std::string content, error;
+    runImages(session, {image}, folder.job().task, opts, 1, [&](const ImageOutcome& o) {
+        error = o.error;
+        if (o.error.empty())
+            content = folder.captionFileContent(o.path, o.answer);
+        return true;
+    });
+    if (!error.empty())
+        throw std::runtime_error(error);
+    std::cerr << folder.captionPath(image) << " would hold:\n";
+    std::cout << content << "\n";
+    return 0;
 }
 
 } // namespace
@@ -134,11 +187,12 @@ int runBatch(int argc, char** argv) {
             std::cout << kHelp;
             return 0;
         }
-    const Args a =
-        parseArgs(argc, argv, 2,
-                  {"dir", "files", "task", "text", "prompt", "region", "out", "format", "model",
-                   "beams", "max-new-tokens", "threads", "precision", "batch-size"},
-                  {"recursive", "resume", "overwrite", "jsonl", "no-cache", "quiet"});
+    const Args a = parseArgs(argc, argv, 2,
+                             {"dir", "files", "task", "text", "prompt", "region", "out", "format",
+                              "model", "beams", "max-new-tokens", "threads", "precision",
+                              "batch-size", "separator", "prefix", "suffix", "drop-tags"},
+                             {"recursive", "resume", "overwrite", "jsonl", "no-cache", "quiet",
+                              "lowercase", "append", "preview"});
     bool jsonl = false;
     const FolderBatch folder(batchJob(a, &jsonl));
     const int batchSize = a.getInt("batch-size", 1);
@@ -153,6 +207,8 @@ int runBatch(int argc, char** argv) {
             refused.error = why;
             std::cout << jsonLine(failureJson(refused));
         }
+    if (a.has("preview"))
+        return previewCaption(a, folder);
     size_t answered = 0;
     if (!pending.empty()) {
         auto model = loadModel(a);
