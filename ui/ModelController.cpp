@@ -131,6 +131,9 @@ void ModelController::onLoaded(const ModelInfo& info) {
             trained->append(QString::fromStdString(t));
     }
     m_panel->setTrainedTasks(trained);
+    // A fine-tune's own tasks join the task list (and the parser's table), then Custom prompt.
+    addPackageTasks(info.manifest.tasks);
+    m_panel->setPackageTasks(info.manifest.tasks);
     m_panel->setModelPurpose(QString::fromStdString(info.manifest.purpose));
     m_status->setText(desc);
     m_panel->setMaxNewTokensLimit(info.manifest.maxPositions);

@@ -53,6 +53,7 @@ completes. Images that cannot be read are listed at the end and never stop the r
                       current folder); --dir, when given, is the root their results mirror
   --recursive         also the images of DIR's sub-folders
   --task TOKEN        task token, e.g. "<CAPTION>"; --text STR / --region X1,Y1,X2,Y2 its input
+  --prompt TEXT       a free prompt instead of a task: sent as it is, answered as text
   --out OUT           write the results under OUT (same sub-folders); default: beside each image
   --format LIST       txt,json,coco,jsonl (default txt,json,coco; each where it applies):
                         txt   NAME.caption.txt (caption tasks), NAME.ocr.txt, … : the answer text
@@ -60,6 +61,14 @@ completes. Images that cannot be read are listed at the end and never stop the r
                         coco  TASK.coco.json for the folder (tasks with boxes or polygons)
                         jsonl one JSON line per image on stdout (same as --jsonl)
   --jsonl             print one JSON line per image on stdout as it completes
+  --format caption    NAME.txt beside NAME.png, a training set's caption file, shaped by:
+                        --separator comma|newline   between tags (default comma: ", ")
+                        --prefix TEXT, --suffix TEXT   first and last tag (a trigger word)
+                        --lowercase     the answer's tags in lower case
+                        --drop-tags LIST   comma-separated tags left out (any letter case)
+                        --append        add to an existing NAME.txt (tags it has are not
+                                        repeated) instead of replacing it
+                        --preview       answer the first image and print its file; write nothing
   --resume            skip images whose results exist (default: refuse to run over them)
   --overwrite         process every image again and replace its results
   --model PKG, --beams N, --max-new-tokens N, --no-cache, --threads N, --precision P
@@ -95,6 +104,28 @@ std::vector<std::string> readFileList(const std::string& path) {
     return files;
 }
 
+// --separator, --prefix, --suffix, --lowercase, --drop-tags, --append, --preview: the caption
+// file's shape, for --format caption only.
+void captionOptions(const Args& a, FolderJob& job) {
+    const bool asked = a.has("separator") || a.has("prefix") || a.has("suffix") ||
+                       a.has("lowercase") || a.has("drop-tags") || a.has("append") ||
+                       a.has("preview");
+    if (asked && !(job.formats & florence::kCaptionFile))
+        throw UsageError("--separator, --prefix, --suffix, --lowercase, --drop-tags, --append "
+                         "and --preview shape caption files: add --format caption");
+    const std::string separator = a.get("separator", "comma");
+    if (separator != "comma" && separator != "newline")
+        throw UsageError("--separator takes comma or newline, not '" + separator + "'");
+    job.caption.separator = separator == "comma" ? ", " : "\n";
+    job.caption.prefix = a.get("prefix");
+    job.caption.suffix = a.get("suffix");
+    job.caption.lowercase = a.has("lowercase");
+    for (const QString& tag : QString::fromStdString(a.get("drop-tags")).split(','))
+        if (!tag.trimmed().isEmpty())
+            job.caption.dropTags.push_back(tag.trimmed().toStdString());
+    job.caption.append = a.has("append");
+}
+
 FolderJob batchJob(const Args& a, bool* jsonl) {
     if (!a.positional.empty())
         throw UsageError("unexpected argument '" + a.positional[0] + "'");
@@ -108,7 +139,7 @@ FolderJob batchJob(const Args& a, bool* jsonl) {
     if (a.has("files"))
         job.files = readFileList(a.get("files"));
     job.outDir = a.get("out");
-    job.task = {a.get("task", "<CAPTION>"), a.get("text"), std::nullopt};
+    job.task = taskRequest(a);
     if (a.has("region")) {
         try {
             job.task.region = florence::parseRegion(a.get("region"));
@@ -129,6 +160,7 @@ FolderJob batchJob(const Args& a, bool* jsonl) {
     }
     if (job.formats == 0 && !*jsonl)
         throw UsageError("--format names nothing to write");
+    captionOptions(a, job);
     job.existing = a.has("resume")      ? ExistingResults::Skip
                    : a.has("overwrite") ? ExistingResults::Overwrite
                                         : ExistingResults::Refuse;
@@ -214,6 +246,28 @@ void answerPending(const Args& a, const FolderBatch& folder, bool jsonl, BatchTa
     progress.clear();
 }
 
+// --preview: the first image's caption file as the run would write it; nothing is written.
+int previewCaption(const Args& a, const FolderBatch& folder) {
+    if (folder.pendingImages().empty())
+        throw std::runtime_error("no image to preview: every image is skipped");
+    const std::string image = folder.pendingImages().front();
+    auto model = loadModel(a);
+    GenerationOptions opts = runOptions(a, *model);
+    Session session(model);
+    std::string content, error;
+    runImages(session, {image}, folder.job().task, opts, 1, [&](const ImageOutcome& o) {
+        error = o.error;
+        if (o.error.empty())
+            content = folder.captionFileContent(o.path, o.answer);
+        return true;
+    });
+    if (!error.empty())
+        throw std::runtime_error(error);
+    std::cerr << folder.captionPath(image) << " would hold:\n";
+    std::cout << content << "\n";
+    return 0;
+}
+
 } // namespace
 
 int runBatch(int argc, char** argv) {
@@ -222,11 +276,12 @@ int runBatch(int argc, char** argv) {
             std::cout << kHelp;
             return 0;
         }
-    const Args a = parseArgs(
-        argc, argv, 2,
-        {"dir", "files", "task", "text", "region", "out", "format", "model", "beams",
-         "max-new-tokens", "threads", "precision", "batch-size"},
-        {"recursive", "resume", "overwrite", "jsonl", "no-cache", "quiet", "no-exif-rotate"});
+    const Args a = parseArgs(argc, argv, 2,
+                             {"dir", "files", "task", "text", "prompt", "region", "out", "format",
+                              "model", "beams", "max-new-tokens", "threads", "precision",
+                              "batch-size", "separator", "prefix", "suffix", "drop-tags"},
+                             {"recursive", "resume", "overwrite", "jsonl", "no-cache", "quiet",
+                              "no-exif-rotate", "lowercase", "append", "preview"});
     bool jsonl = false;
     const FolderBatch folder(batchJob(a, &jsonl));
     if (a.getInt("batch-size", 1) < 1)
@@ -242,6 +297,8 @@ int runBatch(int argc, char** argv) {
         }
         flushStdout();
     }
+    if (a.has("preview"))
+        return previewCaption(a, folder);
     if (!folder.pendingImages().empty())
         answerPending(a, folder, jsonl, tally);
     std::string cocoError;

@@ -2,8 +2,10 @@
 
 #include <florence/answer_json.h>
 #include <florence/machine.h>
+#include <florence/package.h>
 #include <florence/paths.h>
 #include <florence/process.h>
+#include <florence/tasks.h>
 
 #include <QJsonDocument>
 
@@ -50,6 +52,20 @@ int threadsOption(const Args& a) {
         return cores;
     }
     return n;
+}
+
+florence::TaskRequest taskRequest(const Args& a) {
+    florence::addPackageTasks(florence::readManifest(modelDir(a)).tasks);
+    if (!a.has("prompt")) {
+        const std::string task = a.get("task", "<CAPTION>");
+        florence::taskInfo(task); // unknown task: TaskError listing the known ones
+        return {task, a.get("text"), std::nullopt};
+    }
+    if (a.has("task") || a.has("text") || a.has("region"))
+        throw UsageError("--prompt is the whole prompt: it takes no --task, --text or --region");
+    if (a.get("prompt").empty())
+        throw UsageError("--prompt needs the text to send");
+    return {florence::kCustomPromptTask, a.get("prompt"), std::nullopt};
 }
 
 florence::Precision parsePrecision(const std::string& s) {

@@ -29,6 +29,10 @@ std::string modelDir(const Args& a);
 int threadsOption(const Args& a);
 // --precision float32|bfloat16|int8 (fp32, bf16).
 florence::Precision parsePrecision(const std::string& s);
+// The task of --task (default <CAPTION>) with --text, or the free prompt of --prompt, checked:
+// the package's own tasks are known first (its manifest is read, the model not loaded), so an
+// unknown task fails before anything loads. The region is the caller's.
+florence::TaskRequest taskRequest(const Args& a);
 // The model of modelDir() with --threads and --precision.
 std::shared_ptr<const florence::Model> loadModel(const Args& a);
 // The model's generation defaults with --beams, --max-new-tokens and --no-cache.

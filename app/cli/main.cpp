@@ -51,8 +51,11 @@ Commands:
               --image FILE --image FILE2 ... | --images DIR    several images, each printed
                                   as it completes (--batch-size at a time in memory)
               --batch-size N      images decoded together (default 4)
-              --task TOKEN        task token, e.g. "<CAPTION>" (default <CAPTION>)
+              --task TOKEN        task token, e.g. "<CAPTION>" (default <CAPTION>), or one
+                                  of the model's own tasks (a fine-tune's: see tasks --model)
               --text STR          input text for tasks that take it
+              --prompt TEXT       a free prompt instead of a task: sent as it is, answered
+                                  as text
               --region X1,Y1,X2,Y2  region in pixels for region tasks
               --model PKG         model package (default: the bundled model)
               --beams N           beam count (default from the model, 3)
@@ -82,7 +85,7 @@ Commands:
               parse --task TOKEN --image-size W H [--format hf|native] [--region X1,Y1,X2,Y2] TEXT
   bench     Measure speed at real model sizes (see bench --help)
   models    List the installed model packages (folder, then name), for --model
-  tasks     List the 15 tasks
+  tasks     List the 15 tasks, and a model's own ones:  tasks [--model PKG]
 
   --help, --version
 )";
@@ -150,7 +153,8 @@ struct RunInputs {
     florence::TaskRequest task;
 };
 
-RunInputs loadRunInputs(Args& a, const std::string& task, std::vector<std::string> paths) {
+RunInputs loadRunInputs(Args& a, const florence::TaskRequest& task,
+                        std::vector<std::string> paths) {
     RunInputs in;
     in.paths = std::move(paths);
     in.requests.resize(std::max<size_t>(1, in.paths.size()));
@@ -163,8 +167,7 @@ RunInputs loadRunInputs(Args& a, const std::string& task, std::vector<std::strin
             throw std::runtime_error(a.get("pixel-values") + " has no pixel_values tensor");
         in.requests[0].pixelValues = file.toFloat("pixel_values");
     }
-    in.task.task = task;
-    in.task.text = a.get("text");
+    in.task = task;
     if (a.has("region"))
         in.task.region = parseRegion(a.get("region"));
     return in;
@@ -265,12 +268,11 @@ void reportAnswer(Args& a, const RunInputs& in, size_t i, const florence::Result
 // Several images: each chunk of --batch-size images is decoded, answered and printed before the
 // next is read, so memory does not grow with the number of images and the first answer comes
 // at once. A file that cannot be read is reported and the others still run (exit 1 at the end).
-int runMany(Args& a, const std::string& task, const std::vector<std::string>& paths,
+int runMany(Args& a, florence::TaskRequest request, const std::vector<std::string>& paths,
             int batchSize) {
-    florence::TaskRequest request{task, a.get("text"), std::nullopt};
     if (a.has("region"))
         request.region = parseRegion(a.get("region"));
-    if (florence::taskInfo(task).input == florence::TaskInput::Text)
+    if (florence::taskInfo(request.task).input == florence::TaskInput::Text)
         florence::buildPrompt(request, 1000, 1000); // a missing text fails before the model loads
     auto model = florence::cli::loadModel(a);
     const florence::GenerationOptions opts = runOptions(a, *model);
@@ -315,19 +317,18 @@ int runMany(Args& a, const std::string& task, const std::vector<std::string>& pa
 }
 
 int cmdRun(int argc, char** argv) {
-    Args a =
-        parseArgs(argc, argv, 2,
-                  {"image", "images", "pixel-values", "task", "text", "region", "model", "beams",
-                   "max-new-tokens", "threads", "annotate", "precision", "batch-size", "coco"},
-                  {"no-cache", "json", "jsonl", "quiet", "ignore-eos", "no-exif-rotate"});
+    Args a = parseArgs(argc, argv, 2,
+                       {"image", "images", "pixel-values", "task", "text", "prompt", "region",
+                        "model", "beams", "max-new-tokens", "threads", "annotate", "precision",
+                        "batch-size", "coco"},
+                       {"no-cache", "json", "jsonl", "quiet", "ignore-eos", "no-exif-rotate"});
     if (!a.positional.empty())
         throw UsageError("unexpected argument '" + a.positional[0] + "'");
     std::vector<std::string> paths = runImagePaths(a);
     const int batchSize = a.getInt("batch-size", 4);
     if (batchSize < 1)
         throw UsageError("--batch-size must be at least 1");
-    const std::string task = a.get("task", "<CAPTION>");
-    florence::taskInfo(task); // unknown task: fail before loading anything
+    const florence::TaskRequest task = florence::cli::taskRequest(a); // before loading anything
     if (a.has("json") && a.has("jsonl"))
         throw UsageError("--json and --jsonl exclude each other");
     if (paths.size() > 1)
@@ -471,9 +472,15 @@ int cmdModels(int argc, char** argv) {
     return 0;
 }
 
-int cmdTasks() {
+int cmdTasks(int argc, char** argv) {
+    Args a = parseArgs(argc, argv, 2, {"model"}, {});
     for (const auto& t : florence::allTasks())
         std::cout << t.token << "\t" << t.name << "\n";
+    if (!a.has("model"))
+        return 0;
+    // A fine-tune's own tasks, with the prompt each sends.
+    for (const florence::TaskInfo& t : florence::readManifest(modelDir(a)).tasks)
+        std::cout << t.token << "\t" << t.name << "\t" << t.promptFormat << "\n";
     return 0;
 }
 
@@ -492,7 +499,7 @@ int runCommand(const std::string& cmd, int argc, char** argv) {
     if (cmd == "parse")
         return cmdParse(argc, argv);
     if (cmd == "tasks")
-        return cmdTasks();
+        return cmdTasks(argc, argv);
     if (cmd == "models")
         return cmdModels(argc, argv);
     if (cmd == "bench")

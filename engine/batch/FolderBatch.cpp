@@ -1,6 +1,7 @@
 #include <florence/batch.h>
 
 #include <florence/files.h>
+#include "host/RegularFile.h"
 
 #include <QDir>
 #include <QDirIterator>
@@ -8,6 +9,7 @@
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QRegularExpression>
 #include <QSaveFile>
 
 #include <algorithm>
@@ -151,8 +153,62 @@ private:
     QJsonArray m_categoryList;
     int m_imageId = 0, m_annotationId = 0;
 };
+const QRegularExpression& tagBreak() {
+    static const QRegularExpression re(QStringLiteral("[,\\n]"));
+    return re;
+}
+
+// prefix, the answer's tags and suffix, as captionFileText joins them.
+QStringList captionTags(const std::string& answerText, const CaptionOptions& options) {
+    QStringList dropped;
+    for (const std::string& tag : options.dropTags)
+        dropped << qstr(tag).trimmed().toLower();
+    QStringList tags;
+    if (!options.prefix.empty())
+        tags << qstr(options.prefix);
+    for (const QString& raw : qstr(readableText(answerText)).split(tagBreak())) {
+        const QString tag = raw.trimmed();
+        if (tag.isEmpty() || dropped.contains(tag.toLower()))
+            continue;
+        tags << (options.lowercase ? tag.toLower() : tag);
+    }
+    if (!options.suffix.empty())
+        tags << qstr(options.suffix);
+    return tags;
+}
+
+// The caption file's new content: when appending, the file's own text and then the tags it
+// does not hold yet (so a trigger word is not repeated).
+QByteArray captionFileBytes(const std::string& path, const std::string& answerText,
+                            const CaptionOptions& options) {
+    QStringList tags = captionTags(answerText, options);
+    const QString separator = qstr(options.separator);
+    if (!options.append || !QFileInfo::exists(qstr(path)))
+        return tags.join(separator).toUtf8();
+    std::string error; // a caption file is a few hundred bytes; a FIFO is not one
+    const QString mine =
+        QString::fromUtf8(detail::readRegularFile(path, 1 << 20, &error)).trimmed();
+    if (!error.empty())
+        throw Error("cannot append to " + path + ": " + error);
+    QStringList held;
+    for (const QString& tag : mine.split(tagBreak()))
+        held << tag.trimmed().toLower();
+    tags.erase(std::remove_if(tags.begin(), tags.end(),
+                              [&](const QString& t) { return held.contains(t.toLower()); }),
+               tags.end());
+    QString out = mine;
+    while (out.endsWith(QLatin1Char(',')))
+        out.chop(1);
+    if (!tags.isEmpty())
+        out += (out.isEmpty() ? QString() : separator) + tags.join(separator);
+    return out.toUtf8();
+}
 
 } // namespace
+
+std::string captionFileText(const std::string& answerText, const CaptionOptions& options) {
+    return captionTags(answerText, options).join(qstr(options.separator)).toStdString();
+}
 
 unsigned parseSidecarFormats(const std::string& list) {
     unsigned formats = 0;
@@ -164,9 +220,11 @@ unsigned parseSidecarFormats(const std::string& list) {
             formats |= kJsonSidecar;
         else if (p == QLatin1String("coco"))
             formats |= kCocoFile;
+        else if (p == QLatin1String("caption"))
+            formats |= kCaptionFile;
         else
             throw Error("unknown format '" + part.toStdString() +
-                        "'; formats are txt, json and coco");
+                        "'; formats are txt, json, coco and caption");
     }
     return formats;
 }
@@ -175,7 +233,7 @@ unsigned applicableFormats(const std::string& task, unsigned formats) {
     const bool text = taskInfo(task).answerType == AnswerType::PureText;
     unsigned out = formats & kJsonSidecar;
     if (text)
-        out |= formats & kTextSidecar;
+        out |= formats & (kTextSidecar | kCaptionFile);
     else if (formats & kCocoFile)
         out |= kCocoFile | kJsonSidecar; // the COCO file is assembled from the JSON sidecars
     return out;
@@ -210,7 +268,8 @@ FolderBatch::FolderBatch(FolderJob job) : m_job(std::move(job)) {
     m_formats = applicableFormats(m_job.task.task, m_job.formats);
     if (m_formats == 0 && m_job.formats != 0)
         throw Error("none of the formats asked for applies to " + m_job.task.task +
-                    " (txt: text answers; coco: answers with boxes or polygons; json: every task)");
+                    " (txt, caption: text answers; coco: answers with boxes or polygons; json: "
+                    "every task)");
     m_images = m_job.files.empty() ? listImages(m_job.dir, m_job.recursive) : m_job.files;
     if (m_images.empty())
         throw Error("folder " + m_job.dir + " holds no images (PNG, JPEG, BMP, TIFF, WebP)");
@@ -287,6 +346,12 @@ std::string FolderBatch::textPath(const std::string& image) const {
     return sidecarBase(image) + "." + textKind(m_job.task.task) + ".txt";
 }
 
+std::string FolderBatch::captionPath(const std::string& image) const {
+    if (!(m_formats & kCaptionFile))
+        return {};
+    return sidecarBase(image) + ".txt";
+}
+
 std::string FolderBatch::jsonPath(const std::string& image) const {
     if (!(m_formats & kJsonSidecar))
         return {};
@@ -305,14 +370,23 @@ std::string FolderBatch::cocoPath() const {
 bool FolderBatch::hasResult(const std::string& image) const {
     const std::string json = jsonPath(image);
     const std::string text = textPath(image);
-    if (json.empty() && text.empty())
+    const std::string caption = captionPath(image);
+    if (json.empty() && text.empty() && caption.empty())
         return false; // nothing is written (--jsonl only): nothing to resume from
     if (!json.empty()) {
         const Sidecar s = readSidecar(json);
         if (s.kind != Sidecar::Answer || s.task != m_job.task.task)
             return false;
     }
+    // Appending: an existing caption file is the user's, to be added to, not a result.
+    if (!caption.empty() && (m_job.caption.append || !QFileInfo::exists(qstr(caption))))
+        return false;
     return text.empty() || QFileInfo::exists(qstr(text));
+}
+
+std::string FolderBatch::captionFileContent(const std::string& image,
+                                            const ParsedAnswer& answer) const {
+    return captionFileBytes(sidecarBase(image) + ".txt", answer.text, m_job.caption).toStdString();
 }
 
 void FolderBatch::writeResult(const std::string& image, const ParsedAnswer& answer,
@@ -321,6 +395,9 @@ void FolderBatch::writeResult(const std::string& image, const ParsedAnswer& answ
     const std::string text = textPath(image);
     if (!text.empty())
         writeFileAtomically(text, QByteArray::fromStdString(readableText(answer.text)));
+    if (!captionPath(image).empty())
+        writeFileAtomically(captionPath(image),
+                            QByteArray::fromStdString(captionFileContent(image, answer)));
     const std::string json = jsonPath(image);
     if (!json.empty())
         writeFileAtomically(json, QJsonDocument(document).toJson(QJsonDocument::Indented));

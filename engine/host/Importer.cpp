@@ -1,5 +1,6 @@
 #include <florence/importer.h>
 
+#include <florence/checkpoints.h>
 #include <florence/paths.h>
 
 #include <QDir>
@@ -29,8 +30,10 @@ void runImport(const ImportJob& job, const ImportProgress& progress,
         throw ImportError("no output folder given for the imported model");
     if (job.hfDir.empty() == job.randomInit.empty())
         throw ImportError("give either a Hugging Face folder or a random-init size");
-    if (!job.hfDir.empty() && !QFileInfo(QString::fromStdString(job.hfDir)).isDir())
-        throw ImportError(job.hfDir + " is not a folder");
+    // A hub name ("microsoft/Florence-2-base") is its snapshot in the Hugging Face cache.
+    const std::string hfDir = job.hfDir.empty() ? std::string() : resolveCheckpoint(job.hfDir);
+    if (!hfDir.empty() && !QFileInfo(QString::fromStdString(hfDir)).isDir())
+        throw ImportError(hfDir + " is not a folder");
     const std::string script = exporterScript();
     if (script.empty())
         throw ImportError(
@@ -42,8 +45,8 @@ void runImport(const ImportJob& job, const ImportProgress& progress,
             " is missing; importing needs Python with torch (apt install python3-torch)");
 
     QStringList args{QString::fromStdString(script)};
-    if (!job.hfDir.empty())
-        args << "--hf" << QString::fromStdString(job.hfDir);
+    if (!hfDir.empty())
+        args << "--hf" << QString::fromStdString(hfDir);
     else
         args << "--random-init" << QString::fromStdString(job.randomInit) << "--seed"
              << QString::number(job.seed);

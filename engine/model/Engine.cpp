@@ -6,6 +6,7 @@
 #include <florence/machine.h>
 #include <florence/process.h>
 #include <florence/stats.h>
+#include <florence/tasks.h>
 
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/script.h>
@@ -413,6 +414,7 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
                           d.manifest.precision);
 
     checkModuleCode(d.manifest);
+    addPackageTasks(d.manifest.tasks); // a fine-tune's own tasks, for taskInfo and the parser
 
     setThreads(options.threads);
     tuneAllocator();

@@ -3,6 +3,7 @@
 #include <florence/files.h>
 
 #include "host/RegularFile.h"
+#include <florence/answer.h>
 
 #include <QCryptographicHash>
 #include <QDateTime>
@@ -12,6 +13,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QRegularExpression>
 #include <QSaveFile>
 #include <QStandardPaths>
 #include <QTextStream>
@@ -368,6 +370,37 @@ void readSharedParameters(const QJsonObject& root, const std::string& dir, Manif
     }
 }
 
+// A fine-tune's own tasks: a stranger's list, so every field is checked and bounded.
+void readTasks(const QJsonObject& root, const std::string& dir, Manifest& m) {
+    const QJsonValue tasks = root.value("tasks");
+    if (tasks.isUndefined())
+        return;
+    if (!tasks.isArray() || tasks.toArray().size() > 256)
+        fail(dir, "\"tasks\" is not a list of at most 256 tasks");
+    static const QRegularExpression token(QStringLiteral("^<[A-Za-z0-9_]{1,64}>$"));
+    for (const QJsonValue& v : tasks.toArray()) {
+        const QJsonObject o = v.toObject();
+        const QString tok = o.value("token").toString();
+        const QString name = o.value("name").toString();
+        const QString prompt = o.value("prompt").toString();
+        const QString input = o.value("input").toString();
+        const auto answer = answerTypeNamed(o.value("answer").toString().toStdString());
+        const std::string entry = "task \"" + tok.left(70).toStdString() + "\"";
+        if (!token.match(tok).hasMatch())
+            fail(dir, entry + ": the token is not like <NAME>");
+        if (name.isEmpty() || name.size() > 200 || prompt.isEmpty() || prompt.size() > 1000)
+            fail(dir, entry + ": needs a name (up to 200 characters) and a prompt (up to 1000)");
+        if ((input != "none" && input != "text") || !answer)
+            fail(dir, entry + ": \"input\" must be none or text and \"answer\" an answer type");
+        const bool takesText = input == "text";
+        if (takesText != prompt.contains("{input}"))
+            fail(dir, entry + ": its prompt must hold {input} exactly when it takes text");
+        m.tasks.push_back({tok.toStdString(), name.toStdString(), prompt.toStdString(),
+                           takesText ? TaskInput::Text : TaskInput::None, takesText ? "text" : "",
+                           *answer});
+    }
+}
+
 } // namespace
 
 Manifest readManifest(const std::string& dir) {
@@ -383,6 +416,7 @@ Manifest readManifest(const std::string& dir) {
     readFiles(root, dir, m);
     readSharedParameters(root, dir, m);
     readGeneratedParameters(root, m);
+    readTasks(root, dir, m);
     return m;
 }
 

@@ -346,20 +346,19 @@ void parsePolygons(const std::string& generated, int width, int height, bool all
             const qsizetype labelEnd = phraseText.indexOf(QLatin1Char('<'));
             if (labelEnd > 0)
                 item.ownChars.push_back({item.charBegin, c.originEnd(phraseStart + labelEnd)});
-            item.ownChars.push_back(
-                {c.originBegin(phraseStart + instance.offset), item.charEnd});
+            item.ownChars.push_back({c.originBegin(phraseStart + instance.offset), item.charEnd});
             items.push_back(std::move(item));
         }
     }
 }
 
 AnswerType answerTypeOf(const std::string& task) {
-    for (const TaskInfo& info : allTasks()) {
-        if (info.token == task)
-            return info.answerType;
+    try {
+        return taskInfo(task).answerType; // a standard task or a package's own
+    } catch (const TaskError&) {
+        // The original's tasks_answer_post_processing_type.get(task, 'pure_text').
+        return AnswerType::PureText;
     }
-    // The original's tasks_answer_post_processing_type.get(task, 'pure_text').
-    return AnswerType::PureText;
 }
 
 } // namespace
@@ -382,6 +381,15 @@ std::string answerTypeName(AnswerType type) {
         return "description_with_bboxes_or_polygons";
     }
     return "pure_text";
+}
+
+std::optional<AnswerType> answerTypeNamed(const std::string& name) {
+    for (AnswerType type : {AnswerType::PureText, AnswerType::DescriptionWithBboxes,
+                            AnswerType::Bboxes, AnswerType::Ocr, AnswerType::PhraseGrounding,
+                            AnswerType::Polygons, AnswerType::DescriptionWithBboxesOrPolygons})
+        if (answerTypeName(type) == name)
+            return type;
+    return std::nullopt;
 }
 
 ParsedAnswer parseAnswer(const std::string& task, const std::string& generatedText, int imageWidth,

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <deque>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,21 @@ const std::vector<TaskInfo> kTasks = {
      "region", AnswerType::PureText},
 };
 
+const TaskInfo& customPrompt() {
+    static const TaskInfo task{kCustomPromptTask, "Custom prompt", "{input}",
+                               TaskInput::Text,   "prompt",        AnswerType::PureText};
+    return task;
+}
+
+// A package's own tasks, added by addPackageTasks; never removed, so references stay valid.
+std::mutex g_addedMutex;
+std::deque<TaskInfo> g_added;
+
+bool sameTask(const TaskInfo& a, const TaskInfo& b) {
+    return a.token == b.token && a.name == b.name && a.promptFormat == b.promptFormat &&
+           a.input == b.input && a.inputLabel == b.inputLabel && a.answerType == b.answerType;
+}
+
 bool isBlank(const std::string& s) {
     return std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c) != 0; });
 }
@@ -61,6 +78,11 @@ std::string trimmed(const std::string& s) {
 
 // What to pass, for the "needs a …" message: says what the user has to do, per task.
 std::string inputHint(const TaskInfo& task) {
+    if (task.token == kCustomPromptTask)
+        return "pass the prompt to send";
+    if (std::none_of(kTasks.begin(), kTasks.end(),
+                     [&](const TaskInfo& t) { return t.token == task.token; }))
+        return "pass the text the task takes";
     if (task.input == TaskInput::Region)
         return "pass a box in pixels or four <loc_N> tokens";
     if (task.token == "<CAPTION_TO_PHRASE_GROUNDING>")
@@ -109,11 +131,51 @@ const TaskInfo& taskInfo(const std::string& token) {
         if (task.token == token)
             return task;
     }
+    if (token == kCustomPromptTask)
+        return customPrompt();
+    {
+        std::lock_guard<std::mutex> lock(g_addedMutex);
+        // The latest details of a token; a deque never moves what it holds, so the reference
+        // stays valid when more are added.
+        for (auto it = g_added.rbegin(); it != g_added.rend(); ++it)
+            if (it->token == token)
+                return *it;
+    }
     std::string known;
     for (const TaskInfo& task : kTasks)
         known += (known.empty() ? "" : ", ") + task.token;
+    for (const TaskInfo& task : packageTasks())
+        known += ", " + task.token;
     throw TaskError("unknown task '" + token.substr(0, 60) + (token.size() > 60 ? "…" : "") +
                     "'; known tasks: " + known);
+}
+
+void addPackageTasks(const std::vector<TaskInfo>& tasks) {
+    std::lock_guard<std::mutex> lock(g_addedMutex);
+    for (const TaskInfo& task : tasks) {
+        const bool standard = task.token == kCustomPromptTask ||
+                              std::any_of(kTasks.begin(), kTasks.end(),
+                                          [&](const TaskInfo& t) { return t.token == task.token; });
+        const auto same = std::find_if(g_added.rbegin(), g_added.rend(),
+                                       [&](const TaskInfo& t) { return t.token == task.token; });
+        if (standard || (same != g_added.rend() && sameTask(*same, task)))
+            continue;
+        g_added.push_back(task);
+    }
+}
+
+std::vector<TaskInfo> packageTasks() {
+    std::lock_guard<std::mutex> lock(g_addedMutex);
+    std::vector<TaskInfo> out;
+    for (const TaskInfo& task : g_added) {
+        const auto at = std::find_if(out.begin(), out.end(),
+                                     [&](const TaskInfo& t) { return t.token == task.token; });
+        if (at == out.end())
+            out.push_back(task);
+        else
+            *at = task;
+    }
+    return out;
 }
 
 int pixelToBin(double x, int size) {
@@ -214,6 +276,10 @@ std::string buildPrompt(const TaskRequest& request, int imageWidth, int imageHei
     if (!hasText && !(task.input == TaskInput::Region && request.region))
         throw TaskError(task.token + " needs a " + task.inputLabel + ": " + inputHint(task));
 
+    // A free prompt is sent as it is, task tokens included: a fine-tune's task may be its
+    // token alone.
+    if (task.token == kCustomPromptTask)
+        return request.text;
     // The original processor asserts when a prompt holds a task token besides its own, and
     // replaces every copy of its own; refusing both keeps the prompt what the user sees.
     for (const TaskInfo& other : kTasks) {

@@ -102,6 +102,7 @@ private slots:
     void folderWritesSidecarsAndListsFailures();
     void resumeProcessesOnlyWhatIsMissing();
     void captionsGoToTheOutputFolder();
+    void captionFilesForTrainingSets();
     void badArguments_data();
     void badArguments();
     void interruptLeavesNoHalfWrittenFile();
@@ -262,6 +263,47 @@ void TestBatch::captionsGoToTheOutputFolder() {
     QVERIFY(!filesUnder(m_dir).join(' ').contains(".txt"));
 }
 
+void TestBatch::captionFilesForTrainingSets() {
+    for (const char* name : {"scene_00.png", "scene_01.png"})
+        QVERIFY(copy(kScenes + "/" + name, m_dir + "/" + name));
+    QFile old(m_dir + "/scene_01.txt");
+    QVERIFY(old.open(QIODevice::WriteOnly));
+    old.write("sks, old tag\n");
+    old.close();
+    const auto read = [](const QString& path) {
+        QFile f(path);
+        return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
+    };
+    const QStringList args =
+        QStringList{"batch",   "--dir",    m_dir, "--task",      "<CAPTION>",   "--format",
+                    "caption", "--prefix", "sks", "--lowercase", "--separator", "newline"} +
+        kFast;
+    // An existing caption file: refused unless told what to do with it.
+    const Output refused = runCli(args, 300000);
+    QCOMPARE(refused.exitCode, 1);
+    QVERIFY2(refused.err.contains("already have results"), refused.err.constData());
+
+    // The preview shows the first image's file and writes nothing.
+    const Output preview = runCli(args + QStringList{"--append", "--preview"}, 300000);
+    QVERIFY2(preview.exitCode == 0, preview.err.constData());
+    QVERIFY2(preview.err.contains("scene_00.txt would hold"), preview.err.constData());
+    QVERIFY(!QFile::exists(m_dir + "/scene_00.txt"));
+    QCOMPARE(read(m_dir + "/scene_01.txt"), QStringLiteral("sks, old tag\n"));
+
+    const Output run = runCli(args + QStringList{"--append"}, 300000);
+    QVERIFY2(run.exitCode == 0, run.err.constData());
+    const QString first = read(m_dir + "/scene_00.txt");
+    QCOMPARE(first + "\n", QString::fromUtf8(preview.out));
+    QVERIFY2(first.startsWith("sks\n") && first == first.toLower() && !first.contains("<"),
+             qPrintable(first));
+    // Appended after the file's own tags, the trigger word not repeated.
+    const QString second = read(m_dir + "/scene_01.txt");
+    QVERIFY2(second.startsWith("sks, old tag\n") && second.count("sks") == 1 && second.size() > 14,
+             qPrintable(second));
+    QCOMPARE(filesUnder(m_dir),
+             (QStringList{"scene_00.png", "scene_00.txt", "scene_01.png", "scene_01.txt"}));
+}
+
 void TestBatch::badArguments_data() {
     QTest::addColumn<QStringList>("args");
     QTest::addColumn<int>("exitCode");
@@ -279,6 +321,8 @@ void TestBatch::badArguments_data() {
     QTest::newRow("missing text") << QStringList{"batch", "--dir", kScenes, "--task",
                                                  "<CAPTION_TO_PHRASE_GROUNDING>"}
                                   << 1 << "needs";
+    QTest::newRow("caption option without caption files")
+        << QStringList{"batch", "--dir", kScenes, "--prefix", "sks"} << 2 << "--format caption";
     QTest::newRow("resume and overwrite")
         << QStringList{"batch", "--dir", kScenes, "--resume", "--overwrite"} << 2 << "exclude";
 }

@@ -82,6 +82,7 @@ private slots:
     void modelsListsTheSpeedDemos();
     void batchOfImages();
     void tokenize();
+    void packageTasksAndFreePrompt();
     void badArguments_data();
     void badArguments();
     void threadsBeyondTheCoresAreClamped();
@@ -288,6 +289,75 @@ void TestCli::tokenize() {
     QCOMPARE(o.exitCode, 0);
     QCOMPARE(QJsonDocument::fromJson(o.out).array(),
              (QJsonArray{0, 2264, 473, 5, 2274, 6190, 116, 2}));
+}
+
+void TestCli::packageTasksAndFreePrompt() {
+    // The bundled package with a fine-tune's task list in its manifest, as the importer writes
+    // it from a checkpoint's own task table.
+    QTemporaryDir dir;
+    const QString bundled = FLORENCE_BUILD_DATA_DIR "/models/default";
+    const QString pkg = dir.path() + "/fine-tune";
+    QVERIFY(QDir().mkpath(pkg));
+    for (const QString& name : QDir(bundled).entryList(QDir::Files | QDir::Hidden))
+        QVERIFY(QFile::copy(bundled + "/" + name, pkg + "/" + name));
+    QFile f(pkg + "/manifest.json");
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QJsonObject manifest = QJsonDocument::fromJson(f.readAll()).object();
+    f.close();
+    manifest["tasks"] =
+        QJsonArray{QJsonObject{{"token", "<GENERATE_TAGS>"},
+                               {"name", "Generate tags"},
+                               {"prompt", "Locate the objects with category name in the image."},
+                               {"input", "none"},
+                               {"answer", "description_with_bboxes"}},
+                   QJsonObject{{"token", "<ASK>"},
+                               {"name", "Ask"},
+                               {"prompt", "Question: {input}"},
+                               {"input", "text"},
+                               {"answer", "pure_text"}}};
+    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write(QJsonDocument(manifest).toJson());
+    f.close();
+
+    const Output listed = runCli({"tasks", "--model", pkg});
+    QCOMPARE(listed.exitCode, 0);
+    QVERIFY2(listed.out.contains("<GENERATE_TAGS>\tGenerate tags\tLocate the objects"),
+             listed.out.constData());
+    QVERIFY(listed.out.contains("<ASK>\tAsk\tQuestion: {input}"));
+
+    const QString pier = kSamples + "/pier.png";
+    // The package's task answers as <OD> does: its prompt is <OD>'s, its post-processing too.
+    const Output od = runCli({"run", "--image", pier, "--task", "<OD>", "--json", "--quiet"});
+    const Output tags = runCli(
+        {"run", "--model", pkg, "--image", pier, "--task", "<GENERATE_TAGS>", "--json", "--quiet"});
+    QVERIFY2(tags.exitCode == 0, tags.err.constData());
+    const QJsonObject a = QJsonDocument::fromJson(od.out).object();
+    const QJsonObject b = QJsonDocument::fromJson(tags.out).object();
+    QCOMPARE(b["task"].toString(), QStringLiteral("<GENERATE_TAGS>"));
+    QCOMPARE(b["answer_type"].toString(), QStringLiteral("description_with_bboxes"));
+    QCOMPARE(b["generated_ids"], a["generated_ids"]);
+    QCOMPARE(b["native"].toObject()["items"], a["native"].toObject()["items"]);
+
+    const Output ask = runCli({"run", "--model", pkg, "--image", pier, "--task", "<ASK>", "--text",
+                               "what is it?", "--json", "--quiet", "--max-new-tokens", "8"});
+    QVERIFY2(ask.exitCode == 0, ask.err.constData());
+    QCOMPARE(QJsonDocument::fromJson(ask.out).object()["prompt"].toString(),
+             QStringLiteral("Question: what is it?"));
+    // Without --model PKG the bundled package has no such task.
+    const Output unknown = runCli({"run", "--image", pier, "--task", "<GENERATE_TAGS>"});
+    QCOMPARE(unknown.exitCode, 1);
+    QVERIFY(unknown.err.contains("unknown task"));
+
+    // A free prompt is sent as it is, task tokens included, and answered as text.
+    const Output free = runCli({"run", "--image", pier, "--prompt", "<OD> as typed", "--json",
+                                "--quiet", "--max-new-tokens", "8"});
+    QVERIFY2(free.exitCode == 0, free.err.constData());
+    const QJsonObject r = QJsonDocument::fromJson(free.out).object();
+    QCOMPARE(r["prompt"].toString(), QStringLiteral("<OD> as typed"));
+    QCOMPARE(r["answer_type"].toString(), QStringLiteral("pure_text"));
+    const Output both = runCli({"run", "--image", pier, "--prompt", "x", "--task", "<OD>"});
+    QCOMPARE(both.exitCode, 2);
+    QVERIFY(both.err.contains("--prompt is the whole prompt"));
 }
 
 void TestCli::badArguments_data() {

@@ -56,6 +56,9 @@ private slots:
     void sameNameIsRefused();
     void writesWholeFilesOnly();
     void textSidecarIsReadable();
+    void captionText_data();
+    void captionText();
+    void captionFiles();
     void cocoFromSidecars();
     void progressAndEta();
 
@@ -218,6 +221,92 @@ void TestFolderBatch::textSidecarIsReadable() {
     QVERIFY(f.open(QIODevice::ReadOnly));
     QCOMPARE(f.readAll(), QByteArray("yellow star"));
     QVERIFY(batch.jsonPath(a).empty());
+}
+
+void TestFolderBatch::captionText_data() {
+    QTest::addColumn<QString>("generated");
+    QTest::addColumn<QString>("separator");
+    QTest::addColumn<QString>("prefix");
+    QTest::addColumn<QString>("suffix");
+    QTest::addColumn<bool>("lowercase");
+    QTest::addColumn<QStringList>("drop");
+    QTest::addColumn<QString>("expected");
+    const QString tags = "</s><s>dog, Cat,  tree ,,</s>";
+    QTest::newRow("tags as they come") << tags << ", "
+                                       << ""
+                                       << "" << false << QStringList{} << "dog, Cat, tree";
+    QTest::newRow("one per line") << tags << "\n"
+                                  << ""
+                                  << "" << false << QStringList{} << "dog\nCat\ntree";
+    QTest::newRow("trigger word and suffix")
+        << tags << ", "
+        << "sks person"
+        << "best quality" << false << QStringList{} << "sks person, dog, Cat, tree, best quality";
+    QTest::newRow("lower case") << tags << ", "
+                                << "SKS"
+                                << "" << true << QStringList{} << "SKS, dog, cat, tree";
+    QTest::newRow("drop tags without case") << tags << ", "
+                                            << ""
+                                            << "" << false << QStringList{"cat", " TREE"} << "dog";
+    QTest::newRow("model tokens left over") << "</s><s>a photo of a dog<pad></s><pad>"
+                                            << ", "
+                                            << ""
+                                            << "" << false << QStringList{} << "a photo of a dog";
+}
+
+void TestFolderBatch::captionText() {
+    QFETCH(QString, generated);
+    QFETCH(QString, separator);
+    QFETCH(QString, prefix);
+    QFETCH(QString, suffix);
+    QFETCH(bool, lowercase);
+    QFETCH(QStringList, drop);
+    QFETCH(QString, expected);
+    florence::CaptionOptions o;
+    o.separator = separator.toStdString();
+    o.prefix = prefix.toStdString();
+    o.suffix = suffix.toStdString();
+    o.lowercase = lowercase;
+    for (const QString& tag : drop)
+        o.dropTags.push_back(tag.toStdString());
+    QCOMPARE(QString::fromStdString(florence::captionFileText(generated.toStdString(), o)),
+             expected);
+}
+
+void TestFolderBatch::captionFiles() {
+    // photo.txt beside photo.png: skipped when resuming, replaced when overwriting, added to when
+    // appending.
+    touch(m_dir + "/a.txt", "sks, old tag\n");
+    florence::FolderJob job;
+    job.dir = m_dir.toStdString();
+    job.task = {"<CAPTION>", "", std::nullopt};
+    job.formats = florence::kCaptionFile;
+    job.caption.prefix = "sks";
+    QVERIFY_THROWS_EXCEPTION(florence::Error, florence::FolderBatch{job}); // a.txt exists
+    job.existing = florence::ExistingResults::Skip;
+    QCOMPARE(florence::FolderBatch(job).skippedCount(), size_t(1));
+    const std::string a = (m_dir + "/a.png").toStdString();
+    const florence::ParsedAnswer answer =
+        florence::parseAnswer("<CAPTION>", "</s><s>Dog, grass</s>", 100, 100);
+    const auto captionOf = [&] {
+        QFile f(m_dir + "/a.txt");
+        return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+    };
+    job.caption.append = true;
+    const florence::FolderBatch append(job);
+    QCOMPARE(append.skippedCount(), size_t(0)); // appending answers every image
+    QCOMPARE(QString::fromStdString(append.captionPath(a)), m_dir + "/a.txt");
+    append.writeResult(a, answer, document(answer, a));
+    QCOMPARE(captionOf(), QByteArray("sks, old tag, Dog, grass")); // sks once
+    job.caption.append = false;
+    job.existing = florence::ExistingResults::Overwrite;
+    const florence::FolderBatch overwrite(job);
+    overwrite.writeResult(a, answer, document(answer, a));
+    QCOMPARE(captionOf(), QByteArray("sks, Dog, grass"));
+    QVERIFY(overwrite.jsonPath(a).empty() && overwrite.textPath(a).empty());
+    // Boxes are not a caption.
+    job.task = {"<OD>", "", std::nullopt};
+    QVERIFY_THROWS_EXCEPTION(florence::Error, florence::FolderBatch{job});
 }
 
 void TestFolderBatch::cocoFromSidecars() {

@@ -16,10 +16,27 @@ import tempfile
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "engine", "exporter"))
 
-from florence2 import codehash  # noqa: E402
+from florence2 import codehash, supported  # noqa: E402
+
+
+def check_supported_layouts() -> bool:
+    """The importer refuses architectures from supported.LAYER_LAYOUTS before exporting; it must
+    name the layer layouts of exactly the families the allow-list holds."""
+    import json
+    found = {}
+    for family, rel in codehash.FAMILIES.items():
+        with open(os.path.join(ROOT, rel), encoding="utf-8") as f:
+            found[family] = supported.layer_layout(json.load(f))
+    if found != supported.LAYER_LAYOUTS:
+        print(f"engine/exporter/florence2/supported.py LAYER_LAYOUTS {supported.LAYER_LAYOUTS} "
+              f"is not the families' layer layouts {found}", file=sys.stderr)
+        return False
+    return True
 
 
 def main() -> int:
+    if not check_supported_layouts():
+        return 1
     ops = sys.argv[sys.argv.index("--ops-library") + 1] if "--ops-library" in sys.argv else None
     committed_path = os.path.join(ROOT, "engine", "model", "code-allowlist.txt")
     with tempfile.TemporaryDirectory() as tmp:

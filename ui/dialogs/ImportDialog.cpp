@@ -1,5 +1,6 @@
 #include "dialogs/ImportDialog.h"
 
+#include <florence/checkpoints.h>
 #include <florence/paths.h>
 
 #include <QComboBox>
@@ -9,12 +10,14 @@
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
+#include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRadioButton>
 #include <QSpinBox>
+#include <QTreeWidget>
 #include <QVBoxLayout>
 
 namespace florence::ui {
@@ -27,7 +30,8 @@ ImportDialog::ImportDialog(QWidget* parent) : QDialog(parent) {
         tr("Converts a Hugging Face Florence-2 checkpoint folder (config.json, model.safetensors "
            "or "
            "pytorch_model.bin, tokenizer files), for example a clone of "
-           "<i>huggingface.co/microsoft/Florence-2-base</i>, into a model package this app runs. "
+           "<i>huggingface.co/microsoft/Florence-2-base</i>, or a name in the Hugging Face cache "
+           "(<i>microsoft/Florence-2-base</i>), into a model package this app runs. "
            "It takes a few minutes for the large model."),
         this);
     intro->setWordWrap(true);
@@ -36,7 +40,7 @@ ImportDialog::ImportDialog(QWidget* parent) : QDialog(parent) {
     m_fromHf->setChecked(true);
     m_hfDir = new QLineEdit(this);
     m_hfDir->setObjectName(QStringLiteral("hfDirEdit"));
-    m_hfDir->setPlaceholderText(tr("folder with config.json and the weights"));
+    m_hfDir->setPlaceholderText(tr("folder with config.json and the weights, or ORG/NAME"));
     m_browse = new QPushButton(tr("Browse…"), this);
     auto* hfRow = new QHBoxLayout();
     hfRow->addWidget(m_hfDir, 1);
@@ -63,7 +67,17 @@ ImportDialog::ImportDialog(QWidget* parent) : QDialog(parent) {
     m_outLabel->setWordWrap(true);
     m_outLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
+    m_found = new QTreeWidget(this);
+    m_found->setObjectName(QStringLiteral("foundCheckpoints"));
+    m_found->setHeaderLabels(
+        {tr("Found on this computer"), tr("Size"), tr("Layout"), tr("Revision"), tr("Where")});
+    m_found->setRootIsDecorated(false);
+    m_found->setMaximumHeight(130);
+    m_found->header()->setSectionResizeMode(0, QHeaderView::Stretch);
+    connect(m_found, &QTreeWidget::itemSelectionChanged, this, &ImportDialog::useFound);
+
     auto* form = new QFormLayout();
+    form->addRow(m_found);
     form->addRow(m_fromHf, hfRow);
     form->addRow(m_fromRandom, randomRow);
     form->addRow(tr("Package name:"), m_name);
@@ -117,7 +131,35 @@ ImportDialog::ImportDialog(QWidget* parent) : QDialog(parent) {
     connect(m_seed, qOverload<int>(&QSpinBox::valueChanged), this, suggestName);
     connect(m_fromHf, &QRadioButton::toggled, this, &ImportDialog::updateForm);
     connect(m_name, &QLineEdit::textChanged, this, &ImportDialog::updateForm);
+    listFound();
     updateForm();
+}
+
+void ImportDialog::listFound() {
+    m_found->clear();
+    for (const FoundCheckpoint& c : findCheckpoints()) {
+        const QString layout = c.layout == "native"     ? tr("transformers")
+                               : c.layout == "original" ? tr("original")
+                                                        : tr("unknown");
+        auto* item = new QTreeWidgetItem(
+            m_found,
+            {QString::fromStdString(c.name), locale().formattedDataSize(c.weightBytes), layout,
+             QString::fromStdString(c.revision).left(12), QString::fromStdString(c.where)});
+        item->setData(0, Qt::UserRole, QString::fromStdString(c.dir));
+        item->setToolTip(0, QString::fromStdString(c.dir));
+    }
+    if (m_found->topLevelItemCount() == 0)
+        m_found->hide(); // nothing in the cache or ~/Downloads: the folder field is the way
+}
+
+void ImportDialog::useFound() {
+    const QList<QTreeWidgetItem*> chosen = m_found->selectedItems();
+    if (chosen.isEmpty() || isRunning())
+        return;
+    m_fromHf->setChecked(true);
+    m_hfDir->setText(chosen.first()->data(0, Qt::UserRole).toString());
+    // A snapshot folder is named by its revision: the package is named after the model.
+    m_name->setText(chosen.first()->text(0).section(QLatin1Char('/'), -1));
 }
 
 ImportDialog::~ImportDialog() {
@@ -154,9 +196,16 @@ void ImportDialog::updateForm() {
 void ImportDialog::startFromForm() {
     ImportJob job;
     if (m_fromHf->isChecked()) {
-        job.hfDir = QDir::cleanPath(m_hfDir->text().trimmed()).toStdString();
+        const QString given = m_hfDir->text().trimmed();
+        try {
+            // A folder, or a name in the Hugging Face cache ("microsoft/Florence-2-base").
+            job.hfDir = resolveCheckpoint(QDir::cleanPath(given).toStdString());
+        } catch (const std::exception& e) {
+            m_message->setText(QString::fromStdString(e.what()));
+            return;
+        }
         if (!QFileInfo(QString::fromStdString(job.hfDir)).isDir()) {
-            m_message->setText(tr("%1 is not a folder.").arg(m_hfDir->text()));
+            m_message->setText(tr("%1 is not a folder.").arg(given));
             return;
         }
     } else {

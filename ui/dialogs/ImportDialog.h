@@ -1,6 +1,7 @@
 // Imports a Hugging Face Florence-2 folder (or makes a package with random weights) by running
-// the exporter on a background thread, with progress and Cancel. Emits imported() with the new
-// package folder on success.
+// the exporter on a background thread, with progress and Cancel. Lists the Florence-2
+// checkpoints already on the disk (the Hugging Face cache, ~/Downloads) to pick from. Emits
+// imported() with the new package folder on success.
 //
 //   auto* dlg = new ImportDialog(window);
 //   dlg->setAttribute(Qt::WA_DeleteOnClose);
@@ -8,8 +9,8 @@
 //   dlg->open();
 #pragma once
 
-#include <florence/importer.h>
 #include "run/WorkerThread.h"
+#include <florence/importer.h>
 
 #include <QDialog>
 
@@ -22,6 +23,7 @@ class QSpinBox;
 class QProgressBar;
 class QLabel;
 class QPushButton;
+class QTreeWidget;
 
 namespace florence::ui {
 
@@ -47,6 +49,8 @@ signals:
 
 private:
     void browse();
+    void listFound();
+    void useFound();
     void startFromForm();
     void updateForm();
     void onProgress(int percent, const QString& message);
@@ -55,6 +59,7 @@ private:
     QRadioButton* m_fromHf = nullptr;
     QRadioButton* m_fromRandom = nullptr;
     QLineEdit* m_hfDir = nullptr;
+    QTreeWidget* m_found = nullptr; // checkpoints in the Hugging Face cache and ~/Downloads
     QPushButton* m_browse = nullptr;
     QComboBox* m_randomSize = nullptr;
     QSpinBox* m_seed = nullptr;

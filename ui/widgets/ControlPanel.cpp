@@ -18,6 +18,8 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 namespace florence::ui {
 
 namespace {
@@ -277,6 +279,23 @@ void ControlPanel::setModelPurpose(const QString& text) {
     m_purposeLabel->setVisible(!text.isEmpty());
 }
 
+void ControlPanel::setPackageTasks(const std::vector<TaskInfo>& tasks) {
+    const QString current = task();
+    {
+        const QSignalBlocker blocker(m_taskCombo);
+        while (m_taskCombo->count() > int(allTasks().size()))
+            m_taskCombo->removeItem(m_taskCombo->count() - 1);
+        for (const TaskInfo& t : tasks)
+            m_taskCombo->addItem(QString::fromStdString(t.name), QString::fromStdString(t.token));
+        m_taskCombo->addItem(tr("Custom prompt…"), QString::fromLatin1(kCustomPromptTask));
+        const int index = m_taskCombo->findData(current);
+        m_taskCombo->setCurrentIndex(std::max(index, 0));
+    }
+    updateTaskInput();
+    if (task() != current)
+        emit taskChanged();
+}
+
 QString ControlPanel::task() const {
     return m_taskCombo->currentData().toString();
 }
@@ -323,8 +342,9 @@ void ControlPanel::updateTaskInput() {
     m_inputLabel->setText(text ? capitalized(info.inputLabel) + QLatin1Char(':')
                                : tr("Text input:"));
     m_inputEdit->setPlaceholderText(
-        text ? tr("the %1 to look for").arg(QString::fromStdString(info.inputLabel))
-             : tr("not used by this task"));
+        token == kCustomPromptTask ? tr("the prompt, sent as typed")
+        : text ? tr("the %1 to look for").arg(QString::fromStdString(info.inputLabel))
+               : tr("not used by this task"));
     QString hint = capitalized(inputNeed(info).toStdString());
     if (m_trainedTasks && m_trainedTasks->isEmpty())
         hint += tr("; the loaded model has random weights: its answers are noise.");

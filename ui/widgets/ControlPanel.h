@@ -10,11 +10,13 @@
 #include "Settings.h"
 
 #include <florence/engine.h>
+#include <florence/tasks.h>
 
 #include <QRectF>
 #include <QWidget>
 
 #include <optional>
+#include <vector>
 
 class QAbstractItemModel;
 class QAction;
@@ -43,6 +45,9 @@ public:
     void setTrainedTasks(const std::optional<QStringList>& tokens);
     // One line under the model list: what the model is for (empty hides it).
     void setModelPurpose(const QString& text);
+    // The loaded package's own tasks (Manifest::tasks, a fine-tune's) after the standard 15,
+    // then "Custom prompt…" (the text field sent as typed); the previous package's are removed.
+    void setPackageTasks(const std::vector<TaskInfo>& tasks);
 
     // Task.
     QString task() const;

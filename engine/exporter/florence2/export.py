@@ -17,14 +17,16 @@ import datetime
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import sys
 import tempfile
+from typing import Tuple
 
 import torch
 
-from . import files, ops, package
+from . import checkpoint, files, layouts, ops, package, supported, tasks
 from .checkpoint import CheckpointError, load_state_dict
 from .model import Decoder, Florence2, TextEncoder, VisionEncoder
 
@@ -305,17 +307,59 @@ def put_in_place(tmp: str, out: str) -> None:
     os.rename(tmp, out)
 
 
+# A weight of a numbered layer, stage or block: one the config has no place for means the
+# checkpoint has more layers than config.json says.
+LAYER_NAME = re.compile(r"\.(layers|blocks|convs)\.[0-9]+\.")
+
+
+def hf_config(folder: str) -> Tuple[dict, str]:
+    """The folder's config.json in the original layout's terms, checked and found supported
+    before any weight is read, and the layout it describes."""
+    config_path = os.path.join(folder, "config.json")
+    config = read_json(config_path)
+    layout = layouts.layout_of_config(config)
+    if layout == layouts.NATIVE:
+        if not isinstance(config.get("text_config"), dict):
+            raise ExportError(f"{config_path} is not a Florence-2 config (no text_config)")
+        config = layouts.original_config(config)
+    check_config(config, config_path)
+    try:
+        supported.check_supported(config, config_path)
+    except supported.UnsupportedError as e:
+        raise ExportError(str(e)) from None
+    return config, layout
+
+
+def hf_state_dict(folder: str, config: dict, config_layout: str) -> Tuple[dict, str]:
+    """The checkpoint's tensors under the original layout's names, and a line saying which
+    layout and file they came from."""
+    try:
+        sd, source = checkpoint.read_weights(folder)
+        layout = layouts.detect(config_layout, sd.keys(), folder)
+        if layout == layouts.NATIVE:
+            sd = layouts.original_state_dict(sd, config, folder)
+        sd = checkpoint.tie_embeddings(sd, folder)
+    except (checkpoint.CheckpointError, layouts.LayoutError) as e:
+        raise ExportError(str(e)) from None
+    return sd, f"{layouts.DESCRIPTIONS[layout]}, {source}"
+
+
+def display_name(folder: str) -> str:
+    """The folder's name, or for a snapshot of the Hugging Face cache
+    (models--ORG--NAME/snapshots/REV) the model's name: the revision names nothing."""
+    parts = os.path.normpath(folder).split(os.sep)
+    if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
+        return parts[-3][len("models--"):].replace("--", "/")
+    return parts[-1]
+
+
 def load_hf_model(folder: str):
     if not os.path.isdir(folder):
         raise ExportError(f"{folder} is not a folder")
-    config_path = os.path.join(folder, "config.json")
-    config = read_json(config_path)
-    check_config(config, config_path)
+    config, config_layout = hf_config(folder)
     progress(5, "reading weights")
-    try:
-        sd = load_state_dict(folder)
-    except CheckpointError as e:
-        raise ExportError(str(e)) from None
+    sd, found = hf_state_dict(folder, config, config_layout)
+    progress(8, f"found {found}")
     model = Florence2(config).eval()
     mapped = {}
     unknown = []
@@ -328,20 +372,32 @@ def load_hf_model(folder: str):
             unknown.append(key)
     expected = model.state_dict()
     missing = [k for k in expected if k not in mapped]
+    unused = unknown + [k for k in mapped if k not in expected]
     if missing:
         raise ExportError(f"{folder}: the checkpoint lacks {len(missing)} weights, e.g. "
                           + ", ".join(missing[:3]) + " (is this a Florence-2 checkpoint?)")
+    layered = [k for k in unused if LAYER_NAME.search(k)]
+    if layered:
+        # More layers than config.json describes: a package of the config's layers would
+        # silently drop some of the model.
+        raise ExportError(f"{folder}: the checkpoint has weights of layers config.json does "
+                          f"not describe, e.g. {', '.join(layered[:3])}; config.json says "
+                          f"{supported.describe(supported.layer_layout(config))}")
+    if unused:
+        progress(9, f"ignoring {len(unused)} tensors Florence-2 does not use, e.g. "
+                 + ", ".join(unused[:3]))
+    mapped = {k: v for k, v in mapped.items() if k in expected}
     for k, v in mapped.items():
-        if k in expected and expected[k].shape != v.shape:
+        if expected[k].shape != v.shape:
             raise ExportError(f"{folder}: weight {k} has shape {list(v.shape)}, config.json "
                               f"implies {list(expected[k].shape)}")
-    model.load_state_dict({k: v for k, v in mapped.items() if k in expected}, strict=True)
+    model.load_state_dict(mapped, strict=True)
     if torch.equal(model.dec.lm_head.weight, model.dec.decoder.embed_tokens.weight):
         model.tie_weights()
     if torch.equal(model.text.encoder.embed_tokens.weight, model.dec.decoder.embed_tokens.weight):
         # The published checkpoints have one token embedding for encoder, decoder and LM head.
         model.tie_encoder_embedding()
-    return model, config
+    return model, config, found
 
 
 def tokenizer_files(source_folder: str) -> dict:
@@ -476,6 +532,12 @@ def export(model: Florence2, config: dict, out: str, source_folder: str, name: s
     model.eval()
     pre = preprocessor(source_folder)
     tokenizer = tokenizer_files(source_folder)
+    extra_tasks, notes = tasks.folder_tasks(source_folder) if source_folder else ([], [])
+    for note in notes:
+        progress(25, note)
+    if extra_tasks:
+        progress(25, "the checkpoint's own tasks: "
+                 + ", ".join(t["token"] for t in extra_tasks))
     progress(30, "scripting modules")
     with torch.no_grad():
         vision = torch.jit.script(model.vision)
@@ -507,7 +569,8 @@ def export(model: Florence2, config: dict, out: str, source_folder: str, name: s
         write_tokenizer_files(tokenizer, tmp)
         with open(os.path.join(tmp, "config.json"), "w") as f:
             json.dump(config, f, indent=2)
-        write_manifest(tmp, model, config, pre, name, source, report, storage, shared)
+        write_manifest(tmp, model, config, pre, name, source, report, storage, shared,
+                       extra_tasks)
         put_in_place(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -517,7 +580,8 @@ def export(model: Florence2, config: dict, out: str, source_folder: str, name: s
 
 
 def write_manifest(folder: str, model: Florence2, config: dict, pre: dict, name: str,
-                   source: str, report: dict, storage: str, shared: list = ()) -> None:
+                   source: str, report: dict, storage: str, shared: list = (),
+                   extra_tasks: list = ()) -> None:
     tc = config["text_config"]
     size = pre["size"]
     files = {}
@@ -582,6 +646,9 @@ def write_manifest(folder: str, model: Florence2, config: dict, pre: dict, name:
             manifest["trained_tasks"] = [str(t) for t in about["trained_tasks"]][:64]
         if isinstance(about.get("purpose"), str):
             manifest["purpose"] = about["purpose"][:400]
+    if extra_tasks:
+        # A fine-tune's own tasks, beside the standard 15 (florence2/tasks.py).
+        manifest["tasks"] = list(extra_tasks)
     with open(os.path.join(folder, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=2)
 
@@ -626,10 +693,10 @@ def main(argv=None) -> int:
             return 0
         if args.hf:
             folder = os.path.abspath(args.hf)
-            model, config = load_hf_model(folder)
-            base = os.path.basename(folder.rstrip("/"))
-            report = export(model, config, args.out, folder, base, f"Hugging Face folder {folder}",
-                            args.storage)
+            model, config, found = load_hf_model(folder)
+            base = display_name(folder)
+            report = export(model, config, args.out, folder, base,
+                            f"Hugging Face folder {folder} ({found})", args.storage)
         else:
             config = read_json(os.path.join(resources_dir(), RANDOM_CONFIGS[args.random_init]))
             progress(5, "initializing random weights")

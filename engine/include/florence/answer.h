@@ -71,6 +71,8 @@ struct ParsedAnswer {
 
 // "pure_text", "description_with_bboxes", … : the original's names for the answer types.
 std::string answerTypeName(AnswerType type);
+// The answer type of one of those names; nullopt for any other text.
+std::optional<AnswerType> answerTypeNamed(const std::string& name);
 
 // What a person reads: `text` without anything in angle brackets that is a model token (<s>,
 // </s>, <pad>, <loc_N>, task tokens), whitespace runs squeezed and trimmed. The app's table and

@@ -38,9 +38,28 @@ enum SidecarFormat : unsigned {
     kTextSidecar = 1, // photo.caption.txt (caption tasks), photo.ocr.txt, …: readableText()
     kJsonSidecar = 2, // photo.florence.json: the answer document of <florence/answer_json.h>
     kCocoFile = 4,    // one COCO file for the folder, <OUT>/<TASK>.coco.json, e.g. OD.coco.json
+    kCaptionFile = 8, // photo.txt, a training set's caption file: captionFileText()
 };
 
-// "txt,json,coco" → formats; throws Error naming an unknown entry.
+// How the caption files of a training set are written (kohya_ss, OneTrainer and TagGUI read
+// photo.txt beside photo.jpg).
+struct CaptionOptions {
+    std::string separator = ", ";      // between tags: ", " or "\n"
+    std::string prefix;                // first tag, e.g. a trigger word ("" = none)
+    std::string suffix;                // last tag ("" = none)
+    bool lowercase = false;            // the answer's tags in lower case (not prefix/suffix)
+    std::vector<std::string> dropTags; // tags left out, compared without letter case
+    // An existing photo.txt gets the new tags after its own (the separator between) instead of
+    // being replaced; the image is then answered even when resuming.
+    bool append = false;
+};
+
+// A caption file's text: the answer without model tokens (readableText), split into tags at
+// commas and line breaks, each trimmed, empty and dropped ones left out, lower-cased if asked,
+// then prefix, tags and suffix joined by the separator.
+std::string captionFileText(const std::string& answerText, const CaptionOptions& options);
+
+// "txt,json,coco,caption" → formats; throws Error naming an unknown entry.
 unsigned parseSidecarFormats(const std::string& list);
 // The formats of `formats` that apply to `task`'s answers.
 unsigned applicableFormats(const std::string& task, unsigned formats);
@@ -62,6 +81,7 @@ struct FolderJob {
     TaskRequest task;   // the task and its text (or region) for every image
     unsigned formats = kTextSidecar | kJsonSidecar | kCocoFile; // kCocoFile implies kJsonSidecar
     ExistingResults existing = ExistingResults::Refuse;
+    CaptionOptions caption; // for kCaptionFile
 };
 
 // Image files a folder holds (PNG, JPEG, BMP, TIFF, WebP by name, any letter case), sorted by
@@ -92,12 +112,17 @@ public:
 
     // Sidecar paths of one image ("" when that format is not written).
     std::string textPath(const std::string& image) const;
+    std::string captionPath(const std::string& image) const; // photo.txt (kCaptionFile)
     std::string jsonPath(const std::string& image) const;
     // The folder's COCO file ("" when not written).
     std::string cocoPath() const;
     // Whether every sidecar the job writes exists for `image` (the JSON one for this task).
     bool hasResult(const std::string& image) const;
 
+    // What writeResult writes to the image's caption file (kCaptionFile), for a preview: the
+    // answer's tags, after the file's own when appending. Throws Error naming a file it cannot
+    // read.
+    std::string captionFileContent(const std::string& image, const ParsedAnswer& answer) const;
     // Writes the sidecars of one answered image. Throws Error naming the file it cannot write.
     void writeResult(const std::string& image, const ParsedAnswer& answer,
                      const QJsonObject& document) const;

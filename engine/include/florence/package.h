@@ -6,6 +6,7 @@
 #pragma once
 
 #include <florence/error.h>
+#include <florence/tasks.h>
 
 #include <array>
 #include <atomic>
@@ -96,6 +97,9 @@ struct Manifest {
     std::vector<GeneratedParameter> generatedParameters;
     uint64_t generatedSeed = 0;
     bool generatesWeights() const { return !generatedParameters.empty(); }
+    // A fine-tune's own tasks beside the standard 15 ("tasks", optional): token, name, prompt
+    // ("{input}" where the text goes), whether it takes text, and the answer type.
+    std::vector<TaskInfo> tasks;
 
     std::string path(const std::string& role) const; // throws PackageError if absent
 };

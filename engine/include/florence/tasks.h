@@ -32,14 +32,28 @@ struct TaskInfo {
     std::string name;         // readable name for menus: "Object detection"
     std::string promptFormat; // "Locate {input} in the image."; no {input} when input is None
     TaskInput input = TaskInput::None;
-    std::string inputLabel;   // what the input is, for messages and UI labels ("caption", "phrase", "region")
+    std::string
+        inputLabel; // what the input is, for messages and UI labels ("caption", "phrase", "region")
     AnswerType answerType = AnswerType::PureText;
 };
 
 // All 15 tasks in TASKS.md order.
 const std::vector<TaskInfo>& allTasks();
-// Throws TaskError ("unknown task '<FOO>'; known tasks: …") for an unknown token.
+// A standard task, the custom prompt or a package's own task (addPackageTasks). Throws
+// TaskError ("unknown task '<FOO>'; known tasks: …") for an unknown token.
 const TaskInfo& taskInfo(const std::string& token);
+
+// The free prompt (the app's "Custom prompt…", the CLI's run --prompt): the text is sent as it
+// is and the answer is text. Known to taskInfo and buildPrompt; not in allTasks().
+inline constexpr const char* kCustomPromptTask = "<CUSTOM_PROMPT>";
+
+// Makes a package's own tasks (a fine-tune's, listed in its manifest) known to taskInfo,
+// buildPrompt and the answer parser for the rest of the process; Model::load adds its
+// package's. A standard task or the custom prompt cannot be redefined (such entries are
+// skipped); a token added again with other details replaces the earlier one.
+void addPackageTasks(const std::vector<TaskInfo>& tasks);
+// The tasks added so far, each token once with its latest details, in the order first added.
+std::vector<TaskInfo> packageTasks();
 
 // A box in pixels of the original image: x1, y1, x2, y2.
 struct Box {
