@@ -1,5 +1,7 @@
 #include <florence/engine.h>
 
+#include "KernelPath.h"
+#include "Ops.h"
 #include "model/CancellableFile.h"
 #include "model/CodeCheck.h"
 #include "model/Generator.h"
@@ -16,8 +18,8 @@
 #include <chrono>
 #include <cstring>
 #include <list>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <set>
 
 namespace florence {
@@ -443,11 +445,18 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
     const Precision decoder = int8 ? Precision::Float32 : options.precision;
     d.encoderPrecision = lowEncoders ? options.precision : Precision::Float32;
     if (reduced && !lowEncoders)
-        d.precisionNote = std::string("the encoders run in float32 and only the decoder in ") +
-                          precisionName(options.precision) +
-                          ": without AVX-512, LibTorch's bfloat16 products sum in bfloat16, "
-                          "which changes the answers, and its reduced-precision kernels are "
-                          "slower than float32's; float32 is the faster choice on this CPU";
+        // With the row kernels (engine/ops/KernelPath.h) a step reads the smaller weights at
+        // memory speed; on the LibTorch path it is slower than float32's.
+        d.precisionNote =
+            std::string("the encoders run in float32 and only the decoder in ") +
+            precisionName(options.precision) +
+            ": without AVX-512, LibTorch's bfloat16 products sum in bfloat16, which changes the "
+            "answers" +
+            (ops::kernelPath() == ops::KernelPath::Torch
+                 ? std::string(", and its reduced-precision kernels are slower than float32's; "
+                               "float32 is the faster choice on this CPU")
+                 : "; its decoding steps read the smaller weights with the " +
+                       ops::rowKernelName() + " row kernels, faster than float32's");
     d.vision = loadModule(d.manifest.path("vision"), d.manifest, encoders, options.cancel);
     checkCancel();
     d.textEncoder =
@@ -479,7 +488,9 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> Model::parameterShapes
     return shapes;
 }
 
-std::vector<std::string> Model::int8Modules() const { return m_impl->int8Modules; }
+std::vector<std::string> Model::int8Modules() const {
+    return m_impl->int8Modules;
+}
 
 Precision Model::encoderPrecision() const {
     return m_impl->encoderPrecision;
@@ -722,7 +733,7 @@ void checkPrompt(const Manifest& m, const std::vector<int64_t>& ids) {
 } // namespace
 
 ImageEncoding Session::encodeImage(const RgbImage& image, const std::atomic<bool>* cancel,
-                                  const std::string& prompt) {
+                                   const std::string& prompt) {
     c10::InferenceMode guard;
     ImageEncoding out;
     auto cancelled = [&] { return out.cancelled = cancel && cancel->load(); };
@@ -1023,9 +1034,8 @@ std::unique_ptr<detail::DecodeBackend> makeBackend(const Model::Impl& impl,
                                                    const torch::Tensor& crossKvAhead) {
     if (options.useCache) {
         torch::Tensor crossKv =
-            crossKvAhead.defined()
-                ? crossKvAhead
-                : impl.decoder.run_method("cross_kv", encoded.hidden).toTensor();
+            crossKvAhead.defined() ? crossKvAhead
+                                   : impl.decoder.run_method("cross_kv", encoded.hidden).toTensor();
         return std::make_unique<CachedBackend>(impl.decoder, crossKv, encoded.mask);
     }
     return std::make_unique<FullBackend>(impl.decoder, encoded.hidden, encoded.mask);
@@ -1102,8 +1112,8 @@ detail::SearchCallbacks streamingCallbacks(const Tokenizer& tokenizer, std::vect
 } // namespace
 
 const PromptEncoding* Session::promptEncodedAhead(const std::vector<Request>& requests,
-                                                 const GenerationOptions& options,
-                                                 const std::vector<Result>& results) const {
+                                                  const GenerationOptions& options,
+                                                  const std::vector<Result>& results) const {
     const std::optional<PromptEncoding>& p = m_state->prompt;
     if (!p || requests.size() != 1 || !options.reuseFeatures || !requests[0].pixelValues.empty() ||
         p->ids != results[0].promptIds)

@@ -1,5 +1,5 @@
 // Built with -mavx512f -mavx512bw -mavx512vl (engine/ops/CMakeLists.txt): nothing here may run
-// unless haveAvx512() (LinearRows.cpp, built for any x86-64) said yes.
+// unless haveAvx512() (KernelPath.cpp, built for any x86-64) said yes.
 #include "AttendKernels.h"
 
 #include "Avx512.h"

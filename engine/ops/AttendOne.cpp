@@ -1,5 +1,6 @@
 #include "AttendKernels.h"
-#include "RowKernels.h"
+#include "Avx2Kernels.h"
+#include "KernelPath.h"
 #include "StepThreads.h"
 
 #include <ATen/ATen.h>
@@ -31,12 +32,12 @@ at::Tensor attendOne(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
     TORCH_CHECK(k.size(0) == b && k.size(1) == h && k.size(3) == d && v.sizes() == k.sizes(),
                 "florence::attend_one: q of shape ", q.sizes(), " does not fit k of shape ",
                 k.sizes(), " and v of shape ", v.sizes());
-    static const bool avx512 = haveAvx512();
+    const KernelPath path = kernelPath();
     const auto isF32Rows = [](const at::Tensor& t) {
         return t.scalar_type() == at::kFloat && t.is_cpu() && t.stride(3) == 1;
     };
-    if (!avx512 || q.size(2) != 1 || d < 1 || d > kAttendMaxDim || s < 1 || !isF32Rows(q) ||
-        !isF32Rows(k) || !isF32Rows(v) || !mask.is_cpu())
+    if (path == KernelPath::Torch || q.size(2) != 1 || d < 1 || d > kAttendMaxDim || s < 1 ||
+        !isF32Rows(q) || !isF32Rows(k) || !isF32Rows(v) || !mask.is_cpu())
         return fallback(q, k, v, mask);
 
     // The mask as a view with the output's layout (zero strides where it broadcasts); expand
@@ -53,15 +54,16 @@ at::Tensor attendOne(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
     // Chunks of whole (batch, head) pairs, at least ~64k floats of keys and values each: a
     // self-attention cache of a few dozen positions is not worth another core (StepThreads.h).
     const int64_t chunk = std::max<int64_t>(1, 65536 / (2 * s * d));
+    const auto kernel = path == KernelPath::Avx512 ? attendOneF32Avx512 : attendOneF32Avx2;
     splitOverCores(b * h, chunk, [&](int64_t begin, int64_t end) {
         std::vector<float> scratch(static_cast<size_t>(s));
         for (int64_t i = begin; i < end; ++i) {
             const int64_t bi = i / h, hi = i % h;
-            attendOneF32Avx512(qp + bi * q.stride(0) + hi * q.stride(1),
-                               kp + bi * k.stride(0) + hi * k.stride(1), k.stride(2),
-                               vp + bi * v.stride(0) + hi * v.stride(1), v.stride(2),
-                               mp + bi * m.stride(0) + hi * m.stride(1), m.stride(3), s, d,
-                               scratch.data(), op + i * d);
+            kernel(qp + bi * q.stride(0) + hi * q.stride(1),
+                   kp + bi * k.stride(0) + hi * k.stride(1), k.stride(2),
+                   vp + bi * v.stride(0) + hi * v.stride(1), v.stride(2),
+                   mp + bi * m.stride(0) + hi * m.stride(1), m.stride(3), s, d, scratch.data(),
+                   op + i * d);
         }
     });
     return out.permute({0, 2, 1, 3});

@@ -1,3 +1,5 @@
+#include "Avx2Kernels.h"
+#include "KernelPath.h"
 #include "Ops.h"
 #include "RowKernels.h"
 #include "StepThreads.h"
@@ -9,22 +11,54 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
 namespace florence::ops {
 
-bool haveAvx512() {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl");
+// Scalar code, built for any x86-64 (not in RowKernels.cpp, which the compiler may vectorize
+// with AVX-512): both bfloat16 kernels read x in this layout.
+int64_t bf16InputFloats(int64_t k) {
+    return (k + 31) / 32 * 32;
+}
+
+void prepareBf16Input(const float* x, int rows, int64_t k, float* out) {
+    const int64_t stride = bf16InputFloats(k);
+    for (int r = 0; r < rows; ++r) {
+        const float* xr = x + r * k;
+        float* o = out + r * stride;
+        std::memset(o, 0, sizeof(float) * stride);
+        for (int64_t i = 0; i < k; ++i) {
+            const int64_t block = i / 32 * 32, lane = i % 32;
+            o[block + (lane % 2) * 16 + lane / 2] = xr[i];
+        }
+    }
 }
 
 namespace {
 
 bool useAvx512() {
-    static const bool yes = haveAvx512();
-    return yes;
+    return kernelPath() == KernelPath::Avx512;
+}
+
+bool useTorch() {
+    return kernelPath() == KernelPath::Torch;
+}
+
+// The step kernels of the path in use (AVX-512 or AVX2; the two sets share their signatures).
+struct StepKernels {
+    decltype(&rowsF32Avx512) f32;
+    decltype(&rowsBf16Avx512) bf16;
+    decltype(&rowsInt8Avx512) int8;
+    decltype(&dequantizeInt8Avx512) dequantizeInt8;
+};
+
+const StepKernels& stepKernels() {
+    static const StepKernels avx512{rowsF32Avx512, rowsBf16Avx512, rowsInt8Avx512,
+                                    dequantizeInt8Avx512};
+    static const StepKernels avx2{rowsF32Avx2, rowsBf16Avx2, rowsInt8Avx2, dequantizeInt8Avx2};
+    return useAvx512() ? avx512 : avx2;
 }
 
 // What the model did before this operator existed: one BLAS matrix-vector product per row for
@@ -58,7 +92,7 @@ bool useVnni() {
         const char* choice = std::getenv("FLORENCE_INT8_KERNEL");
         return haveAvx512Vnni() && !(choice && std::string(choice) == "widen");
     }();
-    return yes;
+    return yes && useAvx512();
 }
 
 bool isInt8(const at::Tensor& weight) {
@@ -79,8 +113,9 @@ at::Tensor int8Scales(const at::Tensor& weight) {
 }
 
 // int8 weights and five rows and more without VNNI (a prompt, the uncached path, a batch), or
-// without AVX-512: LibTorch's float32 products over blocks of output channels widened to float32
-// (about 1 MB each, so a block stays in cache and the whole weight never exists as float32).
+// on the LibTorch path: LibTorch's float32 products over blocks of output channels widened to
+// float32 (about 1 MB each, so a block stays in cache and the whole weight never exists as
+// float32).
 at::Tensor int8ManyRows(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
     const int64_t n = weight.size(0), k = weight.size(1);
     const int64_t rows = k > 0 ? x.numel() / k : 0;
@@ -88,7 +123,7 @@ at::Tensor int8ManyRows(const at::Tensor& x, const at::Tensor& weight, const at:
     std::vector<int64_t> shape = x.sizes().vec();
     shape.back() = n;
     at::Tensor y = at::empty({rows, n}, x.options().dtype(at::kFloat));
-    if (!useAvx512() || !weight.is_cpu()) {
+    if (useTorch() || !weight.is_cpu()) {
         y.copy_(at::linear(xf, weight.dequantize(), bias.defined() ? bias.to(at::kFloat) : bias));
         return y.view(shape);
     }
@@ -99,7 +134,8 @@ at::Tensor int8ManyRows(const at::Tensor& x, const at::Tensor& weight, const at:
     at::Tensor wf = at::empty({std::min(block, n), k}, x.options().dtype(at::kFloat));
     for (int64_t j = 0; j < n; j += block) {
         const int64_t len = std::min(block, n - j);
-        dequantizeInt8Avx512(wp, scales.data_ptr<double>(), k, j, j + len, wf.data_ptr<float>());
+        stepKernels().dequantizeInt8(wp, scales.data_ptr<double>(), k, j, j + len,
+                                     wf.data_ptr<float>());
         const at::Tensor b = bias.defined() ? bias.narrow(0, j, len).to(at::kFloat) : at::Tensor();
         y.narrow(1, j, len).copy_(at::linear(xf, wf.narrow(0, 0, len), b));
     }
@@ -137,7 +173,7 @@ at::Tensor int8VnniRows(const at::Tensor& x, const at::Tensor& weight, const at:
     return y;
 }
 
-// One to four rows with the AVX-512 kernels of the weight's type (a decoding step).
+// One to four rows with the AVX-512 or AVX2 kernels of the weight's type (a decoding step).
 at::Tensor stepRows(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                     int64_t rows) {
     const int64_t n = weight.size(0), k = weight.size(1);
@@ -158,11 +194,12 @@ at::Tensor stepRows(const at::Tensor& x, const at::Tensor& weight, const at::Ten
     const int64_t groups = (n + 3) / 4;
     const int64_t chunk =
         std::max((32768 / 4 + k - 1) / std::max<int64_t>(k, 1), (groups + 31) / 32);
+    const StepKernels& kernels = stepKernels();
     if (wc.scalar_type() == at::kFloat) {
         const float* xp = xc.data_ptr<float>();
         const float* wp = wc.data_ptr<float>();
         splitOverCores(groups, chunk, [&](int64_t begin, int64_t end) {
-            rowsF32Avx512(xp, r, wp, bp, yp, n, k, begin * 4, std::min(end * 4, n));
+            kernels.f32(xp, r, wp, bp, yp, n, k, begin * 4, std::min(end * 4, n));
         });
     } else if (isInt8(wc) && useVnni()) {
         VnniInput xq;
@@ -179,7 +216,7 @@ at::Tensor stepRows(const at::Tensor& x, const at::Tensor& weight, const at::Ten
         const at::Tensor scales = int8Scales(wc);
         const double* sp = scales.data_ptr<double>();
         splitOverCores(groups, chunk, [&](int64_t begin, int64_t end) {
-            rowsInt8Avx512(xp, r, wp, sp, bp, yp, n, k, begin * 4, std::min(end * 4, n));
+            kernels.int8(xp, r, wp, sp, bp, yp, n, k, begin * 4, std::min(end * 4, n));
         });
     } else {
         std::vector<float> prepared(static_cast<size_t>(rows * bf16InputFloats(k)));
@@ -187,7 +224,7 @@ at::Tensor stepRows(const at::Tensor& x, const at::Tensor& weight, const at::Ten
         const float* xp = prepared.data();
         const auto* wp = reinterpret_cast<const uint16_t*>(wc.data_ptr<at::BFloat16>());
         splitOverCores(groups, chunk, [&](int64_t begin, int64_t end) {
-            rowsBf16Avx512(xp, r, wp, bp, yp, n, k, begin * 4, std::min(end * 4, n));
+            kernels.bf16(xp, r, wp, bp, yp, n, k, begin * 4, std::min(end * 4, n));
         });
     }
     return y;
@@ -210,11 +247,11 @@ at::Tensor linearRows(const at::Tensor& x, const at::Tensor& weight,
             return int8VnniRows(x, weight, hasBias ? *bias : at::Tensor());
     }
     if (isInt8(weight) &&
-        (rows < 1 || rows > 4 || n == 0 || !useAvx512() || !x.is_cpu() || !weight.is_cpu()))
+        (rows < 1 || rows > 4 || n == 0 || useTorch() || !x.is_cpu() || !weight.is_cpu()))
         return int8ManyRows(x, weight, hasBias ? *bias : at::Tensor());
     const bool kernelDtype = weight.scalar_type() == at::kFloat ||
                              weight.scalar_type() == at::kBFloat16 || isInt8(weight);
-    if (!useAvx512() || rows < 1 || rows > 4 || n == 0 || !kernelDtype || !x.is_cpu() ||
+    if (useTorch() || rows < 1 || rows > 4 || n == 0 || !kernelDtype || !x.is_cpu() ||
         !weight.is_cpu())
         return fallback(x, weight, bias);
 
@@ -224,7 +261,7 @@ at::Tensor linearRows(const at::Tensor& x, const at::Tensor& weight,
 } // namespace
 
 std::string rowKernelName() {
-    return useAvx512() ? "AVX-512" : "LibTorch";
+    return kernelPathName(kernelPath());
 }
 
 } // namespace florence::ops

@@ -1,6 +1,6 @@
-// florence_ops: TorchScript operators the exported model calls (engine/exporter/florence2/model.py). The
-// library registers them when it loads, so a process that runs packages links it (the engine
-// does) and the exporter loads it into Python before scripting:
+// florence_ops: TorchScript operators the exported model calls
+// (engine/exporter/florence2/model.py). The library registers them when it loads, so a process that
+// runs packages links it (the engine does) and the exporter loads it into Python before scripting:
 //
 //   torch.ops.load_library(path)   # path: florence_ops_library_path() of the running program
 //   y = torch.ops.florence.linear_rows(x, weight, bias)
@@ -10,11 +10,11 @@
 // florence::linear_rows(Tensor x, Tensor weight, Tensor? bias) -> Tensor
 //   x [..., k], weight [n, k] float32, bfloat16 or int8 (a per-channel quantized tensor, axis 0,
 //   zero points 0), bias [n] or None; returns float32 [..., n], x W^T + bias. For one to four
-//   rows of x (a decoding step) it reads the weights once at memory speed with AVX-512 kernels
-//   (bfloat16 widened in registers, float32 products; int8 with AVX512-VNNI against x quantized
-//   to 8 bits per row, or widened to float32 without VNNI), its output columns split over the
-//   cores by StepThreads.h; other row counts and CPUs without AVX-512 go to LibTorch's own
-//   products (int8 weights widened to float32 block by block).
+//   rows of x (a decoding step) it reads the weights once at memory speed with AVX-512 or AVX2
+//   kernels (KernelPath.h; bfloat16 widened in registers, float32 products; int8 with
+//   AVX512-VNNI against x quantized to 8 bits per row, or widened to float32 without VNNI), its
+//   output columns split over the cores by StepThreads.h; other row counts and the LibTorch
+//   path go to LibTorch's own products (int8 weights widened to float32 block by block).
 //
 // florence::linear_int8(Tensor x, Tensor weight, Tensor? bias) -> Tensor
 //   The encoders' large products in the int8 mode: x [..., k] float32 or bfloat16, weight [n, k]
@@ -27,9 +27,9 @@
 //   q [B, H, 1, d] (already scaled), k and v [B, H, S, d] (any strides with unit stride along
 //   d: a view of the preallocated cache), mask additive and broadcastable to [B, H, 1, S];
 //   returns softmax(q k^T + mask) v, [B, H, 1, d] (a view of a [B, 1, H, d] tensor, so merging
-//   the heads costs no copy). One pass over each head's keys and values with AVX-512, heads
-//   split over the cores by StepThreads.h; other shapes and dtypes, d > 128 and CPUs without
-//   AVX-512 go to LibTorch's arithmetic.
+//   the heads costs no copy). One pass over each head's keys and values with AVX-512 or AVX2,
+//   heads split over the cores by StepThreads.h; other shapes and dtypes, d > 128 and the
+//   LibTorch path go to LibTorch's arithmetic.
 #pragma once
 
 #include <string>
@@ -40,7 +40,8 @@ extern "C" const char* florence_ops_library_path();
 
 namespace florence::ops {
 
-// Which kernels linear_rows uses on this CPU: "AVX-512" or "LibTorch" (no AVX-512).
+// Which kernels linear_rows and attend_one use: "AVX-512", "AVX2+FMA" or "LibTorch"
+// (KernelPath.h: the CPU's best, or what FLORENCE_KERNELS asked for).
 std::string rowKernelName();
 
 } // namespace florence::ops

@@ -1,12 +1,11 @@
 // Built with -mavx512f -mavx512bw -mavx512vl (engine/ops/CMakeLists.txt): nothing here may run
-// unless haveAvx512() (LinearRows.cpp, built for any x86-64) said yes.
+// unless haveAvx512() (KernelPath.cpp, built for any x86-64) said yes.
 #include "RowKernels.h"
 
 #include "Avx512.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 namespace florence::ops {
 
@@ -342,23 +341,6 @@ void rowsInt8Vnni(const VnniInput& x, int row0, int rows, const int8_t* w, const
 void rowsF32Avx512(const float* x, int rows, const float* w, const float* bias, float* y, int64_t n,
                    int64_t k, int64_t begin, int64_t end) {
     dispatchRows<F32Weights>(x, rows, w, bias, nullptr, y, n, k, begin, end);
-}
-
-int64_t bf16InputFloats(int64_t k) {
-    return (k + 31) / 32 * 32;
-}
-
-void prepareBf16Input(const float* x, int rows, int64_t k, float* out) {
-    const int64_t stride = bf16InputFloats(k);
-    for (int r = 0; r < rows; ++r) {
-        const float* xr = x + r * k;
-        float* o = out + r * stride;
-        std::memset(o, 0, sizeof(float) * stride);
-        for (int64_t i = 0; i < k; ++i) {
-            const int64_t block = i / 32 * 32, lane = i % 32;
-            o[block + (lane % 2) * 16 + lane / 2] = xr[i];
-        }
-    }
 }
 
 void rowsBf16Avx512(const float* preparedX, int rows, const uint16_t* w, const float* bias,

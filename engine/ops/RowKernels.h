@@ -8,7 +8,9 @@
 //     florence::ops::prepareBf16Input(x, rows, k, xs.data());
 //     florence::ops::rowsBf16Avx512(xs.data(), rows, w, bias, y, n, k, 0, n);
 //
-// Compiled with AVX-512 flags in a file of their own: call them only when haveAvx512() is true.
+// Compiled with AVX-512 flags in a file of their own: call them only when haveAvx512() is true
+// (KernelPath.h chooses). bf16InputFloats and prepareBf16Input, shared with the AVX2 kernels
+// (Avx2Kernels.h), are plain code in LinearRows.cpp.
 
 #include <cstdint>
 #include <vector>

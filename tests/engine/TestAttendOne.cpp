@@ -2,9 +2,12 @@
 // one-query attention with (engine/ops/): against LibTorch's softmax(q k^T + mask) v for the
 // cases the kernel treats specially (key counts not a multiple of four or 16, head sizes not a
 // multiple of 16, masked positions, keys and values as views of a larger preallocated cache,
-// several beams or images, a mask per image or one for all), and that the TorchScript
-// interpreter finds it, as loading a package needs.
+// several beams or images, a mask per image or one for all) on every kernel path the CPU has
+// (AVX-512, AVX2 + FMA, LibTorch; rows for a path the CPU lacks are skipped), and that the
+// TorchScript interpreter finds it, as loading a package needs.
+#include "KernelPath.h"
 #include "Ops.h"
+#include "engine/KernelPaths.h"
 
 #include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -16,6 +19,10 @@
 #include <limits>
 
 namespace {
+
+using florence::ops::KernelPath;
+using florence::test::kPaths;
+using florence::test::OnPath;
 
 at::Tensor attendOne(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                      const at::Tensor& mask) {
@@ -52,6 +59,7 @@ private slots:
     void initTestCase();
     void matchesLibTorch_data();
     void matchesLibTorch();
+    void everyPositionMasked_data();
     void everyPositionMasked();
     void otherShapesGoToLibTorch();
     void refusesMismatchedShapes();
@@ -66,6 +74,7 @@ void TestAttendOne::initTestCase() {
 }
 
 void TestAttendOne::matchesLibTorch_data() {
+    QTest::addColumn<int>("path");
     QTest::addColumn<int>("batch");
     QTest::addColumn<int>("heads");
     QTest::addColumn<int>("positions");
@@ -81,22 +90,25 @@ void TestAttendOne::matchesLibTorch_data() {
     const Shape shapes[] = {{1, 12, 1, 64},  {1, 12, 3, 64},   {1, 12, 32, 64}, {1, 12, 577, 64},
                             {3, 12, 33, 64}, {2, 4, 17, 7},    {1, 2, 9, 1},    {2, 3, 50, 40},
                             {1, 5, 255, 72}, {4, 16, 129, 128}};
-    for (const Shape& s : shapes)
-        for (int masking : {NoMask, InfMask, LowestMask})
-            for (bool cacheView : {false, true}) {
-                const bool maskPerBatch = (s.positions + masking) % 2 == 1;
-                QTest::addRow(
-                    "%dx%d heads, %d keys of %d%s%s%s", s.batch, s.heads, s.positions, s.dim,
-                    masking == InfMask      ? ", -inf mask"
-                    : masking == LowestMask ? ", lowest-float mask"
-                                            : "",
-                    cacheView ? ", cache view" : "", maskPerBatch ? ", mask [B,1,1,S]" : "")
-                    << s.batch << s.heads << s.positions << s.dim << masking << cacheView
-                    << maskPerBatch;
-            }
+    for (KernelPath path : kPaths)
+        for (const Shape& s : shapes)
+            for (int masking : {NoMask, InfMask, LowestMask})
+                for (bool cacheView : {false, true}) {
+                    const bool maskPerBatch = (s.positions + masking) % 2 == 1;
+                    QTest::addRow(
+                        "%s: %dx%d heads, %d keys of %d%s%s%s", florence::ops::kernelPathName(path),
+                        s.batch, s.heads, s.positions, s.dim,
+                        masking == InfMask      ? ", -inf mask"
+                        : masking == LowestMask ? ", lowest-float mask"
+                                                : "",
+                        cacheView ? ", cache view" : "", maskPerBatch ? ", mask [B,1,1,S]" : "")
+                        << int(path) << s.batch << s.heads << s.positions << s.dim << masking
+                        << cacheView << maskPerBatch;
+                }
 }
 
 void TestAttendOne::matchesLibTorch() {
+    QFETCH(int, path);
     QFETCH(int, batch);
     QFETCH(int, heads);
     QFETCH(int, positions);
@@ -104,6 +116,8 @@ void TestAttendOne::matchesLibTorch() {
     QFETCH(int, masking);
     QFETCH(bool, cacheView);
     QFETCH(bool, maskPerBatch);
+    SKIP_UNLESS_SUPPORTED(KernelPath(path));
+    const OnPath onPath{KernelPath(path)};
     c10::InferenceMode guard;
     const at::Tensor q = torch::randn({batch, heads, 1, dim}) * (1.0 / std::sqrt(double(dim)));
     at::Tensor k, v;
@@ -140,9 +154,18 @@ void TestAttendOne::matchesLibTorch() {
     QVERIFY(got.transpose(1, 2).is_contiguous());
 }
 
+void TestAttendOne::everyPositionMasked_data() {
+    QTest::addColumn<int>("path");
+    for (KernelPath path : kPaths)
+        QTest::addRow("%s", florence::ops::kernelPathName(path)) << int(path);
+}
+
 void TestAttendOne::everyPositionMasked() {
     // Nothing to attend to: LibTorch's softmax gives NaN for -inf everywhere and the plain mean
     // of the values for float32's lowest value everywhere; the operator gives the same.
+    QFETCH(int, path);
+    SKIP_UNLESS_SUPPORTED(KernelPath(path));
+    const OnPath onPath{KernelPath(path)};
     c10::InferenceMode guard;
     const at::Tensor q = torch::randn({1, 2, 1, 64});
     const at::Tensor k = torch::randn({1, 2, 21, 64});

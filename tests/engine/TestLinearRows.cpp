@@ -1,10 +1,14 @@
 // florence::linear_rows, the operator every decoding step of an exported model runs its linear
 // layers with (engine/ops/): its products against LibTorch's, for the shapes the kernels treat
 // specially (output columns not a multiple of four, inner sizes not a multiple of 16 or 32,
-// one to four rows), float32, bfloat16 and int8 weights, with and without bias, strided inputs; and
-// that the TorchScript interpreter finds it, as loading a package needs.
+// one to four rows), float32, bfloat16 and int8 weights, with and without bias, strided inputs, on
+// every kernel path the CPU has (AVX-512, AVX2 + FMA, LibTorch; rows for a path the CPU lacks are
+// skipped); and that the TorchScript interpreter finds it, as loading a package needs.
+#include "Avx2Kernels.h"
+#include "KernelPath.h"
 #include "Ops.h"
 #include "RowKernels.h"
+#include "engine/KernelPaths.h"
 
 #include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -14,6 +18,10 @@
 #include <QtTest>
 
 namespace {
+
+using florence::ops::KernelPath;
+using florence::test::kPaths;
+using florence::test::OnPath;
 
 // florence::linear_rows and florence::linear_int8 share one signature.
 using LinearOp = at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&);
@@ -54,6 +62,7 @@ private slots:
     void int8KeepsTheProduct();
     void encoderInt8KeepsTheProduct();
     void encoderInt8FollowsItsWeight();
+    void pathIsChosenAndNamed();
     void keepsLeadingDimensions();
     void moreRowsThanTheKernels();
     void refusesMismatchedShapes();
@@ -71,6 +80,7 @@ void TestLinearRows::initTestCase() {
 }
 
 void TestLinearRows::matchesLibTorch_data() {
+    QTest::addColumn<int>("path");
     QTest::addColumn<bool>("bf16");
     QTest::addColumn<int>("n");
     QTest::addColumn<int>("k");
@@ -83,24 +93,30 @@ void TestLinearRows::matchesLibTorch_data() {
     // n % 4 != 0 leaves single columns after the groups of four; k % 16 (float32) and k % 32
     // (bfloat16) != 0 leave a masked tail; k < 16 is all tail.
     const Shape shapes[] = {{1, 1}, {3, 7}, {37, 45}, {64, 768}, {769, 3071}, {5003, 129}};
-    for (bool bf16 : {false, true})
-        for (const Shape& s : shapes)
-            for (int rows = 1; rows <= 4; ++rows)
-                for (bool bias : {false, true}) {
-                    const bool strided = (rows + s.n) % 2 == 1;
-                    QTest::addRow("%s %dx%d, %d rows%s%s", bf16 ? "bfloat16" : "float32", s.n, s.k,
-                                  rows, bias ? ", bias" : "", strided ? ", strided x" : "")
-                        << bf16 << s.n << s.k << rows << bias << strided;
-                }
+    for (KernelPath path : kPaths)
+        for (bool bf16 : {false, true})
+            for (const Shape& s : shapes)
+                for (int rows = 1; rows <= 4; ++rows)
+                    for (bool bias : {false, true}) {
+                        const bool strided = (rows + s.n) % 2 == 1;
+                        QTest::addRow("%s: %s %dx%d, %d rows%s%s",
+                                      florence::ops::kernelPathName(path),
+                                      bf16 ? "bfloat16" : "float32", s.n, s.k, rows,
+                                      bias ? ", bias" : "", strided ? ", strided x" : "")
+                            << int(path) << bf16 << s.n << s.k << rows << bias << strided;
+                    }
 }
 
 void TestLinearRows::matchesLibTorch() {
+    QFETCH(int, path);
     QFETCH(bool, bf16);
     QFETCH(int, n);
     QFETCH(int, k);
     QFETCH(int, rows);
     QFETCH(bool, bias);
     QFETCH(bool, strided);
+    SKIP_UNLESS_SUPPORTED(KernelPath(path));
+    const OnPath onPath{KernelPath(path)};
     c10::InferenceMode guard;
     at::Tensor w = torch::randn({n, k});
     if (bf16)
@@ -115,15 +131,15 @@ void TestLinearRows::matchesLibTorch() {
     QCOMPARE(y.sizes().vec(), (std::vector<int64_t>{rows, n}));
 
     // Against LibTorch's matrix-vector product of the same (bfloat16-exact) weights: both sum
-    // float32 products, in different orders. Without AVX-512 bfloat16 weights go to LibTorch's
-    // bfloat16 linear, which rounds x and the result to bfloat16 (8 bits of mantissa: measured
-    // 0.0002-0.0047 on an AVX2 host), so there the bound is bfloat16's rounding.
+    // float32 products, in different orders. On the LibTorch path bfloat16 weights go to
+    // LibTorch's bfloat16 linear, which rounds x and the result to bfloat16 (8 bits of mantissa:
+    // measured 0.0002-0.0047 on an AVX2 host), so there the bound is bfloat16's rounding.
     const at::Tensor wf = w.to(at::kFloat);
     std::vector<at::Tensor> ref;
     for (int r = 0; r < rows; ++r)
         ref.push_back(bias ? at::addmv(b, wf, x[r]) : at::mv(wf, x[r]));
     const double err = relativeError(y, at::stack(ref));
-    const double bound = bf16 && !florence::ops::haveAvx512() ? 1.5e-2 : 2e-5;
+    const double bound = bf16 && KernelPath(path) == KernelPath::Torch ? 1.5e-2 : 2e-5;
     QVERIFY2(err < bound, qPrintable(QString("relative error %1 against at::mv").arg(err)));
 
     if (bf16) {
@@ -144,6 +160,7 @@ at::Tensor quantize(const at::Tensor& w) {
 }
 
 void TestLinearRows::int8MatchesItsFloatValue_data() {
+    QTest::addColumn<int>("path");
     QTest::addColumn<int>("n");
     QTest::addColumn<int>("k");
     QTest::addColumn<int>("rows");
@@ -156,21 +173,26 @@ void TestLinearRows::int8MatchesItsFloatValue_data() {
     // the uncached path, a batch) go through weights widened block by block.
     const Shape shapes[] = {{1, 1},    {3, 7},      {37, 45},   {64, 768},
                             {13, 100}, {769, 3071}, {5003, 129}};
-    for (const Shape& s : shapes)
-        for (int rows : {1, 2, 3, 4, 5, 17})
-            for (bool bias : {false, true})
-                QTest::addRow("%dx%d, %d rows%s", s.n, s.k, rows, bias ? ", bias" : "")
-                    << s.n << s.k << rows << bias;
+    for (KernelPath path : kPaths)
+        for (const Shape& s : shapes)
+            for (int rows : {1, 2, 3, 4, 5, 17})
+                for (bool bias : {false, true})
+                    QTest::addRow("%s: %dx%d, %d rows%s", florence::ops::kernelPathName(path), s.n,
+                                  s.k, rows, bias ? ", bias" : "")
+                        << int(path) << s.n << s.k << rows << bias;
 }
 
 void TestLinearRows::int8MatchesItsFloatValue() {
     // The product with int8 weights is the product with the float32 values they stand for
     // (int8 times scale): the quantization is the only error int8 mode adds, apart from the VNNI
     // kernel's 8-bit activations, which are checked against their own exact value.
+    QFETCH(int, path);
     QFETCH(int, n);
     QFETCH(int, k);
     QFETCH(int, rows);
     QFETCH(bool, bias);
+    SKIP_UNLESS_SUPPORTED(KernelPath(path));
+    const OnPath onPath{KernelPath(path)};
     c10::InferenceMode guard;
     const at::Tensor w = quantize(torch::randn({n, k}));
     QCOMPARE(w.scalar_type(), at::kQInt8);
@@ -184,11 +206,12 @@ void TestLinearRows::int8MatchesItsFloatValue() {
     const at::Tensor want = at::linear(x.to(at::kDouble), wd, bd);
     // With VNNI (any row count) the activations are quantized (largest |x| / 510 per element at
     // most); without, float32 products of the widened weights.
-    const bool vnni = florence::ops::haveAvx512Vnni();
+    const bool vnni = KernelPath(path) == KernelPath::Avx512 && florence::ops::haveAvx512Vnni() &&
+                      !qEnvironmentVariableIsSet("FLORENCE_INT8_KERNEL");
     const double err = relativeError(y, want);
     QVERIFY2(err < (vnni ? 2e-2 : 2e-5),
              qPrintable(QString("relative error %1 against the dequantized weights").arg(err)));
-    if (!florence::ops::haveAvx512())
+    if (KernelPath(path) == KernelPath::Torch)
         return;
     if (rows > 4) {
         // With VNNI, five rows and more are each what the kernel gives that row alone (the
@@ -207,12 +230,14 @@ void TestLinearRows::int8MatchesItsFloatValue() {
     const at::Tensor scales = w.q_per_channel_scales().contiguous();
     const float* bp = bias ? b.data_ptr<float>() : nullptr;
     at::Tensor widened = at::zeros({rows, n});
-    florence::ops::rowsInt8Avx512(x.data_ptr<float>(), rows, wp, scales.data_ptr<double>(), bp,
-                                  widened.data_ptr<float>(), n, k, begin, end);
+    const auto widen = KernelPath(path) == KernelPath::Avx512 ? florence::ops::rowsInt8Avx512
+                                                              : florence::ops::rowsInt8Avx2;
+    widen(x.data_ptr<float>(), rows, wp, scales.data_ptr<double>(), bp, widened.data_ptr<float>(),
+          n, k, begin, end);
     const double widenErr = relativeError(widened.slice(1, begin, end), want.slice(1, begin, end));
     QVERIFY2(widenErr < 2e-5,
              qPrintable(QString("widening kernel: relative error %1").arg(widenErr)));
-    if (!florence::ops::haveAvx512Vnni())
+    if (KernelPath(path) != KernelPath::Avx512 || !florence::ops::haveAvx512Vnni())
         return;
     florence::ops::VnniInput xq;
     florence::ops::prepareVnniInput(x.data_ptr<float>(), rows, k, xq);
@@ -286,6 +311,23 @@ void TestLinearRows::encoderInt8FollowsItsWeight() {
             QVERIFY2(cos > 0.999, qPrintable(QString("round %1: cosine %2").arg(round).arg(cos)));
         }
     }
+}
+
+void TestLinearRows::pathIsChosenAndNamed() {
+    // The runtime line names the kernels that run: a path the CPU lacks is never claimed, and
+    // asking for one falls to the best the CPU has below it.
+    const OnPath restore{florence::ops::kernelPath()};
+    for (KernelPath path : kPaths) {
+        florence::ops::setKernelPath(path);
+        const KernelPath got = florence::ops::kernelPath();
+        QVERIFY(florence::ops::kernelPathSupported(got));
+        QVERIFY(int(got) <= int(path));
+        QCOMPARE(florence::ops::rowKernelName(), std::string(florence::ops::kernelPathName(got)));
+        if (florence::ops::kernelPathSupported(path))
+            QCOMPARE(int(got), int(path));
+    }
+    QVERIFY(florence::ops::kernelPathSupported(KernelPath::Torch));
+    QCOMPARE(florence::ops::kernelPathSupported(KernelPath::Avx512), florence::ops::haveAvx512());
 }
 
 void TestLinearRows::keepsLeadingDimensions() {

@@ -1,0 +1,224 @@
+// Built with -mavx2 -mfma (engine/ops/CMakeLists.txt): nothing here may run unless
+// kernelPathSupported(KernelPath::Avx2) (KernelPath.cpp, built for any x86-64) said yes.
+#include "Avx2Kernels.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace florence::ops {
+
+namespace {
+
+inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+inline float hmax(__m256 v) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// The first n (0 to 8) lanes, as a mask for vmaskmovps.
+inline __m256i firstN(int64_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// exp(x) to about 2 ulp, as exp512 (AttendKernels.cpp): x = n ln2 + r, Cephes' degree-6
+// polynomial for exp(r), times 2^n built in the exponent bits. Without vscalefps, 2^n must be a
+// normal float, so x is clamped at -87.3 and anything below gives 0 (a denormal where expf gives
+// one, which no softmax sum notices); NaN stays NaN, so a row whose every position is masked
+// with -inf gives NaN like LibTorch's softmax.
+inline __m256 exp256(__m256 x) {
+    const __m256 tiny = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_LT_OQ); // false for NaN
+    x = _mm256_max_ps(_mm256_set1_ps(-87.3f), x); // operand order: a NaN x is returned
+    x = _mm256_min_ps(_mm256_set1_ps(88.3f), x);  // softmax passes x <= 0 only
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    // n in [-126, 127]: 2^n is a normal float.
+    const __m256i bits =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_andnot_ps(tiny, _mm256_mul_ps(p, _mm256_castsi256_ps(bits)));
+}
+
+// Softmax numerators of sc[0..S) in place (exp(x - max)); returns their sum.
+inline float expInPlace(float* sc, int64_t S) {
+    const float ninf = -std::numeric_limits<float>::infinity();
+    __m256 mx = _mm256_set1_ps(ninf);
+    int64_t s = 0;
+    for (; s + 8 <= S; s += 8)
+        mx = _mm256_max_ps(mx, _mm256_loadu_ps(sc + s));
+    float largest = hmax(mx);
+    for (int64_t t = s; t < S; ++t)
+        largest = std::max(largest, sc[t]);
+    const __m256 m = _mm256_set1_ps(largest);
+    __m256 sum = _mm256_setzero_ps();
+    for (s = 0; s + 8 <= S; s += 8) {
+        const __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(sc + s), m));
+        _mm256_storeu_ps(sc + s, e);
+        sum = _mm256_add_ps(sum, e);
+    }
+    if (s < S) {
+        const __m256i t = firstN(S - s);
+        const __m256 e = exp256(_mm256_sub_ps(_mm256_maskload_ps(sc + s, t), m));
+        _mm256_maskstore_ps(sc + s, t, e);
+        sum = _mm256_add_ps(sum, _mm256_and_ps(e, _mm256_castsi256_ps(t)));
+    }
+    return hsum(sum);
+}
+
+// The scores plus the additive mask (`ms`: its stride; 1 is the contiguous common case).
+inline void addMask(float* sc, const float* mask, int64_t ms, int64_t S) {
+    if (ms != 1) {
+        for (int64_t s = 0; s < S; ++s)
+            sc[s] += mask[s * ms];
+        return;
+    }
+    int64_t s = 0;
+    for (; s + 8 <= S; s += 8)
+        _mm256_storeu_ps(sc + s, _mm256_add_ps(_mm256_loadu_ps(sc + s), _mm256_loadu_ps(mask + s)));
+    for (; s < S; ++s)
+        sc[s] += mask[s];
+}
+
+// Block c (8 floats) of a row of d: the last one, when d is not a multiple of 8, loaded masked.
+struct Blocks {
+    int64_t full; // whole blocks
+    __m256i tail; // lanes of the partial block
+    bool hasTail;
+    explicit Blocks(int64_t d) : full(d / 8), tail(firstN(d % 8)), hasTail(d % 8 != 0) {}
+};
+
+// sc[s] = q . k_s, four keys at a time (four independent sums, reduced together); q is read
+// from the first level cache, where it stays.
+inline void scores(const float* q, const float* k, int64_t ks, int64_t S, int64_t d, float* sc) {
+    const Blocks b(d);
+    int64_t s = 0;
+    for (; s + 4 <= S; s += 4) {
+        const float* k0 = k + s * ks;
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int64_t c = 0; c < b.full; ++c) {
+            const __m256 qv = _mm256_loadu_ps(q + 8 * c);
+            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(k0 + 8 * c), qv, a0);
+            a1 = _mm256_fmadd_ps(_mm256_loadu_ps(k0 + ks + 8 * c), qv, a1);
+            a2 = _mm256_fmadd_ps(_mm256_loadu_ps(k0 + 2 * ks + 8 * c), qv, a2);
+            a3 = _mm256_fmadd_ps(_mm256_loadu_ps(k0 + 3 * ks + 8 * c), qv, a3);
+        }
+        if (b.hasTail) {
+            const int64_t o = 8 * b.full;
+            const __m256 qv = _mm256_maskload_ps(q + o, b.tail);
+            a0 = _mm256_fmadd_ps(_mm256_maskload_ps(k0 + o, b.tail), qv, a0);
+            a1 = _mm256_fmadd_ps(_mm256_maskload_ps(k0 + ks + o, b.tail), qv, a1);
+            a2 = _mm256_fmadd_ps(_mm256_maskload_ps(k0 + 2 * ks + o, b.tail), qv, a2);
+            a3 = _mm256_fmadd_ps(_mm256_maskload_ps(k0 + 3 * ks + o, b.tail), qv, a3);
+        }
+        sc[s] = hsum(a0);
+        sc[s + 1] = hsum(a1);
+        sc[s + 2] = hsum(a2);
+        sc[s + 3] = hsum(a3);
+    }
+    for (; s < S; ++s) {
+        const float* kr = k + s * ks;
+        __m256 a = _mm256_setzero_ps();
+        for (int64_t c = 0; c < b.full; ++c)
+            a = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c), _mm256_loadu_ps(q + 8 * c), a);
+        if (b.hasTail)
+            a = _mm256_fmadd_ps(_mm256_maskload_ps(kr + 8 * b.full, b.tail),
+                                _mm256_maskload_ps(q + 8 * b.full, b.tail), a);
+        sc[s] = hsum(a);
+    }
+}
+
+// out[0..width) = inv * sum over s of p[s] v_s[0..width), for a panel of a row of v of C blocks
+// of 8 (width in (8 (C - 1), 8 C]): its C accumulators stay in registers across all S rows.
+template <int C>
+void weightedPanel(const float* v, int64_t vs, const float* p, int64_t S, int64_t width, float inv,
+                   float* out) {
+    const __m256i tail = firstN(width - 8 * (C - 1));
+    auto load = [tail](const float* row, int c) {
+        return c == C - 1 ? _mm256_maskload_ps(row + 8 * c, tail) : _mm256_loadu_ps(row + 8 * c);
+    };
+    __m256 acc[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c)
+        acc[c] = _mm256_setzero_ps();
+    for (int64_t s = 0; s < S; ++s) {
+        const __m256 ps = _mm256_set1_ps(p[s]);
+        const float* row = v + s * vs;
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c)
+            acc[c] = _mm256_fmadd_ps(ps, load(row, c), acc[c]);
+    }
+    const __m256 scale = _mm256_set1_ps(inv);
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+        const __m256 o = _mm256_mul_ps(acc[c], scale);
+        if (c == C - 1)
+            _mm256_maskstore_ps(out + 8 * c, tail, o);
+        else
+            _mm256_storeu_ps(out + 8 * c, o);
+    }
+}
+
+// The values weighted by p, in panels of up to 64 floats (eight registers of accumulators).
+void weightedValues(const float* v, int64_t vs, const float* p, int64_t S, int64_t d, float inv,
+                    float* out) {
+    for (int64_t o = 0; o < d; o += 64) {
+        const int64_t width = std::min<int64_t>(64, d - o);
+        switch ((width + 7) / 8) {
+        case 1:
+            weightedPanel<1>(v + o, vs, p, S, width, inv, out + o);
+            break;
+        case 2:
+            weightedPanel<2>(v + o, vs, p, S, width, inv, out + o);
+            break;
+        case 3:
+            weightedPanel<3>(v + o, vs, p, S, width, inv, out + o);
+            break;
+        case 4:
+            weightedPanel<4>(v + o, vs, p, S, width, inv, out + o);
+            break;
+        case 5:
+            weightedPanel<5>(v + o, vs, p, S, width, inv, out + o);
+            break;
+        case 6:
+            weightedPanel<6>(v + o, vs, p, S, width, inv, out + o);
+            break;
+        case 7:
+            weightedPanel<7>(v + o, vs, p, S, width, inv, out + o);
+            break;
+        default:
+            weightedPanel<8>(v + o, vs, p, S, width, inv, out + o);
+            break;
+        }
+    }
+}
+
+} // namespace
+
+void attendOneF32Avx2(const float* q, const float* k, int64_t kStride, const float* v,
+                      int64_t vStride, const float* mask, int64_t maskStride, int64_t S, int64_t d,
+                      float* scratch, float* out) {
+    scores(q, k, kStride, S, d, scratch);
+    if (mask)
+        addMask(scratch, mask, maskStride, S);
+    const float total = expInPlace(scratch, S);
+    weightedValues(v, vStride, scratch, S, d, 1.0f / total, out);
+}
+
+} // namespace florence::ops

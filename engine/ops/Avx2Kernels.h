@@ -1,0 +1,42 @@
+#pragma once
+// The AVX2 + FMA counterparts of RowKernels.h's matrix-vector kernels, for the CPUs without
+// AVX-512 (Intel's consumer chips since Alder Lake, AMD Zen 2 and 3): y = x W^T (+ bias) for
+// the one to four rows of a decoding step, W row-major [n, k] in float32, bfloat16 or int8 (a
+// scale per row of W), x float32 [rows, k], y float32 [rows, n]; each call computes the output
+// columns [begin, end), which callers split over threads.
+//
+//     std::vector<float> xs(rows * florence::ops::bf16InputFloats(k));
+//     florence::ops::prepareBf16Input(x, rows, k, xs.data()); // the AVX-512 kernel's layout
+//     florence::ops::rowsBf16Avx2(xs.data(), rows, w, bias, y, n, k, 0, n);
+//
+// Compiled with -mavx2 -mfma in files of their own (RowKernelsAvx2.cpp, AttendKernelsAvx2.cpp):
+// call them only when kernelPathSupported(KernelPath::Avx2) (KernelPath.h) is true.
+
+#include <cstdint>
+
+namespace florence::ops {
+
+// x contiguous [rows, k], rows 1 to 4.
+void rowsF32Avx2(const float* x, int rows, const float* w, const float* bias, float* y, int64_t n,
+                 int64_t k, int64_t begin, int64_t end);
+
+// x prepared by prepareBf16Input (RowKernels.h): its blocks of 32 as 16 even then 16 odd
+// elements, which two 16-weight loads widen with a shift and a mask, no shuffle.
+void rowsBf16Avx2(const float* preparedX, int rows, const uint16_t* w, const float* bias, float* y,
+                  int64_t n, int64_t k, int64_t begin, int64_t end);
+
+// int8 weights, column j's products scaled by scales[j] (zero points 0), widened to float32 in
+// registers (vpmovsxbd, vcvtdq2ps) and multiplied by x in float32: y = (x w_j) * scale_j + bias_j.
+void rowsInt8Avx2(const float* x, int rows, const int8_t* w, const double* scales,
+                  const float* bias, float* y, int64_t n, int64_t k, int64_t begin, int64_t end);
+
+// Rows [begin, end) of int8 weights as float32 (w_j * scale_j) into out [end - begin, k].
+void dequantizeInt8Avx2(const int8_t* w, const double* scales, int64_t k, int64_t begin,
+                        int64_t end, float* out);
+
+// Single-query attention of one (batch, head) pair, as attendOneF32Avx512 (AttendKernels.h).
+void attendOneF32Avx2(const float* q, const float* k, int64_t kStride, const float* v,
+                      int64_t vStride, const float* mask, int64_t maskStride, int64_t S, int64_t d,
+                      float* scratch, float* out);
+
+} // namespace florence::ops

@@ -1,0 +1,197 @@
+// Built with -mavx2 -mfma (engine/ops/CMakeLists.txt): nothing here may run unless
+// kernelPathSupported(KernelPath::Avx2) (KernelPath.cpp, built for any x86-64) said yes.
+#include "Avx2Kernels.h"
+
+#include <immintrin.h>
+
+#include <cstring>
+
+namespace florence::ops {
+
+namespace {
+
+inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// Weights as float32: 16 per step (two registers).
+struct F32Weights {
+    using T = float;
+    static constexpr int kStep = 16;
+    static int64_t xStride(int64_t k) { return k; }
+    static inline __m256 fma(const float* w, const float* x, __m256 acc) {
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(w), _mm256_loadu_ps(x), acc);
+        return _mm256_fmadd_ps(_mm256_loadu_ps(w + 8), _mm256_loadu_ps(x + 8), acc);
+    }
+    // The first `valid` (< kStep) of w and x, copied next to zeros: AVX2 has no masked loads of
+    // every width, and a tail runs once per column.
+    static inline __m256 fmaTail(const float* w, const float* x, __m256 acc, int valid) {
+        float wb[kStep] = {}, xb[kStep] = {};
+        std::memcpy(wb, w, sizeof(float) * size_t(valid));
+        std::memcpy(xb, x, sizeof(float) * size_t(valid));
+        return fma(wb, xb, acc);
+    }
+};
+
+// Weights as bfloat16: 32 per step (a cache line) in two loads of 16. In each 32-bit lane the
+// even element is the low half (shifted up it is a float32) and the odd one the high half
+// (masked it is one); prepareBf16Input laid x out as 16 even then 16 odd elements per block of
+// 32, which are the first load's evens, the second's evens, the first's odds, the second's odds.
+struct Bf16Weights {
+    using T = uint16_t;
+    static constexpr int kStep = 32;
+    static int64_t xStride(int64_t k) { return (k + 31) / 32 * 32; }
+    static inline __m256 fma(const uint16_t* w, const float* x, __m256 acc) {
+        const __m256i high = _mm256_set1_epi32(int(0xFFFF0000u));
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w));
+        const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16));
+        acc =
+            _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(a, 16)), _mm256_loadu_ps(x), acc);
+        acc = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(b, 16)), _mm256_loadu_ps(x + 8),
+                              acc);
+        acc = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(a, high)),
+                              _mm256_loadu_ps(x + 16), acc);
+        return _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(b, high)),
+                               _mm256_loadu_ps(x + 24), acc);
+    }
+    // x is zero-padded to whole blocks; the weights past the end are replaced by zeros (what
+    // lies there may be a NaN's or an infinity's bits, and zero times those is not zero).
+    static inline __m256 fmaTail(const uint16_t* w, const float* x, __m256 acc, int valid) {
+        uint16_t wb[kStep] = {};
+        std::memcpy(wb, w, sizeof(uint16_t) * size_t(valid));
+        return fma(wb, x, acc);
+    }
+};
+
+// Weights as int8 with a scale per output column: 32 per step, four blocks of 8 sign-extended
+// to int32 and converted to float32 (vpmovsxbd, vcvtdq2ps), then multiplied by x in float32; the
+// scale is applied once to each column's sum.
+struct Int8Weights {
+    using T = int8_t;
+    static constexpr int kStep = 32;
+    static int64_t xStride(int64_t k) { return k; }
+    static inline __m256 widen(const int8_t* w) {
+        return _mm256_cvtepi32_ps(
+            _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w))));
+    }
+    static inline __m256 fma(const int8_t* w, const float* x, __m256 acc) {
+#pragma GCC unroll 4
+        for (int b = 0; b < 4; ++b)
+            acc = _mm256_fmadd_ps(widen(w + 8 * b), _mm256_loadu_ps(x + 8 * b), acc);
+        return acc;
+    }
+    static inline __m256 fmaTail(const int8_t* w, const float* x, __m256 acc, int valid) {
+        int8_t wb[kStep] = {};
+        float xb[kStep] = {};
+        std::memcpy(wb, w, size_t(valid));
+        std::memcpy(xb, x, sizeof(float) * size_t(valid));
+        return fma(wb, xb, acc);
+    }
+};
+
+// C output columns from j for R rows of x, R * C accumulators: AVX2 has 16 registers, so four
+// columns for one or two rows and two for three or four. Each group also asks for the same
+// place in the next group's rows, which the hardware prefetcher, following C streams at once,
+// would fetch late.
+template <class W, int R, int C>
+inline void group(const float* x, const typename W::T* w, const float* bias, const double* scales,
+                  float* y, int64_t n, int64_t k, int64_t j) {
+    const int64_t xs = W::xStride(k);
+    const typename W::T* wc[C];
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c)
+        wc[c] = w + (j + c) * k;
+    __m256 acc[R][C];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; ++c)
+            acc[r][c] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + W::kStep <= k; i += W::kStep) {
+#pragma GCC unroll 4
+        for (int c = 0; c < C; ++c)
+            _mm_prefetch(reinterpret_cast<const char*>(wc[c] + i + C * k), _MM_HINT_T0);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+            for (int c = 0; c < C; ++c)
+                acc[r][c] = W::fma(wc[c] + i, x + r * xs + i, acc[r][c]);
+    }
+    if (i < k)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+            for (int c = 0; c < C; ++c)
+                acc[r][c] =
+                    W::fmaTail(wc[c] + i, x + r * xs + i, acc[r][c], static_cast<int>(k - i));
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; ++c)
+            y[r * n + j + c] = hsum(acc[r][c]) * (scales ? float(scales[j + c]) : 1.0f) +
+                               (bias ? bias[j + c] : 0.0f);
+}
+
+template <class W, int R>
+void columns(const float* x, const typename W::T* w, const float* bias, const double* scales,
+             float* y, int64_t n, int64_t k, int64_t begin, int64_t end) {
+    constexpr int C = R <= 2 ? 4 : 2;
+    int64_t j = begin;
+    for (; j + C <= end; j += C)
+        group<W, R, C>(x, w, bias, scales, y, n, k, j);
+    for (; j < end; ++j)
+        group<W, R, 1>(x, w, bias, scales, y, n, k, j);
+}
+
+template <class W>
+void dispatchRows(const float* x, int rows, const typename W::T* w, const float* bias,
+                  const double* scales, float* y, int64_t n, int64_t k, int64_t begin,
+                  int64_t end) {
+    switch (rows) {
+    case 1:
+        return columns<W, 1>(x, w, bias, scales, y, n, k, begin, end);
+    case 2:
+        return columns<W, 2>(x, w, bias, scales, y, n, k, begin, end);
+    case 3:
+        return columns<W, 3>(x, w, bias, scales, y, n, k, begin, end);
+    default:
+        return columns<W, 4>(x, w, bias, scales, y, n, k, begin, end);
+    }
+}
+
+} // namespace
+
+void rowsF32Avx2(const float* x, int rows, const float* w, const float* bias, float* y, int64_t n,
+                 int64_t k, int64_t begin, int64_t end) {
+    dispatchRows<F32Weights>(x, rows, w, bias, nullptr, y, n, k, begin, end);
+}
+
+void rowsBf16Avx2(const float* preparedX, int rows, const uint16_t* w, const float* bias, float* y,
+                  int64_t n, int64_t k, int64_t begin, int64_t end) {
+    dispatchRows<Bf16Weights>(preparedX, rows, w, bias, nullptr, y, n, k, begin, end);
+}
+
+void rowsInt8Avx2(const float* x, int rows, const int8_t* w, const double* scales,
+                  const float* bias, float* y, int64_t n, int64_t k, int64_t begin, int64_t end) {
+    dispatchRows<Int8Weights>(x, rows, w, bias, scales, y, n, k, begin, end);
+}
+
+void dequantizeInt8Avx2(const int8_t* w, const double* scales, int64_t k, int64_t begin,
+                        int64_t end, float* out) {
+    for (int64_t j = begin; j < end; ++j) {
+        const int8_t* wj = w + j * k;
+        float* o = out + (j - begin) * k;
+        const __m256 s = _mm256_set1_ps(float(scales[j]));
+        int64_t i = 0;
+        for (; i + 8 <= k; i += 8)
+            _mm256_storeu_ps(o + i, _mm256_mul_ps(Int8Weights::widen(wj + i), s));
+        for (; i < k; ++i)
+            o[i] = float(wj[i]) * float(scales[j]);
+    }
+}
+
+} // namespace florence::ops
