@@ -231,6 +231,9 @@ void TestCheckpointLayouts::unsupportedArchitecture_data() {
     QTest::newRow("model type") << ""
                                 << "model_type" << QJsonValue("florence3")
                                 << "model_type is 'florence3'";
+    QTest::newRow("vision model type") << "vision_config"
+                                       << "model_type" << QJsonValue("florence_vision2")
+                                       << "vision_config.model_type is 'florence_vision2'";
     QTest::newRow("text model type")
         << "text_config"
         << "model_type" << QJsonValue("t5") << "text_config.model_type is 't5'";
