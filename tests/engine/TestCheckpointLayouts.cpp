@@ -112,6 +112,7 @@ private slots:
     void unsupportedArchitecture();
     void badShardIndex_data();
     void badShardIndex();
+    void moreLayersThanTheConfig();
     void fineTuneTasksReadAsData();
     void taskTableThatIsNotALiteral();
 };
@@ -231,6 +232,9 @@ void TestCheckpointLayouts::unsupportedArchitecture_data() {
     QTest::newRow("model type") << ""
                                 << "model_type" << QJsonValue("florence3")
                                 << "model_type is 'florence3'";
+    QTest::newRow("vision model type") << "vision_config"
+                                       << "model_type" << QJsonValue("florence_vision2")
+                                       << "vision_config.model_type is 'florence_vision2'";
     QTest::newRow("text model type")
         << "text_config"
         << "model_type" << QJsonValue("t5") << "text_config.model_type is 't5'";
@@ -298,6 +302,33 @@ void TestCheckpointLayouts::badShardIndex() {
     QVERIFY2(err.contains(expected) && err.contains("model.safetensors.index.json"),
              qPrintable(err));
     QVERIFY(!QFileInfo::exists(m_tmp.path() + "/bad-index-pkg"));
+}
+
+void TestCheckpointLayouts::moreLayersThanTheConfig() {
+    // A third decoder layer the config does not describe, in a shard of its own: a package of
+    // the config's two layers would silently drop it, so the import is refused.
+    const QString hf = m_tmp.path() + "/more-layers";
+    QDir(hf).removeRecursively();
+    QVERIFY(QDir().mkpath(hf));
+    for (const QString& file : QDir(m_tmp.path() + "/native-bf16").entryList(QDir::Files))
+        QVERIFY(QFile::copy(m_tmp.path() + "/native-bf16/" + file, hf + "/" + file));
+    const QString name = "model.language_model.decoder.layers.2.fc1.weight";
+    QByteArray header =
+        "{\"" + name.toUtf8() + "\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+    const quint64 length = header.size();
+    QByteArray shard(reinterpret_cast<const char*>(&length), 8); // little-endian, as x86 is
+    shard += header + QByteArray(4, '\0');
+    QVERIFY(writeFile(hf + "/model-extra.safetensors", shard));
+    QJsonObject index = readJson(hf + "/model.safetensors.index.json");
+    QJsonObject map = index["weight_map"].toObject();
+    map[name] = "model-extra.safetensors";
+    index["weight_map"] = map;
+    QVERIFY(writeJson(hf + "/model.safetensors.index.json", index));
+    const QString err = importError(hf, m_tmp.path() + "/more-layers-pkg");
+    QVERIFY2(err.contains("weights of layers config.json does not describe") &&
+                 err.contains("decoder.layers.2") && err.contains("2 encoder and 2 decoder layers"),
+             qPrintable(err));
+    QVERIFY(!QFileInfo::exists(m_tmp.path() + "/more-layers-pkg"));
 }
 
 void TestCheckpointLayouts::fineTuneTasksReadAsData() {

@@ -92,7 +92,6 @@ def original_config(config: dict) -> dict:
         vc, "max_pos_embeddings", "max_position_embeddings")}
     vc["visual_temporal_embedding"] = {"type": "COSINE", "max_temporal_embeddings": _first(
         vc, "max_temporal_embeddings")}
-    vc["model_type"] = "davit"
     out["projection_dim"] = _first(vc, "projection_dim") or config.get("projection_dim")
     vc["projection_dim"] = out["projection_dim"]
     kept = kept_rows(config)
