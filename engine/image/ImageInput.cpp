@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <sys/stat.h>
 #include <utility>
 
 namespace florence {
@@ -603,10 +604,11 @@ RgbImage decodeImage(const std::vector<uint8_t>& encoded, const std::string& nam
 RgbImage loadImage(const std::string& path, const DecodeOptions& options) {
     // Read ourselves rather than by cv::imread: a regular file only (a FIFO or device would
     // block or never end), up to a size limit, and the header is checked before decoding.
-    const QFileInfo info(QString::fromStdString(path));
-    if (!info.exists() && !info.isSymLink())
+    // The path's bytes as given (stat, not QFileInfo): a name that is not UTF-8 is still found.
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0)
         throw ImageError(path + ": the file does not exist");
-    if (info.isDir())
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
         throw ImageError(path + ": is a folder, not an image file");
     std::string error;
     const QByteArray bytes = detail::readRegularFile(path, kMaxImageFileBytes, &error);
