@@ -170,6 +170,26 @@ Format formatOf(const std::vector<uint8_t>& d) {
     return Format::Unknown;
 }
 
+// Why the size could not be read from a file that starts like `format`.
+std::string unreadableHeader(Format format) {
+    switch (format) {
+    case Format::Tiff:
+        return "not an image this program reads: its TIFF header gives no size (a damaged file, "
+               "or a variant such as BigTIFF)";
+    case Format::Png:
+        return "the file starts like a PNG but has no valid PNG header (a damaged file, or "
+               "another kind of file named as a PNG)";
+    case Format::Jpeg:
+        return "the file starts like a JPEG but has no valid frame header (a damaged file)";
+    case Format::Bmp:
+        return "the file starts like a BMP but has no valid BMP header (a damaged file)";
+    case Format::WebP:
+        return "the file starts like a WebP but has no valid WebP header (a damaged file)";
+    default:
+        return "not an image this program reads: its size cannot be read from its header";
+    }
+}
+
 std::optional<Dimensions> headerDimensions(Format format, const std::vector<uint8_t>& d) {
     switch (format) {
     case Format::Png:
@@ -566,11 +586,15 @@ RgbImage decodeImage(const std::vector<uint8_t>& encoded, const std::string& nam
                          "save the frame you want as PNG and open that");
     // The size every accepted format declares is checked before the decoder allocates
     // anything, so a small file that claims a gigantic canvas is refused at once.
+    // An animated WebP is a valid file this OpenCV cannot decode: said so, not "damaged".
+    if (format == Format::WebP && encoded.size() > 20 &&
+        std::string(encoded.begin() + 12, encoded.begin() + 16) == "VP8X" && (encoded[20] & 0x02))
+        throw ImageError(nameForErrors +
+                         ": animated WebP images are not read; save the frame you want as PNG "
+                         "and open that");
     const std::optional<Dimensions> dims = headerDimensions(format, encoded);
     if (!dims)
-        throw ImageError(nameForErrors +
-                         ": not an image this program reads: its size cannot be read from its "
-                         "header (a damaged file, or a variant such as BigTIFF)");
+        throw ImageError(nameForErrors + ": " + unreadableHeader(format));
     if (dims->first == 0 || dims->second == 0)
         throw ImageError(nameForErrors + ": the image has no pixels (" +
                          sizeText(dims->first, dims->second) + ")");

@@ -90,6 +90,8 @@ private slots:
     void cutJpegIsRefused();
     void sizeBeyondItsDataIsRefused();
     void exifOrientationIsRecordedOrKept();
+    void messagesSayWhatTheFileIs_data();
+    void messagesSayWhatTheFileIs();
 };
 
 void TestDamagedImages::wholeJpegsDecode_data() {
@@ -158,6 +160,27 @@ void TestDamagedImages::exifOrientationIsRecordedOrKept() {
     // Orientation 1 is upright already: nothing applied, nothing to say.
     QVERIFY(!florence::decodeImage(withOrientation(jpeg(scene(40, 20)), 1), "a.jpg")
                  .orientationApplied);
+}
+
+void TestDamagedImages::messagesSayWhatTheFileIs_data() {
+    QTest::addColumn<QByteArray>("bytes");
+    QTest::addColumn<QString>("expected");
+    const std::vector<uint8_t> j = jpeg(scene(16, 16));
+    QByteArray pngSigned(reinterpret_cast<const char*>(j.data()), int(j.size()));
+    pngSigned.replace(0, 8, QByteArray("\x89PNG\r\n\x1a\n", 8));
+    QTest::newRow("JPEG data behind a PNG signature") << pngSigned << "starts like a PNG";
+    QByteArray animated("RIFF\x24\x00\x00\x00WEBPVP8X\x0a\x00\x00\x00", 20);
+    animated += QByteArray("\x02\x00\x00\x00\x0f\x00\x00\x0f\x00\x00", 10); // animation
+    animated += QByteArray("ANIM\x06\x00\x00\x00\x00\x00\x00\x00\x00\x00", 14);
+    QTest::newRow("animated WebP") << animated << "animated WebP images are not read";
+}
+
+void TestDamagedImages::messagesSayWhatTheFileIs() {
+    QFETCH(QByteArray, bytes);
+    QFETCH(QString, expected);
+    const QString why = refusal(std::vector<uint8_t>(bytes.begin(), bytes.end())); // "photo.jpg: …"
+    QVERIFY2(why.contains(expected), qPrintable(why));
+    QVERIFY2(!why.contains("BigTIFF"), qPrintable(why));
 }
 
 QTEST_GUILESS_MAIN(TestDamagedImages)
