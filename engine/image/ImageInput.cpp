@@ -326,6 +326,26 @@ int pngBitsPerPixel(const uint8_t* ihdr, uint32_t length) {
     }
 }
 
+// The PNG with its critical chunks only (IHDR, PLTE, IDAT, IEND; checked by checkPng). The
+// others change nothing OpenCV returns (it applies no gamma or colour profile, and alpha is
+// dropped; the EXIF orientation is read from the original), but libpng prints warnings about
+// damaged ones (iCCP, zTXt) on stderr.
+std::vector<uint8_t> pngCriticalChunks(const std::vector<uint8_t>& d) {
+    std::vector<uint8_t> out(d.begin(), d.begin() + 8);
+    for (size_t pos = 8; pos + 12 <= d.size();) {
+        const size_t length = be32(&d[pos]);
+        const size_t end = pos + 12 + length;
+        if (end > d.size())
+            break;
+        if (d[pos + 4] >= 'A' && d[pos + 4] <= 'Z')
+            out.insert(out.end(), d.begin() + std::ptrdiff_t(pos), d.begin() + std::ptrdiff_t(end));
+        if (std::equal(&d[pos + 4], &d[pos + 8], "IEND"))
+            break;
+        pos = end;
+    }
+    return out;
+}
+
 // Throws ImageError naming `name` when the PNG is damaged in a way libpng would report.
 void checkPng(const std::vector<uint8_t>& d, const std::string& name) {
     auto damaged = [&](const std::string& what) {
@@ -608,7 +628,10 @@ RgbImage decodeImage(const std::vector<uint8_t>& encoded, const std::string& nam
     // alpha. The EXIF orientation is applied here, as OpenCV would, so the answer can say so.
     cv::Mat decoded;
     try {
-        const cv::Mat buffer(1, int(encoded.size()), CV_8U, const_cast<uint8_t*>(encoded.data()));
+        const std::vector<uint8_t> critical =
+            format == Format::Png ? pngCriticalChunks(encoded) : std::vector<uint8_t>();
+        const std::vector<uint8_t>& bytes = format == Format::Png ? critical : encoded;
+        const cv::Mat buffer(1, int(bytes.size()), CV_8U, const_cast<uint8_t*>(bytes.data()));
         decoded = cv::imdecode(buffer, cv::IMREAD_ANYDEPTH | cv::IMREAD_ANYCOLOR |
                                            cv::IMREAD_IGNORE_ORIENTATION);
     } catch (const cv::Exception& e) {

@@ -5,12 +5,17 @@
 // Fixtures are made here.
 #include <florence/image.h>
 
+#include <QFile>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
+#include <cstdio>
+#include <fcntl.h>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -92,6 +97,7 @@ private slots:
     void exifOrientationIsRecordedOrKept();
     void messagesSayWhatTheFileIs_data();
     void messagesSayWhatTheFileIs();
+    void damagedPngMetadataIsNotPrinted();
 };
 
 void TestDamagedImages::wholeJpegsDecode_data() {
@@ -181,6 +187,38 @@ void TestDamagedImages::messagesSayWhatTheFileIs() {
     const QString why = refusal(std::vector<uint8_t>(bytes.begin(), bytes.end())); // "photo.jpg: …"
     QVERIFY2(why.contains(expected), qPrintable(why));
     QVERIFY2(!why.contains("BigTIFF"), qPrintable(why));
+}
+
+void TestDamagedImages::damagedPngMetadataIsNotPrinted() {
+    // A zTXt chunk whose checksum fails: libpng would print "zTXt: CRC error" on stderr while
+    // OpenCV decodes the image. The pixels are what matter and they are whole: decoded, quietly.
+    std::vector<uint8_t> png;
+    QVERIFY(cv::imencode(".png", scene(24, 16), png));
+    const uint8_t ztxt[] = {0, 0, 0, 4, 'z', 'T', 'X', 't', 'a', 0, 0, 'x', 0xde, 0xad, 0xbe, 0xef};
+    png.insert(png.begin() + 33, ztxt, ztxt + sizeof ztxt); // after the signature and IHDR
+    QTemporaryDir dir;
+    const QString errPath = dir.filePath("stderr.txt");
+    std::fflush(stderr);
+    const int saved = ::dup(2);
+    const int err = ::open(QFile::encodeName(errPath).constData(), O_WRONLY | O_CREAT, 0600);
+    QVERIFY(saved >= 0 && err >= 0);
+    ::dup2(err, 2);
+    ::close(err);
+    QString why;
+    florence::RgbImage img;
+    try {
+        img = florence::decodeImage(png, "notes.png");
+    } catch (const florence::ImageError& e) {
+        why = QString::fromStdString(e.what());
+    }
+    std::fflush(stderr);
+    ::dup2(saved, 2);
+    ::close(saved);
+    QVERIFY2(why.isEmpty(), qPrintable(why));
+    QCOMPARE(img.width, 24);
+    QFile printed(errPath);
+    QVERIFY(printed.open(QIODevice::ReadOnly));
+    QCOMPARE(QString::fromLocal8Bit(printed.readAll()), QString());
 }
 
 QTEST_GUILESS_MAIN(TestDamagedImages)
