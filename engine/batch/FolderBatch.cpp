@@ -4,17 +4,18 @@
 #include "host/RegularFile.h"
 
 #include <QDir>
-#include <QDirIterator>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QRegularExpression>
 #include <QSaveFile>
+#include <QStringDecoder>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 
 namespace florence {
@@ -67,6 +68,12 @@ struct Sidecar {
     QJsonObject document; // Answer: the document
     std::string why;      // NotAFile: the reason, naming the file
 };
+
+bool isUtf8(const std::string& s) {
+    QStringDecoder decoder(QStringDecoder::Utf8);
+    const QString decoded = decoder(QByteArrayView(s.data(), qsizetype(s.size())));
+    return !decoder.hasError();
+}
 
 bool existsOrLink(const std::string& path) {
     const QFileInfo fi(qstr(path));
@@ -245,13 +252,23 @@ std::vector<std::string> listImages(const std::string& dir, bool recursive) {
         throw Error("folder " + dir + " does not exist");
     if (!info.isDir())
         throw Error(dir + " is not a folder");
-    QDirIterator it(qstr(dir), QDir::Files | QDir::NoDotAndDotDot,
-                    recursive ? QDirIterator::Subdirectories : QDirIterator::NoIteratorFlags);
+    // std::filesystem rather than QDirIterator: names come as the bytes on disk, so a name that
+    // is not UTF-8 is listed (and refused with its reason) instead of decoded into another name.
+    namespace fs = std::filesystem;
     std::vector<std::string> files;
-    while (it.hasNext()) {
-        const QString path = it.next();
-        if (isImageName(path))
-            files.push_back(path.toStdString());
+    std::error_code ec;
+    fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
+    for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        const bool hidden = !name.empty() && name[0] == '.';
+        std::error_code entryError; // an entry that cannot be examined is skipped, not the rest
+        if (it->is_directory(entryError)) {
+            if (!recursive || hidden)
+                it.disable_recursion_pending();
+            continue;
+        }
+        if (!hidden && it->is_regular_file(entryError) && isImageName(qstr(name)))
+            files.push_back(it->path().string());
     }
     std::sort(files.begin(), files.end());
     return files;
@@ -284,6 +301,11 @@ void FolderBatch::checkExisting() {
     std::map<std::string, std::string> byBase; // sidecar base → the image that has it
     size_t existing = 0;
     for (const std::string& image : m_images) {
+        if (!isUtf8(image)) {
+            m_refused.emplace_back(image, "its name is not valid UTF-8, so its results cannot be "
+                                          "named after it; rename it");
+            continue;
+        }
         const auto [it, fresh] = byBase.emplace(sidecarBase(image), image);
         if (!fresh) {
             m_refused.emplace_back(image, "its results would have the same names as " + it->second +

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <sys/stat.h>
 #include <utility>
 
 namespace florence {
@@ -169,6 +170,26 @@ Format formatOf(const std::vector<uint8_t>& d) {
     return Format::Unknown;
 }
 
+// Why the size could not be read from a file that starts like `format`.
+std::string unreadableHeader(Format format) {
+    switch (format) {
+    case Format::Tiff:
+        return "not an image this program reads: its TIFF header gives no size (a damaged file, "
+               "or a variant such as BigTIFF)";
+    case Format::Png:
+        return "the file starts like a PNG but has no valid PNG header (a damaged file, or "
+               "another kind of file named as a PNG)";
+    case Format::Jpeg:
+        return "the file starts like a JPEG but has no valid frame header (a damaged file)";
+    case Format::Bmp:
+        return "the file starts like a BMP but has no valid BMP header (a damaged file)";
+    case Format::WebP:
+        return "the file starts like a WebP but has no valid WebP header (a damaged file)";
+    default:
+        return "not an image this program reads: its size cannot be read from its header";
+    }
+}
+
 std::optional<Dimensions> headerDimensions(Format format, const std::vector<uint8_t>& d) {
     switch (format) {
     case Format::Png:
@@ -303,6 +324,26 @@ int pngBitsPerPixel(const uint8_t* ihdr, uint32_t length) {
     default:
         return 0;
     }
+}
+
+// The PNG with its critical chunks only (IHDR, PLTE, IDAT, IEND; checked by checkPng). The
+// others change nothing OpenCV returns (it applies no gamma or colour profile, and alpha is
+// dropped; the EXIF orientation is read from the original), but libpng prints warnings about
+// damaged ones (iCCP, zTXt) on stderr.
+std::vector<uint8_t> pngCriticalChunks(const std::vector<uint8_t>& d) {
+    std::vector<uint8_t> out(d.begin(), d.begin() + 8);
+    for (size_t pos = 8; pos + 12 <= d.size();) {
+        const size_t length = be32(&d[pos]);
+        const size_t end = pos + 12 + length;
+        if (end > d.size())
+            break;
+        if (d[pos + 4] >= 'A' && d[pos + 4] <= 'Z')
+            out.insert(out.end(), d.begin() + std::ptrdiff_t(pos), d.begin() + std::ptrdiff_t(end));
+        if (std::equal(&d[pos + 4], &d[pos + 8], "IEND"))
+            break;
+        pos = end;
+    }
+    return out;
 }
 
 // Throws ImageError naming `name` when the PNG is damaged in a way libpng would report.
@@ -565,11 +606,15 @@ RgbImage decodeImage(const std::vector<uint8_t>& encoded, const std::string& nam
                          "save the frame you want as PNG and open that");
     // The size every accepted format declares is checked before the decoder allocates
     // anything, so a small file that claims a gigantic canvas is refused at once.
+    // An animated WebP is a valid file this OpenCV cannot decode: said so, not "damaged".
+    if (format == Format::WebP && encoded.size() > 20 &&
+        std::string(encoded.begin() + 12, encoded.begin() + 16) == "VP8X" && (encoded[20] & 0x02))
+        throw ImageError(nameForErrors +
+                         ": animated WebP images are not read; save the frame you want as PNG "
+                         "and open that");
     const std::optional<Dimensions> dims = headerDimensions(format, encoded);
     if (!dims)
-        throw ImageError(nameForErrors +
-                         ": not an image this program reads: its size cannot be read from its "
-                         "header (a damaged file, or a variant such as BigTIFF)");
+        throw ImageError(nameForErrors + ": " + unreadableHeader(format));
     if (dims->first == 0 || dims->second == 0)
         throw ImageError(nameForErrors + ": the image has no pixels (" +
                          sizeText(dims->first, dims->second) + ")");
@@ -583,7 +628,10 @@ RgbImage decodeImage(const std::vector<uint8_t>& encoded, const std::string& nam
     // alpha. The EXIF orientation is applied here, as OpenCV would, so the answer can say so.
     cv::Mat decoded;
     try {
-        const cv::Mat buffer(1, int(encoded.size()), CV_8U, const_cast<uint8_t*>(encoded.data()));
+        const std::vector<uint8_t> critical =
+            format == Format::Png ? pngCriticalChunks(encoded) : std::vector<uint8_t>();
+        const std::vector<uint8_t>& bytes = format == Format::Png ? critical : encoded;
+        const cv::Mat buffer(1, int(bytes.size()), CV_8U, const_cast<uint8_t*>(bytes.data()));
         decoded = cv::imdecode(buffer, cv::IMREAD_ANYDEPTH | cv::IMREAD_ANYCOLOR |
                                            cv::IMREAD_IGNORE_ORIENTATION);
     } catch (const cv::Exception& e) {
@@ -603,10 +651,11 @@ RgbImage decodeImage(const std::vector<uint8_t>& encoded, const std::string& nam
 RgbImage loadImage(const std::string& path, const DecodeOptions& options) {
     // Read ourselves rather than by cv::imread: a regular file only (a FIFO or device would
     // block or never end), up to a size limit, and the header is checked before decoding.
-    const QFileInfo info(QString::fromStdString(path));
-    if (!info.exists() && !info.isSymLink())
+    // The path's bytes as given (stat, not QFileInfo): a name that is not UTF-8 is still found.
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0)
         throw ImageError(path + ": the file does not exist");
-    if (info.isDir())
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
         throw ImageError(path + ": is a folder, not an image file");
     std::string error;
     const QByteArray bytes = detail::readRegularFile(path, kMaxImageFileBytes, &error);

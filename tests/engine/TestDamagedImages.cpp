@@ -5,12 +5,17 @@
 // Fixtures are made here.
 #include <florence/image.h>
 
+#include <QFile>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
+#include <cstdio>
+#include <fcntl.h>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -90,6 +95,9 @@ private slots:
     void cutJpegIsRefused();
     void sizeBeyondItsDataIsRefused();
     void exifOrientationIsRecordedOrKept();
+    void messagesSayWhatTheFileIs_data();
+    void messagesSayWhatTheFileIs();
+    void damagedPngMetadataIsNotPrinted();
 };
 
 void TestDamagedImages::wholeJpegsDecode_data() {
@@ -158,6 +166,59 @@ void TestDamagedImages::exifOrientationIsRecordedOrKept() {
     // Orientation 1 is upright already: nothing applied, nothing to say.
     QVERIFY(!florence::decodeImage(withOrientation(jpeg(scene(40, 20)), 1), "a.jpg")
                  .orientationApplied);
+}
+
+void TestDamagedImages::messagesSayWhatTheFileIs_data() {
+    QTest::addColumn<QByteArray>("bytes");
+    QTest::addColumn<QString>("expected");
+    const std::vector<uint8_t> j = jpeg(scene(16, 16));
+    QByteArray pngSigned(reinterpret_cast<const char*>(j.data()), int(j.size()));
+    pngSigned.replace(0, 8, QByteArray("\x89PNG\r\n\x1a\n", 8));
+    QTest::newRow("JPEG data behind a PNG signature") << pngSigned << "starts like a PNG";
+    QByteArray animated("RIFF\x24\x00\x00\x00WEBPVP8X\x0a\x00\x00\x00", 20);
+    animated += QByteArray("\x02\x00\x00\x00\x0f\x00\x00\x0f\x00\x00", 10); // animation
+    animated += QByteArray("ANIM\x06\x00\x00\x00\x00\x00\x00\x00\x00\x00", 14);
+    QTest::newRow("animated WebP") << animated << "animated WebP images are not read";
+}
+
+void TestDamagedImages::messagesSayWhatTheFileIs() {
+    QFETCH(QByteArray, bytes);
+    QFETCH(QString, expected);
+    const QString why = refusal(std::vector<uint8_t>(bytes.begin(), bytes.end())); // "photo.jpg: …"
+    QVERIFY2(why.contains(expected), qPrintable(why));
+    QVERIFY2(!why.contains("BigTIFF"), qPrintable(why));
+}
+
+void TestDamagedImages::damagedPngMetadataIsNotPrinted() {
+    // A zTXt chunk whose checksum fails: libpng would print "zTXt: CRC error" on stderr while
+    // OpenCV decodes the image. The pixels are what matter and they are whole: decoded, quietly.
+    std::vector<uint8_t> png;
+    QVERIFY(cv::imencode(".png", scene(24, 16), png));
+    const uint8_t ztxt[] = {0, 0, 0, 4, 'z', 'T', 'X', 't', 'a', 0, 0, 'x', 0xde, 0xad, 0xbe, 0xef};
+    png.insert(png.begin() + 33, ztxt, ztxt + sizeof ztxt); // after the signature and IHDR
+    QTemporaryDir dir;
+    const QString errPath = dir.filePath("stderr.txt");
+    std::fflush(stderr);
+    const int saved = ::dup(2);
+    const int err = ::open(QFile::encodeName(errPath).constData(), O_WRONLY | O_CREAT, 0600);
+    QVERIFY(saved >= 0 && err >= 0);
+    ::dup2(err, 2);
+    ::close(err);
+    QString why;
+    florence::RgbImage img;
+    try {
+        img = florence::decodeImage(png, "notes.png");
+    } catch (const florence::ImageError& e) {
+        why = QString::fromStdString(e.what());
+    }
+    std::fflush(stderr);
+    ::dup2(saved, 2);
+    ::close(saved);
+    QVERIFY2(why.isEmpty(), qPrintable(why));
+    QCOMPARE(img.width, 24);
+    QFile printed(errPath);
+    QVERIFY(printed.open(QIODevice::ReadOnly));
+    QCOMPARE(QString::fromLocal8Bit(printed.readAll()), QString());
 }
 
 QTEST_GUILESS_MAIN(TestDamagedImages)

@@ -3,6 +3,7 @@
 // limit, which needs no root) leaves the old file whole and says which file; a FIFO, a device or
 // an oversized file is refused at once, never read and never replaced; an empty or cut sidecar
 // is answered again while another task's answer is kept.
+#include <florence/annotate.h>
 #include <florence/answer_json.h>
 #include <florence/batch.h>
 #include <florence/files.h>
@@ -19,6 +20,7 @@
 #include <csignal>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace {
 
@@ -88,6 +90,7 @@ private slots:
     void sidecarThatIsNotAFileIsRefused();
     void cocoOnAFullDiskKeepsTheOldOne();
     void cocoNamesRelativeToItsFolder();
+    void namesThatAreNotUtf8();
 
 private:
     QTemporaryDir m_tmp;
@@ -349,6 +352,30 @@ void TestFiles::cocoNamesRelativeToItsFolder() {
     QCOMPARE(name, QString("scene.png"));
     QCOMPARE(outName, QString("../../b2/scene.png"));
     QVERIFY(QFileInfo::exists(m_dir + "/out/od/" + outName));
+}
+
+void TestFiles::namesThatAreNotUtf8() {
+    // "bad\xff\xfename.png": bytes no encoding of the name can hold. run --image finds it by
+    // its bytes; batch lists it as failed with the reason instead of skipping it unseen.
+    florence::RgbImage img;
+    img.width = 8;
+    img.height = 6;
+    img.pixels.assign(8 * 6 * 3, 200);
+    const std::string good = (m_dir + "/good.png").toStdString();
+    florence::saveImage(img, good);
+    const std::string bad = m_dir.toStdString() + "/bad\xff\xfename.png";
+    QCOMPARE(::link(good.c_str(), bad.c_str()), 0);
+    const florence::RgbImage loaded = florence::loadImage(bad);
+    QCOMPARE(loaded.width, 8);
+    florence::FolderJob job;
+    job.dir = m_dir.toStdString();
+    job.task = {"<CAPTION>", "", std::nullopt};
+    const florence::FolderBatch batch(job);
+    QCOMPARE(batch.images().size(), size_t(2));
+    QCOMPARE(batch.refused().size(), size_t(1));
+    QCOMPARE(batch.refused()[0].first, bad);
+    QVERIFY(QString::fromStdString(batch.refused()[0].second).contains("not valid UTF-8"));
+    QCOMPARE(batch.pendingImages(), std::vector<std::string>{good});
 }
 
 QTEST_GUILESS_MAIN(TestFiles)
