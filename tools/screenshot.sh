@@ -5,6 +5,9 @@
 # Defaults: build, docs/screenshot.png, the pier sample, "<OD>". Example:
 #   tools/screenshot.sh build docs/screenshot.png "" "<CAPTION>" --compare
 #   QT_SCALE_FACTOR=2 tools/screenshot.sh build docs/screenshot-2x.png "" "<OD>" --dark
+#   SCREEN=1280x720 tools/screenshot.sh build docs/screenshot-720p.png "" "<CAPTION>"
+# SCREEN sets the virtual screen in logical pixels (default 1600x1000); the window takes
+# 1440x900 of it, or the whole screen when that is smaller (as on a 1280x720 laptop).
 # The README's comparison at Florence-2-base size (the speed-demo model, greedy, exactly 256
 # tokens; the uncached passes take minutes, so run it on a quiet machine):
 #   tools/screenshot.sh compare-base [BUILD_DIR] [OUT.png]     # default docs/compare-base.png
@@ -34,9 +37,13 @@ mkdir -p "$(dirname "$out")"
 # QT_SCALE_FACTOR=2 makes a 2x (high-DPI) shot: the virtual screen grows with it, so the window
 # has the same logical size and every pixel is doubled.
 scale=${QT_SCALE_FACTOR:-1}
-screen=$(awk -v s="$scale" 'BEGIN { printf "%dx%d", 1600 * s, 1000 * s }')
+logical=${SCREEN:-1600x1000}
+sw=${logical%x*}
+sh=${logical#*x}
+screen=$(awk -v s="$scale" -v w="$sw" -v h="$sh" 'BEGIN { printf "%dx%d", w * s, h * s }')
+size=$(awk -v w="$sw" -v h="$sh" 'BEGIN { printf "%dx%d", (w < 1440 ? w : 1440), (h < 900 ? h - 40 : 900) }')
 XDG_CONFIG_HOME=$settings XDG_DATA_HOME=$settings QT_QPA_PLATFORM=xcb QT_SCALE_FACTOR=$scale \
     xvfb-run -a -s "-screen 0 ${screen}x24 -dpi 96" \
-    "$build/bin/florence-studio" --size 1440x900 --image "$image" --task "$task" \
+    "$build/bin/florence-studio" --size "$size" --image "$image" --task "$task" \
     --screenshot "$out" "$@"
 echo "screenshot: $out"

@@ -153,7 +153,7 @@ public slots:
 signals:
     void imageOpened(const QString& name);
     void imageFailed(const QString& message);
-    // The vision encoder has run on the image shown, ahead of Run (issue 17, encode on open),
+    // The vision encoder has run on the image shown, ahead of Run (encode on open),
     // and the text encoder on the chosen task's prompt (textEncoderMs < 0: no prompt encoded).
     void imageReady(double visionMs, double textEncoderMs);
     void modelReady(const QString& name);

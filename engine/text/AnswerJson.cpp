@@ -287,13 +287,15 @@ std::optional<Box> askedRegion(const ParsedAnswer& answer, const AnswerContext& 
 
 QJsonObject answerJson(const ParsedAnswer& answer, const Result& result,
                        const AnswerContext& context) {
+    // What a person reads (native form, COCO labels); the Hugging Face form keeps the parser's.
+    const ParsedAnswer readable = readableAnswer(answer, askedRegion(answer, context));
     QJsonObject o{{"format", "florence-studio-answer"},
                   {"format_version", kAnswerJsonVersion},
                   {"task", qstr(answer.task)},
                   {"answer_type", qstr(answerTypeName(answer.type))},
                   {"raw_text", qstr(result.text)},
                   {"huggingface", toHuggingFaceJson(answer)},
-                  {"native", toNativeJson(readableAnswer(answer, askedRegion(answer, context)))},
+                  {"native", toNativeJson(readable)},
                   {"prompt_ids", idsJson(result.promptIds)},
                   {"generated_ids", idsJson(result.generatedIds)},
                   {"token_logprobs", toJsonArray(std::vector<double>(result.tokenLogprobs.begin(),
@@ -311,9 +313,10 @@ QJsonObject answerJson(const ParsedAnswer& answer, const Result& result,
         o["prompt"] = qstr(context.prompt);
     if (!context.model.empty())
         o["model"] = qstr(context.model);
-    if (answer.type != AnswerType::PureText) {
+    if (readable.type != AnswerType::PureText) {
         const QString name = QFileInfo(qstr(context.imageFile)).fileName();
-        o["coco"] = toCocoJson(answer, name.toStdString(), answer.imageWidth, answer.imageHeight);
+        o["coco"] =
+            toCocoJson(readable, name.toStdString(), answer.imageWidth, answer.imageHeight);
     }
     if (context.options) {
         QJsonObject g{{"beams", context.options->numBeams},

@@ -141,10 +141,14 @@ void TestAnswerJson::everyTaskKind() {
     QCOMPARE(doc["runtime"].toString(), QStringLiteral("LibTorch 1.13.1, 2 threads"));
 
     // COCO where the answer has geometry, naming the image by its file name.
-    QCOMPARE(doc.contains("coco"), answer.type != AnswerType::PureText);
+    // COCO from the readable answer too: labels without model tokens, the asked region's box.
+    const ParsedAnswer readable = readableAnswer(answer, asked);
+    QCOMPARE(doc.contains("coco"), readable.type != AnswerType::PureText);
     if (doc.contains("coco")) {
         const QJsonObject coco = doc["coco"].toObject();
-        QCOMPARE(coco, toCocoJson(answer, "pier.png", width, height));
+        QCOMPARE(coco, toCocoJson(readable, "pier.png", width, height));
+        for (const QJsonValue& c : coco["categories"].toArray())
+            QVERIFY2(!c["name"].toString().contains(modelToken), qPrintable(c["name"].toString()));
         QCOMPARE(coco["images"][0]["file_name"].toString(), QStringLiteral("pier.png"));
     }
 }

@@ -1,4 +1,4 @@
-// The hostile inputs of issue 14, each built here by the test: a checkpoint pickle that runs
+// The hostile inputs, each built here by the test: a checkpoint pickle that runs
 // code, TorchScript that writes files, manifests with out-of-range values or without checksums,
 // package files that are FIFOs or links to /dev/zero, an --out folder holding someone's files,
 // a cancelled import. Each must end in one clear line naming the file or field (or a correct

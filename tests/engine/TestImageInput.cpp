@@ -561,7 +561,7 @@ void TestImageInput::resizeRejectsEmpty() {
 }
 
 QTEST_GUILESS_MAIN(TestImageInput)
-// Files an attacker would hand the app (issue 14): each gives one clear error at once, before
+// Files an attacker would hand the app: each gives one clear error at once, before
 // any decoder allocates the canvas it declares or a read blocks.
 void TestImageInput::hostileFiles_data() {
     QTest::addColumn<QString>("kind");

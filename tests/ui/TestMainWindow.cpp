@@ -141,7 +141,7 @@ private slots:
     void firstRunCaptionsASampleScene();
     void importDialogCancelsAndImports();
 
-    // Issue 20: the app as a new user meets it.
+    // The app as a new user meets it.
     void cleanAnswerTextDropsModelTokens_data();
     void cleanAnswerTextDropsModelTokens();
     void knownAnswersShowNoSpecialTokens();
@@ -274,7 +274,9 @@ void TestMainWindow::startsWithModelAndShowsIt() {
     auto* status = child<QLabel>(m_w.get(), "statusModel");
     QVERIFY(status->text().contains("florence2-demo-shapes"));
     auto* tasks = child<QComboBox>(m_w.get(), "taskCombo");
-    QCOMPARE(tasks->count(), 15);
+    // Florence-2's 15 tasks, then Custom prompt… (the bundled model has no tasks of its own).
+    QCOMPARE(tasks->count(), 16);
+    QCOMPARE(tasks->itemData(15).toString(), QString::fromLatin1(florence::kCustomPromptTask));
     QCOMPARE(tasks->itemText(tasks->findData("<OD>")), QString("Object detection"));
 }
 
@@ -309,7 +311,7 @@ void TestMainWindow::captionRunStreamsTokensEndToEnd() {
              qPrintable(text));
     QVERIFY(child<QLabel>(m_w.get(), "tpsLabel")->text() != "–");
     QVERIFY(child<QLabel>(m_w.get(), "p95Label")->text() != "–");
-    // The vision encoder ran when the image was opened (issue 17), before Run.
+    // The vision encoder ran when the image was opened before Run.
     const QString vision = child<QLabel>(m_w.get(), "visionLabel")->text();
     QVERIFY2(vision.endsWith(" on open") && duration.match(vision.chopped(8)).hasMatch(),
              qPrintable(vision));
@@ -535,7 +537,7 @@ void TestMainWindow::stageTimingsShowFromFirstToken() {
     QVERIFY(m_w->startRun());
     QCOMPARE(child<QLabel>(m_w.get(), "visionLabel")->text(), QString("–"));
     QTRY_VERIFY_WITH_TIMEOUT(tokens.count() >= 1, kRunTimeoutMs);
-    // The vision encoder ran when the image was opened (issue 17): its time, marked as such.
+    // The vision encoder ran when the image was opened: its time, marked as such.
     QTRY_VERIFY_WITH_TIMEOUT(child<QLabel>(m_w.get(), "visionLabel")->text().endsWith(" on open"),
                              5'000);
     QVERIFY(child<QLabel>(m_w.get(), "preprocessLabel")->text().contains("reused"));
@@ -929,7 +931,7 @@ void TestMainWindow::imageThatFrozeIsNotReopened() {
 }
 
 void TestMainWindow::imagesDecodeOffTheGuiThreadNewestWins() {
-    // Issue 14: a slow decode must not freeze the window, and the image opened last is the one
+    // A slow decode must not freeze the window, and the image opened last is the one
     // shown. The decoding thread is held (as a huge or hostile file would hold it) while two
     // images are asked for.
     QVERIFY(openImage(samplePath("pier.png")));
@@ -1040,7 +1042,7 @@ static QString copyBundledPackage(const QString& to,
 }
 
 void TestMainWindow::oldModelReleasedOnlyForAPackageThatPassedItsChecks() {
-    // Issue 14: loading a model keeps one model in memory, not two; a package its checks refuse
+    // Loading a model keeps one model in memory, not two; a package its checks refuse
     // leaves the model in use working.
     EngineWorker* worker = MainWindowTester(m_w.get()).engineWorker();
     QObject context; // the connections end with this test
@@ -1075,7 +1077,7 @@ void TestMainWindow::oldModelReleasedOnlyForAPackageThatPassedItsChecks() {
 }
 
 void TestMainWindow::encodeOnOpenAndRunReusesIt() {
-    // Issue 17: opening an image starts the vision encoder; Run, clicked at once, waits for it
+    // Opening an image starts the vision encoder; Run, clicked at once, waits for it
     // on the engine thread and reuses its features rather than encoding a second time.
     EngineWorker* worker = MainWindowTester(m_w.get()).engineWorker();
     QObject context;

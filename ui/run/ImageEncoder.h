@@ -1,4 +1,4 @@
-// Encode on open (issue 17): whenever the image shown or the model changes, the engine worker
+// Encode on open: whenever the image shown or the model changes, the engine worker
 // runs the vision encoder ahead of Run, so a run's first token does not wait for it; with the
 // prompt of the task chosen (and again when the task changes) the text encoder too, so a run of
 // that task starts decoding at once. A run is

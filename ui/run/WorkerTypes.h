@@ -41,7 +41,7 @@ struct RunRequest {
     bool compareWarmup = true;
 };
 
-// The vision encoder run ahead of Run on the image just opened (issue 17, "encode on open").
+// The vision encoder run ahead of Run on the image just opened ("encode on open").
 struct EncodeRequest {
     quint64 imageId = 0; // the window's count of images shown
     std::shared_ptr<const RgbImage> image;
