@@ -437,7 +437,7 @@ int cmdParse(int argc, char** argv) {
     if (a.values.count("region"))
         region = florence::parseRegion(a.get("region"));
     printJson(format == "hf" ? florence::toHuggingFaceJson(answer)
-                             : florence::toNativeJson(florence::readableAnswer(answer, region)));
+                             : florence::nativeForm(answer, florence::readableAnswer(answer, region)));
     return 0;
 }
 

@@ -285,6 +285,13 @@ std::optional<Box> askedRegion(const ParsedAnswer& answer, const AnswerContext& 
 
 } // namespace
 
+QJsonObject nativeForm(const ParsedAnswer& answer, const ParsedAnswer& readable) {
+    QJsonObject native = toNativeJson(readable);
+    // The task's answer type, as at the top level, even where the asked region became an item.
+    native["answer_type"] = qstr(answerTypeName(answer.type));
+    return native;
+}
+
 QJsonObject answerJson(const ParsedAnswer& answer, const Result& result,
                        const AnswerContext& context) {
     // What a person reads (native form, COCO labels); the Hugging Face form keeps the parser's.
@@ -295,7 +302,7 @@ QJsonObject answerJson(const ParsedAnswer& answer, const Result& result,
                   {"answer_type", qstr(answerTypeName(answer.type))},
                   {"raw_text", qstr(result.text)},
                   {"huggingface", toHuggingFaceJson(answer)},
-                  {"native", toNativeJson(readable)},
+                  {"native", nativeForm(answer, readable)},
                   {"prompt_ids", idsJson(result.promptIds)},
                   {"generated_ids", idsJson(result.generatedIds)},
                   {"token_logprobs", toJsonArray(std::vector<double>(result.tokenLogprobs.begin(),
@@ -313,10 +320,9 @@ QJsonObject answerJson(const ParsedAnswer& answer, const Result& result,
         o["prompt"] = qstr(context.prompt);
     if (!context.model.empty())
         o["model"] = qstr(context.model);
-    if (readable.type != AnswerType::PureText) {
+    if (answer.type != AnswerType::PureText) {
         const QString name = QFileInfo(qstr(context.imageFile)).fileName();
-        o["coco"] =
-            toCocoJson(readable, name.toStdString(), answer.imageWidth, answer.imageHeight);
+        o["coco"] = toCocoJson(readable, name.toStdString(), answer.imageWidth, answer.imageHeight);
     }
     if (context.options) {
         QJsonObject g{{"beams", context.options->numBeams},

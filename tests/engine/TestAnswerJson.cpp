@@ -107,7 +107,8 @@ void TestAnswerJson::everyTaskKind() {
     // region task's answer is an item for the region asked about.
     const std::optional<Box> asked =
         regionTask ? regionInPrompt(context.prompt, width, height) : std::nullopt;
-    QCOMPARE(doc["native"].toObject(), toNativeJson(readableAnswer(answer, asked)));
+    QCOMPARE(doc["native"].toObject(), nativeForm(answer, readableAnswer(answer, asked)));
+    QCOMPARE(doc["native"]["answer_type"].toString(), doc["answer_type"].toString());
     const QJsonObject native = doc["native"].toObject();
     const QRegularExpression modelToken(
         QStringLiteral("<(/?s|pad|unk|loc_\\d+|poly|sep|/?[A-Z_]+)>"));
@@ -143,7 +144,7 @@ void TestAnswerJson::everyTaskKind() {
     // COCO where the answer has geometry, naming the image by its file name.
     // COCO from the readable answer too: labels without model tokens, the asked region's box.
     const ParsedAnswer readable = readableAnswer(answer, asked);
-    QCOMPARE(doc.contains("coco"), readable.type != AnswerType::PureText);
+    QCOMPARE(doc.contains("coco"), answer.type != AnswerType::PureText);
     if (doc.contains("coco")) {
         const QJsonObject coco = doc["coco"].toObject();
         QCOMPARE(coco, toCocoJson(readable, "pier.png", width, height));

@@ -87,6 +87,7 @@ private slots:
     void cancelLeavesOnlyWholeFiles();
     void formIsCheckedAndRemembered();
     void closingWindowMidRunDoesNotHang();
+    void captionFilesForTrainingSets();
 
 private:
     // Opens the dialog from the menu action and fills the form for m_dir, <CAPTION>, text and
@@ -322,6 +323,33 @@ void TestProcessFolder::closingWindowMidRunDoesNotHang() {
     for (const QString& f : filesUnder(m_dir))
         answers += f.endsWith(".florence.json") ? 1 : 0;
     QVERIFY2(answers < 44, "the run was not stopped when the window closed");
+}
+
+void TestProcessFolder::captionFilesForTrainingSets() {
+    makeFolder();
+    ProcessFolderDialog* dlg = openDialog();
+    QVERIFY(dlg);
+    child<QCheckBox>(dlg, "formatTextCheck")->setChecked(false);
+    child<QCheckBox>(dlg, "formatJsonCheck")->setChecked(false);
+    child<QCheckBox>(dlg, "formatCaptionCheck")->setChecked(true);
+    child<QLineEdit>(dlg, "captionPrefixEdit")->setText("shapestyle");
+    child<QCheckBox>(dlg, "captionLowercaseCheck")->setChecked(true);
+    // The preview shows what the options make of an answer before anything is written.
+    const QString preview = child<QLabel>(dlg, "captionPreview")->text();
+    QVERIFY2(preview.endsWith("shapestyle, a red car, street, trees, blue sky"),
+             qPrintable(preview));
+    const FolderOutcome o = runToEnd(dlg);
+    QVERIFY2(o.error.isEmpty(), qPrintable(o.error));
+    QCOMPARE(o.answered, size_t(4));
+    QVERIFY(child<QPushButton>(dlg, "folderOpenButton")->isEnabled());
+    QCOMPARE(filesUnder(m_dir),
+             (QStringList{"broken.jpg", "scene_0.png", "scene_0.txt", "scene_1.png", "scene_1.txt",
+                          "scene_2.png", "scene_2.txt", "sub/scene_3.png", "sub/scene_3.txt"}));
+    QFile caption(m_dir + "/sub/scene_3.txt");
+    QVERIFY(caption.open(QIODevice::ReadOnly));
+    const QString tags = QString::fromUtf8(caption.readAll());
+    QVERIFY2(tags.startsWith("shapestyle, ") && tags == tags.toLower() && !tags.contains('<'),
+             qPrintable(tags));
 }
 
 QTEST_MAIN(TestProcessFolder)

@@ -7,6 +7,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDesktopServices>
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -18,6 +19,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRadioButton>
+#include <QUrl>
 #include <QVBoxLayout>
 
 namespace florence::ui {
@@ -61,6 +63,7 @@ ProcessFolderDialog::ProcessFolderDialog(EngineWorker* worker, QWidget* parent)
     m_formatText->setChecked(p.formats & kTextSidecar);
     m_formatJson->setChecked(p.formats & kJsonSidecar);
     m_formatCoco->setChecked(p.formats & kCocoFile);
+    m_formatCaption->setChecked(p.formats & kCaptionFile);
     connect(worker, &EngineWorker::folderProgress, this, &ProcessFolderDialog::onProgress);
     connect(worker, &EngineWorker::folderImageStarted, this, &ProcessFolderDialog::onImageStarted);
     connect(worker, &EngineWorker::folderFinished, this, &ProcessFolderDialog::onFinished);
@@ -113,9 +116,15 @@ void ProcessFolderDialog::buildForm() {
     m_formatJson->setObjectName(QStringLiteral("formatJsonCheck"));
     m_formatCoco = new QCheckBox(tr("COCO: one file for the folder (boxes and polygons)"), m_form);
     m_formatCoco->setObjectName(QStringLiteral("formatCocoCheck"));
+    m_formatCaption = new QCheckBox(tr("Caption file for training sets: NAME.txt (tags)"), m_form);
+    m_formatCaption->setObjectName(QStringLiteral("formatCaptionCheck"));
+    m_formatCaption->setToolTip(tr("One NAME.txt beside each image, as kohya_ss, OneTrainer and "
+                                   "TagGUI read them: the answer's tags, with the options below"));
     form->addRow(tr("Formats:"), m_formatText);
     form->addRow(QString(), m_formatJson);
     form->addRow(QString(), m_formatCoco);
+    form->addRow(QString(), m_formatCaption);
+    form->addRow(QString(), buildCaptionOptions());
     m_overwrite = new QCheckBox(tr("Overwrite existing results (otherwise those images are "
                                    "skipped, so a cancelled run resumes)"),
                                 m_form);
@@ -124,6 +133,69 @@ void ProcessFolderDialog::buildForm() {
     connect(m_elsewhere, &QRadioButton::toggled, this, &ProcessFolderDialog::updateForm);
     connect(m_task, qOverload<int>(&QComboBox::currentIndexChanged), this,
             &ProcessFolderDialog::updateForm);
+}
+
+QWidget* ProcessFolderDialog::buildCaptionOptions() {
+    m_captionBox = new QWidget(m_form);
+    auto* grid = new QFormLayout(m_captionBox);
+    grid->setContentsMargins(20, 0, 0, 0);
+    m_separator = new QComboBox(m_captionBox);
+    m_separator->setObjectName(QStringLiteral("captionSeparatorCombo"));
+    m_separator->addItem(tr("comma: tag, tag"), QStringLiteral(", "));
+    m_separator->addItem(tr("one tag per line"), QStringLiteral("\n"));
+    m_prefix = new QLineEdit(m_captionBox);
+    m_prefix->setObjectName(QStringLiteral("captionPrefixEdit"));
+    m_prefix->setPlaceholderText(tr("first tag, e.g. a trigger word"));
+    m_suffix = new QLineEdit(m_captionBox);
+    m_suffix->setObjectName(QStringLiteral("captionSuffixEdit"));
+    m_suffix->setPlaceholderText(tr("last tag"));
+    m_dropTags = new QLineEdit(m_captionBox);
+    m_dropTags->setObjectName(QStringLiteral("captionDropEdit"));
+    m_dropTags->setPlaceholderText(tr("tags to leave out, comma-separated"));
+    m_lowercase = new QCheckBox(tr("Lower-case the answer's tags"), m_captionBox);
+    m_lowercase->setObjectName(QStringLiteral("captionLowercaseCheck"));
+    m_append = new QCheckBox(tr("Append to an existing NAME.txt (new tags only)"), m_captionBox);
+    m_append->setObjectName(QStringLiteral("captionAppendCheck"));
+    m_captionPreview = new QLabel(m_captionBox);
+    m_captionPreview->setObjectName(QStringLiteral("captionPreview"));
+    m_captionPreview->setTextFormat(Qt::PlainText);
+    m_captionPreview->setWordWrap(true);
+    m_captionPreview->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    grid->addRow(tr("Separator:"), m_separator);
+    grid->addRow(tr("Prefix:"), m_prefix);
+    grid->addRow(tr("Suffix:"), m_suffix);
+    grid->addRow(tr("Leave out:"), m_dropTags);
+    grid->addRow(QString(), m_lowercase);
+    grid->addRow(QString(), m_append);
+    grid->addRow(tr("Preview:"), m_captionPreview);
+    for (QLineEdit* e : {m_prefix, m_suffix, m_dropTags})
+        connect(e, &QLineEdit::textChanged, this, &ProcessFolderDialog::updateCaptionPreview);
+    for (QCheckBox* c : {m_lowercase, m_formatCaption})
+        connect(c, &QCheckBox::toggled, this, &ProcessFolderDialog::updateForm);
+    connect(m_separator, qOverload<int>(&QComboBox::currentIndexChanged), this,
+            &ProcessFolderDialog::updateCaptionPreview);
+    return m_captionBox;
+}
+
+CaptionOptions ProcessFolderDialog::captionOptions() const {
+    CaptionOptions o;
+    o.separator = m_separator->currentData().toString().toStdString();
+    o.prefix = m_prefix->text().trimmed().toStdString();
+    o.suffix = m_suffix->text().trimmed().toStdString();
+    o.lowercase = m_lowercase->isChecked();
+    o.append = m_append->isChecked();
+    for (const QString& tag : m_dropTags->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
+        if (!tag.trimmed().isEmpty())
+            o.dropTags.push_back(tag.trimmed().toStdString());
+    return o;
+}
+
+void ProcessFolderDialog::updateCaptionPreview() {
+    // What the options make of an answer, before a whole folder is written with them.
+    static const char* kExample = "</s><s>A Red Car, street, trees, blue sky</s>";
+    const QString text = QString::fromStdString(captionFileText(kExample, captionOptions()));
+    m_captionPreview->setText(
+        tr("for the answer \"A Red Car, street, trees, blue sky\":\n%1").arg(text));
 }
 
 void ProcessFolderDialog::buildRunArea() {
@@ -164,7 +236,16 @@ void ProcessFolderDialog::buildRunArea() {
     progressText->addWidget(m_status);
     progressText->addStretch(1);
     progressRow->addLayout(progressText, 1);
+    m_openResults = new QPushButton(tr("Open Results Folder"), this);
+    m_openResults->setObjectName(QStringLiteral("folderOpenButton"));
+    m_openResults->setEnabled(false);
+    connect(m_openResults, &QPushButton::clicked, this, [this] {
+        const QString dir =
+            m_elsewhere->isChecked() ? m_outFolder->text().trimmed() : m_folder->text().trimmed();
+        QDesktopServices::openUrl(QUrl::fromLocalFile(dir));
+    });
     auto* buttons = new QHBoxLayout;
+    buttons->addWidget(m_openResults);
     buttons->addStretch(1);
     buttons->addWidget(m_start);
     buttons->addWidget(m_cancel);
@@ -194,9 +275,14 @@ void ProcessFolderDialog::updateForm() {
     m_text->setPlaceholderText(needsText ? QString::fromStdString(taskInfo(task).inputLabel)
                                          : tr("(not used)"));
     // Only the formats this task's answers have.
-    const unsigned applies = applicableFormats(task, kTextSidecar | kJsonSidecar | kCocoFile);
+    const unsigned applies =
+        applicableFormats(task, kTextSidecar | kJsonSidecar | kCocoFile | kCaptionFile);
     m_formatText->setEnabled(applies & kTextSidecar);
     m_formatCoco->setEnabled(applies & kCocoFile);
+    m_formatCaption->setEnabled(applies & kCaptionFile);
+    m_captionBox->setVisible(m_formatCaption->isChecked());
+    m_captionBox->setEnabled(applies & kCaptionFile);
+    updateCaptionPreview();
     m_outFolder->setEnabled(m_elsewhere->isChecked());
     m_outBrowse->setEnabled(m_elsewhere->isChecked());
     m_form->setEnabled(!m_running);
@@ -212,17 +298,22 @@ void ProcessFolderDialog::browse(QLineEdit* edit, const QString& caption) {
         edit->setText(chosen);
 }
 
+unsigned ProcessFolderDialog::chosenFormats() const {
+    return (m_formatText->isChecked() ? kTextSidecar : 0u) |
+           (m_formatJson->isChecked() ? kJsonSidecar : 0u) |
+           (m_formatCoco->isChecked() ? kCocoFile : 0u) |
+           (m_formatCaption->isChecked() ? kCaptionFile : 0u);
+}
+
 bool ProcessFolderDialog::jobFromForm(FolderJob* job, QString* error) const {
     job->dir = m_folder->text().trimmed().toStdString();
     job->recursive = m_recursive->isChecked();
     job->task = {m_task->currentData().toString().toStdString(), m_text->text().toStdString(),
                  std::nullopt};
     job->outDir = m_elsewhere->isChecked() ? m_outFolder->text().trimmed().toStdString() : "";
-    const unsigned formats =
-        applicableFormats(job->task.task, (m_formatText->isChecked() ? kTextSidecar : 0u) |
-                                              (m_formatJson->isChecked() ? kJsonSidecar : 0u) |
-                                              (m_formatCoco->isChecked() ? kCocoFile : 0u));
+    const unsigned formats = applicableFormats(job->task.task, chosenFormats());
     job->formats = formats;
+    job->caption = captionOptions();
     job->existing = m_overwrite->isChecked() ? ExistingResults::Overwrite : ExistingResults::Skip;
     if (job->dir.empty())
         *error = tr("Choose the folder of images.");
@@ -315,8 +406,11 @@ void ProcessFolderDialog::onFinished(const FolderOutcome& outcome) {
         return;
     m_outcome = outcome;
     setRunning(false);
-    m_progress->setRange(0, 1);
-    m_progress->setValue(outcome.error.isEmpty() ? 1 : 0);
+    if (!outcome.cancelled) { // a cancelled run's bar stays where it stopped
+        m_progress->setRange(0, 1);
+        m_progress->setValue(outcome.error.isEmpty() ? 1 : 0);
+    }
+    m_openResults->setEnabled(outcome.error.isEmpty());
     m_failed->clear();
     for (const auto& [path, why] : outcome.failures) {
         m_failed->addItem(failureText(m_folder->text().trimmed(), path, why));
@@ -347,9 +441,7 @@ void ProcessFolderDialog::savePreferences() const {
     p.recursive = m_recursive->isChecked();
     p.besideImages = m_beside->isChecked();
     p.outFolder = m_outFolder->text().trimmed();
-    p.formats = (m_formatText->isChecked() ? kTextSidecar : 0u) |
-                (m_formatJson->isChecked() ? kJsonSidecar : 0u) |
-                (m_formatCoco->isChecked() ? kCocoFile : 0u);
+    p.formats = chosenFormats();
     Settings::saveFolder(p);
 }
 

@@ -71,6 +71,10 @@ private:
     void buildRunArea(); // progress, failures, buttons, and the layout of both
     void updateForm();
     void browse(QLineEdit* edit, const QString& caption);
+    QWidget* buildCaptionOptions();
+    CaptionOptions captionOptions() const;
+    void updateCaptionPreview();
+    unsigned chosenFormats() const;
     void setRunning(bool running);
     void onProgress(const FolderProgress& progress);
     void onImageStarted(const QString& path, const QImage& thumbnail);
@@ -91,6 +95,17 @@ private:
     QCheckBox* m_formatText = nullptr;
     QCheckBox* m_formatJson = nullptr;
     QCheckBox* m_formatCoco = nullptr;
+    QCheckBox* m_formatCaption = nullptr;
+    QPushButton* m_openResults = nullptr;
+    // A training set's caption files: how the tags are written.
+    QWidget* m_captionBox = nullptr;
+    QComboBox* m_separator = nullptr;
+    QLineEdit* m_prefix = nullptr;
+    QLineEdit* m_suffix = nullptr;
+    QLineEdit* m_dropTags = nullptr;
+    QCheckBox* m_lowercase = nullptr;
+    QCheckBox* m_append = nullptr;
+    QLabel* m_captionPreview = nullptr;
     QCheckBox* m_overwrite = nullptr;
     QWidget* m_form = nullptr;
     QLabel* m_thumbnail = nullptr;

@@ -41,6 +41,10 @@ struct AnswerContext {
     std::optional<bool> orientationApplied;
 };
 
+// The answer document's "native" form: toNativeJson of `readable` (readableAnswer of `answer`)
+// with `answer`'s answer type.
+QJsonObject nativeForm(const ParsedAnswer& answer, const ParsedAnswer& readable);
+
 // The document for one answer of one image. The answer's image size is the document's; the
 // COCO part is there only for answers with geometry (a caption has no annotations to carry).
 QJsonObject answerJson(const ParsedAnswer& answer, const Result& result,
