@@ -15,6 +15,7 @@
 #include "dialogs/AboutDialog.h"
 #include "dialogs/ImportDialog.h"
 #include "dialogs/ProcessFolderDialog.h"
+#include "run/AnswerDisplay.h"
 #include "run/EngineWorker.h"
 #include "run/ImageEncoder.h"
 #include "run/ImageOpener.h"
@@ -451,10 +452,11 @@ void MainWindow::showHistoryEntry(int row) {
     onTaskInputChanged();
     m_run->showRecorded(e.task, e.rawText, e.answer, img.image, e.imageName, e.region);
     const QString when = QLocale().toString(e.time.toLocalTime(), QLocale::ShortFormat);
-    m_runView->showRecorded(e.timings, tr("From the history: %1 at %2").arg(e.task, when));
-    showMessage(img.note.isEmpty()
-                    ? tr("%1 on %2, run at %3 (from the history)").arg(e.task, e.imageName, when)
-                    : img.note,
+    m_runView->showRecorded(e.timings,
+                            tr("From the history: %1 at %2").arg(taskDisplayName(e.task), when));
+    showMessage(img.note.isEmpty() ? tr("%1 on %2, run at %3 (from the history)")
+                                         .arg(taskDisplayName(e.task), e.imageName, when)
+                                   : img.note,
                 !img.note.isEmpty());
     updateActions();
 }

@@ -1,5 +1,6 @@
 #include "RunView.h"
 
+#include "run/AnswerDisplay.h"
 #include "run/EngineWorker.h"
 #include "run/RunController.h"
 #include "run/Scores.h"
@@ -71,9 +72,10 @@ void RunView::showRecorded(const Timings& timings, const QString& status) {
     m_w.latency->startRun();
     m_w.latency->finishRun(timings, false);
     showFinalAnswer();
-    m_w.results->setSummary(
-        tr("%1 · %2 · %3 · from the history")
-            .arg(m_run->answerTask(), itemCountText(m_run->shownAnswer()), formatMs(timings.totalMs)));
+    m_w.results->setSummary(tr("%1 · %2 · %3 · from the history")
+                                .arg(taskDisplayName(m_run->answerTask()),
+                                     itemCountText(m_run->shownAnswer()),
+                                     formatMs(timings.totalMs)));
     m_w.status->setText(status);
 }
 
@@ -174,7 +176,8 @@ void RunView::refresh() {
     if (m_run->isRunning() && m_run->kind() == RunKind::Single)
         m_w.status->setText(tr("Generating… %1 decoding steps").arg(m_run->tokensReceived()));
     m_w.results->setSummary(
-        tr("%1 · generating… · %2").arg(m_run->answerTask(), itemCountText(m_run->shownAnswer())));
+        tr("%1 · generating… · %2")
+            .arg(taskDisplayName(m_run->answerTask()), itemCountText(m_run->shownAnswer())));
 }
 
 void RunView::showFinalAnswer() {
@@ -208,7 +211,7 @@ void RunView::onRunFinished(const RunOutcome& o) {
     const StepStats s = summarizeSteps(t.stepMs);
     // "answer tokens" (the returned sequence) against the chart's "decoding steps".
     const QString summary = tr("%1 · %2 answer tokens · %3 · %4")
-                                .arg(o.task)
+                                .arg(taskDisplayName(o.task))
                                 .arg(o.generatedTokens())
                                 .arg(itemCountText(m_run->shownAnswer()), formatMs(t.totalMs));
     m_w.results->setSummary(o.cancelled() ? summary + tr(" · cancelled") : summary);
@@ -235,7 +238,8 @@ void RunView::onCompareFinished(const CompareOutcome& o) {
         return;
     m_w.compare->setOutcome(o);
     if (m_run->resultsStarted())
-        m_w.results->setSummary(tr("%1 · compared cached vs uncached").arg(o.cached.task));
+        m_w.results->setSummary(
+            tr("%1 · compared cached vs uncached").arg(taskDisplayName(o.cached.task)));
     finish(o.cancelled ? tr("Comparison cancelled")
                        : tr("Compared: outputs %1; see Cached vs uncached")
                              .arg(o.identical ? tr("identical") : tr("different")));

@@ -441,7 +441,7 @@ void TestMainWindow::cancelMidRunWithEscape() {
     QVERIFY(!m_w->isRunning());
     QVERIFY(!child<QAbstractButton>(m_w.get(), "cancelButton")->isEnabled());
     QVERIFY(child<QLabel>(m_w.get(), "statusRun")->text().contains("Cancelled"));
-    QVERIFY(child<QLabel>(m_w.get(), "resultSummary")->text().startsWith("<CAPTION>"));
+    QVERIFY(child<QLabel>(m_w.get(), "resultSummary")->text().startsWith("Caption · "));
     // The window still works after a cancel.
     setIgnoreEos(false);
     setSpin("maxTokensSpin", 5);
@@ -460,7 +460,7 @@ void TestMainWindow::cancelBeforeFirstTokenKeepsResults() {
     auto resultsKept = [&] {
         return table->rowCount() == 1 && m_w->imageView()->overlayItemCount() == 1 &&
                raw->toPlainText().contains("car<loc_52>") &&
-               child<QLabel>(m_w.get(), "resultSummary")->text().startsWith("<OD>");
+               child<QLabel>(m_w.get(), "resultSummary")->text().startsWith("Object detection · ");
     };
     QVERIFY(resultsKept());
     m_w->setTask("<CAPTION>");

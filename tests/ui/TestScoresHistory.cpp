@@ -312,7 +312,8 @@ void TestScoresHistory::historySurvivesRestartAndRestores() {
     auto* list = child<QListView>(w.get(), "historyList");
     QCOMPARE(list->model()->rowCount(), 1);
     const QString display = list->model()->index(0, 0).data().toString();
-    QVERIFY2(display.startsWith("<OD> · "), qPrintable(display));
+    // Task names, not tokens, where a person reads.
+    QVERIFY2(display.startsWith("Object detection · "), qPrintable(display));
     QVERIFY(!list->model()->index(0, 0).data(Qt::DecorationRole).value<QImage>().isNull());
     QVERIFY2(w->shortcutsText().contains("Ctrl+H\tHistory"), qPrintable(w->shortcutsText()));
 

@@ -10,4 +10,12 @@ ParsedAnswer displayAnswer(const ParsedAnswer& answer, const std::optional<Box>&
     return readableAnswer(answer, askedRegion); // the engine's, so the answer document agrees
 }
 
+QString taskDisplayName(const QString& token) {
+    try {
+        return QString::fromStdString(taskInfo(token.toStdString()).name);
+    } catch (const TaskError&) {
+        return token;
+    }
+}
+
 } // namespace florence::ui

@@ -10,6 +10,8 @@
 #include <florence/answer.h>
 #include <florence/tasks.h>
 
+#include <QString>
+
 #include <optional>
 #include <string>
 
@@ -22,5 +24,8 @@ std::string cleanAnswerText(const std::string& text);
 // `answer` with clean labels and text. For a region task, `askedRegion` is the box the user
 // dragged: an answer without geometry becomes one box item there, labelled with the answer.
 ParsedAnswer displayAnswer(const ParsedAnswer& answer, const std::optional<Box>& askedRegion);
+
+// What a person calls a task: "Object detection" for "<OD>"; an unknown token as it is.
+QString taskDisplayName(const QString& token);
 
 } // namespace florence::ui

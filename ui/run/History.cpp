@@ -462,12 +462,12 @@ QVariant History::data(const QModelIndex& index, int role) const {
                              : QLocale().toString(local, QLocale::ShortFormat);
     switch (role) {
     case Qt::DisplayRole:
-        return tr("%1 · %2\n%3").arg(e.task, when, e.firstWords());
+        return tr("%1 · %2\n%3").arg(taskDisplayName(e.task), when, e.firstWords());
     case Qt::DecorationRole:
         return e.thumbnail;
     case Qt::ToolTipRole:
         return tr("%1 on %2\n%3\nModel: %4 (%5, %6 beams)\nTotal %7")
-            .arg(e.task, e.imagePath.isEmpty() ? e.imageName : e.imagePath,
+            .arg(taskDisplayName(e.task), e.imagePath.isEmpty() ? e.imageName : e.imagePath,
                  QLocale().toString(local, QLocale::LongFormat), e.model, e.precision)
             .arg(e.beams)
             .arg(QString::fromStdString(formatMs(e.timings.totalMs)));
