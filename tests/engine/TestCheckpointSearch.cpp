@@ -174,7 +174,14 @@ void TestCheckpointSearch::importsByHubName() {
     ImportJob job;
     job.hfDir = "florence-test/tiny-random";
     job.outDir = (m_home.path() + "/pkg").toStdString();
-    runImport(job);
+    try {
+        runImport(job);
+    } catch (const florence::ImportError& e) {
+        // The sanitizer build (tools/run-sanitizers.sh) has no exporter and no LibTorch.
+        if (!QFile::exists(QStringLiteral(FLORENCE_BUILD_DATA_DIR "/tools/florence2_export.py")))
+            QSKIP("no exporter in this build (the sanitizer build has none)");
+        throw;
+    }
     const QJsonObject manifest =
         QJsonDocument::fromJson(readFile(m_home.path() + "/pkg/manifest.json")).object();
     QVERIFY2(manifest["source"].toString().contains("snapshots/0123abcd"),
