@@ -27,10 +27,9 @@ inline QProcessEnvironment cliEnvironment() {
     return env;
 }
 
-inline Output runCli(const QStringList& args, int timeoutMs = 120000) {
-    QProcess p;
-    p.setProcessEnvironment(cliEnvironment());
-    p.start(kCli, args);
+// Waits for a started process and collects what it printed; exit code -1 when it timed out
+// (then killed), -2 when it crashed.
+inline Output finishProcess(QProcess& p, int timeoutMs) {
     Output o;
     if (!p.waitForFinished(timeoutMs)) {
         p.kill();
@@ -41,6 +40,13 @@ inline Output runCli(const QStringList& args, int timeoutMs = 120000) {
     o.out = p.readAllStandardOutput();
     o.err = p.readAllStandardError();
     return o;
+}
+
+inline Output runCli(const QStringList& args, int timeoutMs = 120000) {
+    QProcess p;
+    p.setProcessEnvironment(cliEnvironment());
+    p.start(kCli, args);
+    return finishProcess(p, timeoutMs);
 }
 
 } // namespace

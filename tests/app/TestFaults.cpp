@@ -47,16 +47,7 @@ Output runWith(const QString& program, const QStringList& args, const RunSetup& 
             setrlimit(RLIMIT_FSIZE, &r);
         });
     p.start(program, args);
-    Output o;
-    if (!p.waitForFinished(timeoutMs)) {
-        p.kill();
-        p.waitForFinished();
-        return o;
-    }
-    o.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2;
-    o.out = p.readAllStandardOutput();
-    o.err = p.readAllStandardError();
-    return o;
+    return finishProcess(p, timeoutMs);
 }
 
 QByteArray readAll(const QString& path) {
