@@ -27,6 +27,8 @@ ExportDocument ExportDocument::ofAnswer(const RunController& runs, const ModelIn
         doc.context.loadMs = model.loadMs;
     }
     doc.context.runtime = runtimeSummary();
+    if (runs.answerImage())
+        doc.context.orientationApplied = runs.answerImage()->orientationApplied;
     return doc;
 }
 

@@ -38,6 +38,7 @@ const QString kMaxNewTokens = QStringLiteral("generation/maxNewTokens");
 const QString kUseCache = QStringLiteral("generation/useCache");
 const QString kPrecision = QStringLiteral("generation/precision");
 const QString kShowScores = QStringLiteral("view/showScores");
+const QString kExifRotate = QStringLiteral("images/exifRotate");
 
 } // namespace
 
@@ -111,6 +112,7 @@ Preferences Settings::load() {
     p.useCache = s.value(kUseCache, p.useCache).toBool();
     p.precision = s.value(kPrecision, p.precision).toString();
     p.showScores = s.value(kShowScores, p.showScores).toBool();
+    p.exifRotate = s.value(kExifRotate, p.exifRotate).toBool();
     return p;
 }
 
@@ -133,6 +135,7 @@ void Settings::save(const Preferences& p) {
     s.setValue(kUseCache, p.useCache);
     s.setValue(kPrecision, p.precision);
     s.setValue(kShowScores, p.showScores);
+    s.setValue(kExifRotate, p.exifRotate);
 }
 
 } // namespace florence::ui

@@ -339,6 +339,7 @@ bool ProcessFolderDialog::start() {
     }
     savePreferences();
     request.options = m_options;
+    request.decode = m_decode;
     m_cancelFlag = std::make_shared<std::atomic<bool>>(false);
     request.cancel = m_cancelFlag;
     m_outcome = FolderOutcome{};

@@ -47,6 +47,8 @@ public:
     // The task the form starts with (a region task is not offered: it needs a region per image).
     void setTask(const QString& token, const QString& text);
     void setOptions(const GenerationOptions& options) { m_options = options; }
+    // How the images are decoded (the window's View › Turn Photos Upright).
+    void setDecodeOptions(const DecodeOptions& decode) { m_decode = decode; }
     void setFolder(const QString& folder);
 
     bool isRunning() const { return m_running; }
@@ -83,6 +85,7 @@ private:
 
     EngineWorker* m_worker;
     GenerationOptions m_options;
+    DecodeOptions m_decode;
     FolderChooser m_chooser;
     QLineEdit* m_folder = nullptr;
     QCheckBox* m_recursive = nullptr;

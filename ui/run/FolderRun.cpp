@@ -62,6 +62,7 @@ void EngineWorker::processFolder(const FolderRequest& request) {
                 if (o.error.empty()) {
                     context.imageFile = o.path;
                     context.prompt = o.prompt;
+                    context.orientationApplied = o.orientationApplied;
                     try {
                         folder.writeResult(o.path, o.answer,
                                            answerJson(o.answer, o.result, context));
@@ -80,7 +81,8 @@ void EngineWorker::processFolder(const FolderRequest& request) {
             cancel,
             [&](size_t, const std::string& path, const RgbImage& image) {
                 emit folderImageStarted(qstr(path), thumbnail(image));
-            });
+            },
+            request.decode);
         folder.writeCoco();
         out.cocoPath = qstr(folder.cocoPath());
     } catch (const std::exception& e) {
