@@ -220,6 +220,14 @@ void TestHostile::checkpointErrorsNameTheFile_data() {
     QTest::newRow("tokenizer.json a link to /dev/zero") << "zero:tokenizer.json"
                                                         << "tokenizer.json"
                                                         << "is a device";
+    // The weights are looked for as model.safetensors first: one that is not a file is refused,
+    // not waited on or read without end, and not passed over for pytorch_model.bin.
+    QTest::newRow("model.safetensors a FIFO") << "fifo:model.safetensors"
+                                              << "model.safetensors"
+                                              << "is a FIFO";
+    QTest::newRow("model.safetensors a link to /dev/zero") << "zero:model.safetensors"
+                                                           << "model.safetensors"
+                                                           << "is a device";
 }
 
 namespace {

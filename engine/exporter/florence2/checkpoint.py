@@ -131,9 +131,9 @@ def read_safetensors(path: str, as_float32: bool = False) -> Dict[str, torch.Ten
     """Every tensor of a safetensors file, each read from its own byte range (a shard of a large
     checkpoint is never held whole next to its tensors). as_float32 turns each floating tensor
     to float32 as it is read."""
-    size = os.path.getsize(path)
     tensors = {}
-    with open(path, "rb") as f:
+    with open_weights(path) as f:
+        size = os.fstat(f.fileno()).st_size
         header, start = safetensors_header(f, path, size)
         for name, info in header.items():
             if name == "__metadata__":
@@ -172,18 +172,28 @@ def write_safetensors(path: str, tensors: Dict[str, torch.Tensor]) -> None:
 
 # The index of a sharded checkpoint names every tensor once: some 100 KB for Florence-2-large.
 MAX_INDEX_BYTES = 16 << 20
+# A bound for weight files, which are read by ranges, never whole: far above Florence-2 large's
+# 1.5 GB, it only keeps the arithmetic of a stranger's sizes sane.
+MAX_WEIGHTS_BYTES = 1 << 40
+
+
+def open_weights(path: str):
+    """A weight file opened as a regular file (a FIFO would block the exporter, a device would
+    never end): FileError naming it otherwise."""
+    return files.open_regular(path, MAX_WEIGHTS_BYTES)
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                 "pytorch_model.bin.index.json")
 
 
 def read_pytorch_bin(pt: str) -> Dict[str, torch.Tensor]:
-    try:
-        # weights_only: a pickle can run any code while it is read; this unpickler builds
-        # only tensors and plain containers and refuses anything else, so a checkpoint
-        # from a stranger is data, never code.
-        sd = torch.load(pt, map_location="cpu", weights_only=True)
-    except Exception as e:  # a truncated, foreign or code-carrying file: say which
-        raise CheckpointError(checkpoint_error(pt, e)) from None
+    with open_weights(pt) as f:
+        try:
+            # weights_only: a pickle can run any code while it is read; this unpickler builds
+            # only tensors and plain containers and refuses anything else, so a checkpoint
+            # from a stranger is data, never code.
+            sd = torch.load(f, map_location="cpu", weights_only=True)
+        except Exception as e:  # a truncated, foreign or code-carrying file: say which
+            raise CheckpointError(checkpoint_error(pt, e)) from None
     if not isinstance(sd, dict) or not all(
             isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in sd.items()):
         raise CheckpointError(f"{pt}: does not hold a state dict (names to tensors)")
@@ -194,14 +204,11 @@ def shard_map(folder: str, index: str) -> Dict[str, str]:
     """name -> shard file of a sharded checkpoint's index; every shard a plain file name in
     `folder` (an index is a stranger's JSON: it must not point elsewhere)."""
     try:
-        size = os.path.getsize(index)
-        if size > MAX_INDEX_BYTES:
-            raise CheckpointError(f"{index}: {size} bytes, more than the "
-                                  f"{MAX_INDEX_BYTES >> 20} MB an index of shards needs")
-        with open(index, "rb") as f:
-            data = json.loads(f.read(MAX_INDEX_BYTES + 1))
-    except OSError as e:
-        raise CheckpointError(f"{index}: cannot be read ({e.strerror})") from None
+        data = json.loads(files.read_bytes(index, MAX_INDEX_BYTES))
+    except files.FileError as e:
+        raise CheckpointError(str(e)) from None
+    except RecursionError:
+        raise CheckpointError(f"{index}: not a usable JSON file (nested too deeply)") from None
     except ValueError as e:
         raise CheckpointError(f"{index}: not valid JSON ({e})") from None
     weight_map = data.get("weight_map") if isinstance(data, dict) else None

@@ -18,6 +18,8 @@ import os
 import re
 from typing import Dict, List, Tuple
 
+from . import files
+
 TABLES = ("task_prompts_without_inputs", "task_prompts_with_input",
           "tasks_answer_post_processing_type")
 # The original processor's 15 tasks (engine/text/Tasks.cpp), which every package offers.
@@ -61,12 +63,11 @@ def literal_tables(source: str) -> Dict[str, dict]:
 
 def python_tables(path: str, notes: List[str]) -> Dict[str, dict]:
     try:
-        if os.path.getsize(path) > MAX_SOURCE_BYTES:
-            notes.append(f"{path}: ignored, larger than {MAX_SOURCE_BYTES >> 20} MB")
-            return {}
-        with open(path, "rb") as f:
-            source = f.read(MAX_SOURCE_BYTES).decode("utf-8")
+        source = files.read_bytes(path, MAX_SOURCE_BYTES).decode("utf-8")
         tables = literal_tables(source)
+    except files.FileError as e:
+        notes.append(f"{e}: ignored")
+        return {}
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError,
             MemoryError) as e:
         notes.append(f"{path}: ignored, not readable as Python source ({type(e).__name__})")
@@ -78,12 +79,11 @@ def python_tables(path: str, notes: List[str]) -> Dict[str, dict]:
 
 def json_tables(path: str, notes: List[str]) -> Dict[str, dict]:
     try:
-        if os.path.getsize(path) > MAX_SOURCE_BYTES:
-            notes.append(f"{path}: ignored, larger than {MAX_SOURCE_BYTES >> 20} MB")
-            return {}
-        with open(path, "rb") as f:
-            data = json.loads(f.read(MAX_SOURCE_BYTES))
-    except (OSError, ValueError) as e:
+        data = json.loads(files.read_bytes(path, MAX_SOURCE_BYTES))
+    except files.FileError as e:
+        notes.append(f"{e}: ignored")
+        return {}
+    except (OSError, ValueError, RecursionError) as e:
         notes.append(f"{path}: ignored, not readable as JSON ({type(e).__name__})")
         return {}
     if not isinstance(data, dict):
