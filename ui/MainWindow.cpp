@@ -513,12 +513,12 @@ ProcessFolderDialog* MainWindow::showProcessFolderDialog() {
         connect(m_folderDialog, &ProcessFolderDialog::runningChanged, this,
                 &MainWindow::updateActions);
     }
-    GenerationOptions opts = isModelReady() ? modelInfo().defaults : GenerationOptions{};
-    opts.numBeams = m_panel->beams();
-    opts.maxNewTokens = m_panel->maxNewTokens();
-    opts.useCache = m_panel->useCache();
-    opts.ignoreEos = m_panel->ignoreEos();
-    m_folderDialog->setOptions(opts);
+    GenerationSettings settings;
+    settings.beams = m_panel->beams();
+    settings.maxNewTokens = m_panel->maxNewTokens();
+    settings.useCache = m_panel->useCache();
+    settings.ignoreEos = m_panel->ignoreEos();
+    m_folderDialog->setSettings(settings);
     m_folderDialog->show();
     m_folderDialog->raise();
     return m_folderDialog;
