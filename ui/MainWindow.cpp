@@ -356,12 +356,9 @@ bool MainWindow::startRequest(RunKind kind) {
         showMessage(error, true);
         return false;
     }
-    GenerationOptions opts = isModelReady() ? modelInfo().defaults : GenerationOptions{};
-    opts.numBeams = m_panel->beams();
-    opts.maxNewTokens = m_panel->maxNewTokens();
-    opts.useCache = m_panel->useCache();
-    opts.ignoreEos = m_panel->ignoreEos();
-    const RunRequest r = m_run->start(kind, currentTask(), *prompt, m_image, m_imageName, opts,
+    // The loaded package's defaults with what the user changed, as the CLI runs them.
+    const RunRequest r = m_run->start(kind, currentTask(), *prompt, m_image, m_imageName,
+                                      m_panel->options(),
                                       taskRegion(currentTask(), m_region));
     m_runTaskText = taskInfo(currentTask().toStdString()).input == TaskInput::Text
                         ? m_panel->taskText().trimmed()
@@ -425,8 +422,7 @@ void MainWindow::recordRun(const RunOutcome& outcome) {
     r.answer = m_run->answer();
     r.prompt = m_run->lastPrompt();
     r.options = m_run->lastOptions();
-    r.model = modelInfo().name();
-    r.precision = modelInfo().precision();
+    r.model = modelInfo().facts();
     r.imagePath = m_imagePath;
     r.imageName = m_run->answerImageName();
     r.taskText = m_runTaskText;
@@ -513,12 +509,7 @@ ProcessFolderDialog* MainWindow::showProcessFolderDialog() {
         connect(m_folderDialog, &ProcessFolderDialog::runningChanged, this,
                 &MainWindow::updateActions);
     }
-    GenerationOptions opts = isModelReady() ? modelInfo().defaults : GenerationOptions{};
-    opts.numBeams = m_panel->beams();
-    opts.maxNewTokens = m_panel->maxNewTokens();
-    opts.useCache = m_panel->useCache();
-    opts.ignoreEos = m_panel->ignoreEos();
-    m_folderDialog->setOptions(opts);
+    m_folderDialog->setSettings(m_panel->settings());
     m_folderDialog->show();
     m_folderDialog->raise();
     return m_folderDialog;

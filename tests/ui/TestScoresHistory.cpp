@@ -5,6 +5,7 @@
 // HOME.
 #include "MainWindow.h"
 #include "MainWindowTester.h"
+#include "WindowSuite.h"
 #include "run/EngineWorker.h"
 #include "run/History.h"
 #include "widgets/HistoryPanel.h"
@@ -45,15 +46,6 @@ using florence::ui::MainWindowTester;
 
 namespace {
 
-// Images open off the GUI thread: waits until `path` is the one shown (or it failed).
-bool openAndWait(MainWindow* w, const QString& path) {
-    if (!w->openImageFile(path))
-        return false;
-    if (!QTest::qWaitFor([w] { return !w->isOpeningImage(); }, 60'000))
-        return false;
-    return w->hasImage() && w->imagePath() == QFileInfo(path).absoluteFilePath();
-}
-
 constexpr int kRunTimeoutMs = 180'000; // two shared cores, colleagues compiling
 constexpr int kScoreColumn = 4;
 
@@ -67,20 +59,6 @@ template <typename T> T* child(QWidget* w, const char* name) {
 QString scenePath(const char* name) {
     return QString::fromStdString(florence::samplesDir()) + QStringLiteral("/scenes/") +
            QLatin1String(name);
-}
-
-QtMessageHandler g_defaultHandler = nullptr;
-void filterMessages(QtMsgType type, const QMessageLogContext& ctx, const QString& msg) {
-    if (msg.contains(QLatin1String("propagateSizeHints")))
-        return;
-    g_defaultHandler(type, ctx, msg);
-}
-
-QJsonObject readJson(const QString& path) {
-    QFile f(path);
-    if (!f.open(QIODevice::ReadOnly))
-        return {};
-    return QJsonDocument::fromJson(f.readAll()).object();
 }
 
 void writeFile(const QString& path, const QByteArray& bytes) {
@@ -119,6 +97,7 @@ private slots:
     void boundIsEnforced();
     void clearEmptiesHistory();
     void exportSelectedEntries();
+    void historyExportDescribesRunAsFileExport();
     void damagedFileIsSetAside_data();
     void damagedFileIsSetAside();
     void damagedEntryIsSkipped();
@@ -129,22 +108,15 @@ private:
     bool runTask(MainWindow* w, const QString& image, const char* task);
     // Shows a synthetic detection answer through the window's run path (no model run).
     void showKnownAnswer(MainWindow* w, const QString& image);
+    // Selects every History entry and exports them to `out` with the panel's Export button.
+    QJsonArray exportWholeHistory(MainWindow* w, const QString& out);
 
     QTemporaryDir m_tmp;
 };
 
 void TestScoresHistory::initTestCase() {
     QVERIFY(m_tmp.isValid());
-    g_defaultHandler = qInstallMessageHandler(filterMessages);
-    qputenv("HOME", m_tmp.filePath("home").toUtf8());
-    QDir().mkpath(m_tmp.filePath("home"));
-    QStandardPaths::setTestModeEnabled(true);
-    QSettings::setDefaultFormat(QSettings::IniFormat);
-    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, m_tmp.filePath("settings"));
-    QCoreApplication::setOrganizationName("FlorenceStudioTest");
-    QCoreApplication::setApplicationName("florence-studio-history-test");
-    if (qEnvironmentVariableIsEmpty("FLORENCE_STUDIO_DATA"))
-        qputenv("FLORENCE_STUDIO_DATA", FLORENCE_BUILD_DATA_DIR);
+    isolateUserState(m_tmp, "florence-studio-history-test");
     QVERIFY2(!florence::bundledModelDir().empty(), "build the florence_data target first");
     // The state folder is the temporary one, never the user's.
     QVERIFY2(History::defaultPath().startsWith(m_tmp.path()), qPrintable(History::defaultPath()));
@@ -186,6 +158,17 @@ void TestScoresHistory::showKnownAnswer(MainWindow* w, const QString& image) {
     MainWindowTester(w).showAnswerText(
         "<OD>", "</s><s>circle<loc_52><loc_333><loc_932><loc_774>star<loc_10>"
                 "<loc_10><loc_100><loc_200></s>");
+}
+
+QJsonArray TestScoresHistory::exportWholeHistory(MainWindow* w, const QString& out) {
+    child<QListView>(w, "historyList")->selectAll();
+    QFile::remove(out);
+    w->historyPanel()->setFileChooser([&](const QString&) { return out; });
+    QTest::mouseClick(child<QAbstractButton>(w, "historyExportButton"), Qt::LeftButton);
+    QFile f(out);
+    if (!f.open(QIODevice::ReadOnly))
+        return {};
+    return QJsonDocument::fromJson(f.readAll()).array();
 }
 
 // ------------------------------------------------------------------------------------------
@@ -464,15 +447,7 @@ void TestScoresHistory::exportSelectedEntries() {
     QVERIFY(runTask(w.get(), scenePath("scene_00.png"), "<OD>"));
     showKnownAnswer(w.get(), scenePath("scene_01.png"));
     QCOMPARE(w->history()->count(), 2);
-    auto* list = child<QListView>(w.get(), "historyList");
-    list->selectAll();
-    const QString out = m_tmp.filePath("history-export.json");
-    QFile::remove(out);
-    w->historyPanel()->setFileChooser([&](const QString&) { return out; });
-    QTest::mouseClick(child<QAbstractButton>(w.get(), "historyExportButton"), Qt::LeftButton);
-    QFile f(out);
-    QVERIFY(f.open(QIODevice::ReadOnly));
-    const QJsonArray docs = QJsonDocument::fromJson(f.readAll()).array();
+    const QJsonArray docs = exportWholeHistory(w.get(), m_tmp.filePath("history-export.json"));
     QCOMPARE(docs.size(), 2);
     // Newest first: the synthetic answer, then the model's run with its scores.
     const QJsonObject known = docs[0].toObject();
@@ -496,6 +471,25 @@ void TestScoresHistory::exportSelectedEntries() {
         QVERIFY(score > 0 && score <= 1);
     }
     QVERIFY(w->historyPanel()->note().contains("2 run"));
+}
+
+// One run exported twice, by File › Export and from the History, is described the same way:
+// model, precisions, generation options, timings with the load time, runtime, image.
+void TestScoresHistory::historyExportDescribesRunAsFileExport() {
+    auto w = makeWindow();
+    QVERIFY(runTask(w.get(), scenePath("scene_00.png"), "<OD>"));
+    const QString fileExport = m_tmp.filePath("file-export.json");
+    QVERIFY2(w->exportJson(fileExport), qPrintable(w->messageText()));
+    const QJsonArray docs = exportWholeHistory(w.get(), m_tmp.filePath("history-export-one.json"));
+    QCOMPARE(docs.size(), 1);
+    QJsonObject fromHistory = docs[0].toObject();
+    QVERIFY(fromHistory.contains("history"));
+    fromHistory.remove("history"); // what only the History keeps (time, thumbnail, task text)
+    const QJsonObject fromFile = readJson(fileExport);
+    // What the History's copy used to leave out is there in both.
+    QVERIFY(fromFile["timings"].toObject().contains("load_ms"));
+    QVERIFY(fromFile.contains("runtime"));
+    QCOMPARE(fromHistory, fromFile);
 }
 
 void TestScoresHistory::damagedFileIsSetAside_data() {

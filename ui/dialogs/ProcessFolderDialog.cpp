@@ -305,7 +305,7 @@ unsigned ProcessFolderDialog::chosenFormats() const {
            (m_formatCaption->isChecked() ? kCaptionFile : 0u);
 }
 
-bool ProcessFolderDialog::jobFromForm(FolderJob* job, QString* error) const {
+bool ProcessFolderDialog::jobFromForm(FolderJobParams* job, QString* error) const {
     job->dir = m_folder->text().trimmed().toStdString();
     job->recursive = m_recursive->isChecked();
     job->task = {m_task->currentData().toString().toStdString(), m_text->text().toStdString(),
@@ -338,7 +338,7 @@ bool ProcessFolderDialog::start() {
         return false;
     }
     savePreferences();
-    request.options = m_options;
+    request.job.settings = m_settings;
     m_cancelFlag = std::make_shared<std::atomic<bool>>(false);
     request.cancel = m_cancelFlag;
     m_outcome = FolderOutcome{};

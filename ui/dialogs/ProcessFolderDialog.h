@@ -7,7 +7,7 @@
 //
 //   auto* dlg = new ProcessFolderDialog(worker, window);
 //   dlg->setTask("<CAPTION>", QString());
-//   dlg->setOptions(opts);                     // beams, token limit, cache of the window
+//   dlg->setSettings(settings);                // what the window changed from the defaults
 //   connect(dlg, &ProcessFolderDialog::runningChanged, window, &MainWindow::updateActions);
 //   dlg->show();
 #pragma once
@@ -46,12 +46,13 @@ public:
     void setFolderChooser(FolderChooser chooser) { m_chooser = std::move(chooser); }
     // The task the form starts with (a region task is not offered: it needs a region per image).
     void setTask(const QString& token, const QString& text);
-    void setOptions(const GenerationOptions& options) { m_options = options; }
+    // What the window's settings change from the model's defaults (beams, token limit, cache).
+    void setSettings(const GenerationSettings& settings) { m_settings = settings; }
     void setFolder(const QString& folder);
 
     bool isRunning() const { return m_running; }
     // The job the form describes; `error` says what is missing when it returns false.
-    bool jobFromForm(FolderJob* job, QString* error) const;
+    bool jobFromForm(FolderJobParams* job, QString* error) const;
     const FolderOutcome& lastOutcome() const { return m_outcome; }
 
 public slots:
@@ -82,7 +83,7 @@ private:
     void savePreferences() const;
 
     EngineWorker* m_worker;
-    GenerationOptions m_options;
+    GenerationSettings m_settings;
     FolderChooser m_chooser;
     QLineEdit* m_folder = nullptr;
     QCheckBox* m_recursive = nullptr;

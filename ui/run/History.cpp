@@ -206,14 +206,13 @@ QString HistoryEntry::firstWords() const {
 }
 
 QJsonObject makeHistoryDocument(const HistoryRecord& record) {
-    AnswerContext context;
-    context.imageFile =
+    const std::string imageFile =
         (record.imagePath.isEmpty() ? record.imageName : record.imagePath).toStdString();
-    context.prompt = record.prompt;
-    context.model = record.model.toStdString();
-    context.options = &record.options;
-    context.precision = record.precision.toStdString();
-    QJsonObject doc = answerJson(record.answer, record.outcome->result, context);
+    QJsonObject doc = answerJson(
+        record.answer, record.outcome->result,
+        describeRun(record.model, record.options, imageFile, record.prompt,
+                    record.image ? std::optional<bool>(record.image->orientationApplied)
+                                 : std::nullopt));
     QJsonObject h{{"time", record.time.toUTC().toString(Qt::ISODateWithMs)},
                   {"image_path", record.imagePath},
                   {"image_name", record.imageName},

@@ -19,6 +19,7 @@
 #include "run/WorkerTypes.h"
 
 #include <florence/answer.h>
+#include <florence/describe_run.h>
 #include <florence/engine.h>
 
 #include <QAbstractListModel>
@@ -65,8 +66,7 @@ struct HistoryRecord {
     ParsedAnswer answer; // scored
     std::string prompt;
     GenerationOptions options;
-    QString model;
-    QString precision;
+    ModelFacts model;  // the model that ran, as File › Export describes it
     QString imagePath; // "" for a pasted image
     QString imageName;
     QString taskText;
