@@ -77,6 +77,17 @@ ProcessFolderDialog::~ProcessFolderDialog() {
 void ProcessFolderDialog::buildForm() {
     m_form = new QWidget(this);
     auto* form = new QFormLayout(m_form);
+    // One label column for every row, right-aligned as the platform style may not do it: rows
+    // of the form and of the caption options line up.
+    form->setLabelAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    m_model = new QLabel(tr("no model loaded"), m_form);
+    m_model->setObjectName(QStringLiteral("folderModelLabel"));
+    m_model->setTextFormat(Qt::PlainText);
+    m_model->setWordWrap(true);
+    m_model->setToolTip(tr("The model loaded in the main window answers every image, with the "
+                           "beams and token limit set there"));
+    form->addRow(tr("Model:"), m_model);
     m_folder = new QLineEdit(m_form);
     m_folder->setObjectName(QStringLiteral("folderEdit"));
     m_folder->setPlaceholderText(tr("the folder of images"));
@@ -262,6 +273,10 @@ void ProcessFolderDialog::setTask(const QString& token, const QString& text) {
     if (index >= 0)
         m_task->setCurrentIndex(index);
     m_text->setText(text);
+}
+
+void ProcessFolderDialog::setModelName(const QString& name) {
+    m_model->setText(name.isEmpty() ? tr("no model loaded") : name);
 }
 
 void ProcessFolderDialog::setFolder(const QString& folder) {

@@ -8,6 +8,7 @@
 //   auto* dlg = new ProcessFolderDialog(worker, window);
 //   dlg->setTask("<CAPTION>", QString());
 //   dlg->setOptions(opts);                     // beams, token limit, cache of the window
+//   dlg->setModelName("florence2-demo-shapes"); // the model loaded in the window
 //   connect(dlg, &ProcessFolderDialog::runningChanged, window, &MainWindow::updateActions);
 //   dlg->show();
 #pragma once
@@ -47,6 +48,8 @@ public:
     // The task the form starts with (a region task is not offered: it needs a region per image).
     void setTask(const QString& token, const QString& text);
     void setOptions(const GenerationOptions& options) { m_options = options; }
+    // The model the run will use (the window's), named at the top of the form.
+    void setModelName(const QString& name);
     void setFolder(const QString& folder);
 
     bool isRunning() const { return m_running; }
@@ -68,6 +71,7 @@ signals:
 
 private:
     void buildForm();
+    QLabel* m_model = nullptr;
     void buildRunArea(); // progress, failures, buttons, and the layout of both
     void updateForm();
     void browse(QLineEdit* edit, const QString& caption);
