@@ -19,6 +19,7 @@
 #include <QLabel>
 #include <QMessageBox>
 #include <QPlainTextEdit>
+#include <QRadioButton>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -280,6 +281,19 @@ void TestRunFeedback::processFolderNamesTheModel() {
     auto* model = child<QLabel>(dialog, "folderModelLabel");
     QCOMPARE(model->text(), w->modelInfo().name());
     QVERIFY(model->isVisible());
+    // Every field starts at one left edge (a radio button as a row label once pushed some out).
+    QVERIFY(QTest::qWaitForWindowExposed(dialog));
+    const int left = model->mapTo(dialog, QPoint(0, 0)).x();
+    for (const char* name : {"folderEdit", "recursiveCheck", "folderTaskCombo", "folderTextEdit",
+                             "besideRadio", "elsewhereRadio", "formatTextCheck", "overwriteCheck"})
+        QCOMPARE(child<QWidget>(dialog, name)->mapTo(dialog, QPoint(0, 0)).x(), left);
+    // The two places for the results still exclude each other.
+    auto* beside = child<QRadioButton>(dialog, "besideRadio");
+    auto* elsewhere = child<QRadioButton>(dialog, "elsewhereRadio");
+    elsewhere->setChecked(true);
+    QVERIFY(!beside->isChecked());
+    beside->setChecked(true);
+    QVERIFY(!elsewhere->isChecked());
     dialog->close();
 }
 

@@ -5,6 +5,7 @@
 
 #include <florence/tasks.h>
 
+#include <QButtonGroup>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDesktopServices>
@@ -118,8 +119,16 @@ void ProcessFolderDialog::buildForm() {
     m_outBrowse = new QPushButton(tr("Browse…"), m_form);
     connect(m_outBrowse, &QPushButton::clicked, this,
             [this] { browse(m_outFolder, tr("Folder for the Results")); });
+    // Both choices in the field column: a radio button as a row's label would widen the label
+    // column and push every field out of line with the rows above.
+    auto* elsewhereRow = withBrowse(m_form, m_outFolder, m_outBrowse);
+    static_cast<QHBoxLayout*>(elsewhereRow->layout())->insertWidget(0, m_elsewhere);
+    // Apart in the layout, the two are no longer siblings: a group keeps them exclusive.
+    auto* where = new QButtonGroup(m_form);
+    where->addButton(m_beside);
+    where->addButton(m_elsewhere);
     form->addRow(tr("Results:"), m_beside);
-    form->addRow(m_elsewhere, withBrowse(m_form, m_outFolder, m_outBrowse));
+    form->addRow(QString(), elsewhereRow);
 
     m_formatText = new QCheckBox(tr("Text: NAME.caption.txt (captions), NAME.ocr.txt, …"), m_form);
     m_formatText->setObjectName(QStringLiteral("formatTextCheck"));
