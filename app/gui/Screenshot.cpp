@@ -54,6 +54,10 @@ public:
             openFolderDialog();
             return;
         }
+        if (m_plan.view == ScreenshotView::Waiting) {
+            waitForFirstToken();
+            return;
+        }
         if (m_plan.view == ScreenshotView::History) {
             if (auto* dock = m_window->findChild<QDockWidget*>(QStringLiteral("historyDock")))
                 dock->show();
@@ -88,6 +92,25 @@ private:
                          [this] { grabAll(); }, Qt::SingleShotConnection);
         if (!m_dialog->start())
             fail("the Process Folder form did not start");
+    }
+
+    // A comparison encodes the image again in every pass: grabbed before its first token, the
+    // window shows the previous answer greyed and what the model is doing.
+    void waitForFirstToken() {
+        if (m_waited || !m_window->startComparison()) {
+            fail("the comparison did not start");
+            return;
+        }
+        m_waited = true;
+        auto tokens = std::make_shared<int>(0);
+        QObject::connect(m_window, &MainWindow::tokenArrived, m_window, [tokens] { ++*tokens; });
+        QTimer::singleShot(kSettleMs, m_window, [this, tokens] {
+            if (*tokens > 0) {
+                fail("the first token came before the shot: use a larger model");
+                return;
+            }
+            grabAll();
+        });
     }
 
     bool grabOne(const QString& path) {
@@ -130,12 +153,14 @@ private:
 
     void finish(int code) {
         m_done = true;
+        m_window->cancelRun(); // a comparison grabbed while it waits
         QCoreApplication::exit(code);
     }
 
     MainWindow* m_window;
     ScreenshotPlan m_plan;
     size_t m_nextHistoryTask = 0;
+    bool m_waited = false;
     QPointer<florence::ui::ProcessFolderDialog> m_dialog;
     std::unique_ptr<QTemporaryDir> m_results;
     std::vector<std::function<bool()>> m_steps;
@@ -151,6 +176,8 @@ bool screenshotViewNamed(const QString& name, ScreenshotView* view) {
         *view = ScreenshotView::History;
     else if (name == QLatin1String("process-folder"))
         *view = ScreenshotView::ProcessFolder;
+    else if (name == QLatin1String("waiting"))
+        *view = ScreenshotView::Waiting;
     else
         return false;
     return true;

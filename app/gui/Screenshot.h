@@ -20,9 +20,11 @@ enum class ScreenshotView {
     Main,          // the window after the run
     History,       // the History panel after a few runs on the image
     ProcessFolder, // File › Process Folder after a run over the sample scenes
+    Waiting,       // after the run, a comparison that has not had its first token yet
 };
 
-// The view named on the command line ("main", "history", "process-folder"); false for others.
+// The view named on the command line ("main", "history", "process-folder", "waiting"); false
+// for others.
 bool screenshotViewNamed(const QString& name, ScreenshotView* view);
 
 struct ScreenshotPlan {

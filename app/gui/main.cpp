@@ -56,8 +56,9 @@ struct Options {
     QCommandLineOption view{
         QStringLiteral("view"),
         QStringLiteral("With --screenshot: what to show, main (the window after the run), history "
-                       "(the History panel after a few runs) or process-folder (Process Folder "
-                       "after a run over the sample scenes)."),
+                       "(the History panel after a few runs), process-folder (Process Folder "
+                       "after a run over the sample scenes) or waiting (after the run, a "
+                       "comparison before its first token)."),
         QStringLiteral("VIEW")};
     QCommandLineOption alsoDark{
         QStringLiteral("also-dark"),
@@ -190,7 +191,7 @@ int main(int argc, char** argv) {
         if (parser.isSet(options.view) &&
             !screenshotViewNamed(parser.value(options.view), &plan.view)) {
             std::fprintf(stderr,
-                         "florence-studio: --view %s: use main, history or process-folder\n",
+                         "florence-studio: --view %s: use main, history, process-folder or waiting\n",
                          qPrintable(parser.value(options.view)));
             return 2;
         }
