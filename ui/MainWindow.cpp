@@ -184,8 +184,11 @@ void MainWindow::connectActions() {
     connect(a.theme, &QActionGroup::triggered, this,
             [this] { applyTheme(m_actions->checkedTheme()); });
     connect(a.shortcuts, &QAction::triggered, this, [this] {
-        QMessageBox box(QMessageBox::NoIcon, tr("Keyboard Shortcuts"), shortcutsText(),
+        QMessageBox box(QMessageBox::NoIcon, tr("Keyboard Shortcuts"), QString(),
                         QMessageBox::Close, this);
+        box.setObjectName(QStringLiteral("shortcutsBox"));
+        box.setTextFormat(Qt::RichText);
+        box.setText(m_actions->shortcutsHtml());
         box.exec();
     });
     connect(a.about, &QAction::triggered, this,
@@ -324,7 +327,8 @@ void MainWindow::onTaskInputChanged() {
     // The Prompt line always shows what Run would send for the task as it is set now.
     QString error;
     const std::optional<std::string> prompt = currentPrompt(&error);
-    m_panel->setPrompt(prompt ? QString::fromStdString(*prompt) : tr("(%1)").arg(error));
+    m_panel->setPrompt(prompt ? readablePrompt(*prompt, imageSize().width(), imageSize().height())
+                              : tr("(%1)").arg(error));
     if (m_image && m_promptEncodeTimer && prompt.value_or(std::string()) != m_encoder->prompt())
         m_promptEncodeTimer->start();
     updateActions();
@@ -363,11 +367,11 @@ bool MainWindow::startRequest(RunKind kind) {
     m_runTaskText = taskInfo(currentTask().toStdString()).input == TaskInput::Text
                         ? m_panel->taskText().trimmed()
                         : QString();
-    m_panel->setPrompt(QString::fromStdString(*prompt));
+    m_panel->setPrompt(readablePrompt(*prompt, imageSize().width(), imageSize().height()));
     QMetaObject::invokeMethod(
         m_worker.get(), [w = m_worker.get(), r] { w->run(r); }, Qt::QueuedConnection);
     showMessage(QString()); // an earlier error no longer applies
-    m_runView->started(kind, currentTask());
+    m_runView->started(kind, currentTask(), waitingPhase(kind, *prompt));
     updateActions();
     return true;
 }
@@ -466,7 +470,9 @@ void MainWindow::copyResultText() {
 // ------------------------------------------------------------------------------------------
 // Messages, state, dialogs
 
-void MainWindow::showMessage(const QString& text, bool isError) {
+void MainWindow::showMessage(const QString& message, bool isError) {
+    // The engine's messages name tasks by token; a person knows them by name.
+    const QString text = withTaskNames(message);
     m_panel->showMessage(text, isError);
     if (text.isEmpty())
         statusBar()->clearMessage();
@@ -510,6 +516,7 @@ ProcessFolderDialog* MainWindow::showProcessFolderDialog() {
                 &MainWindow::updateActions);
     }
     m_folderDialog->setSettings(m_panel->settings());
+    m_folderDialog->setModelName(isModelReady() ? modelInfo().name() : QString());
     m_folderDialog->show();
     m_folderDialog->raise();
     return m_folderDialog;

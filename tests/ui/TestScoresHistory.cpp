@@ -7,6 +7,7 @@
 #include "MainWindowTester.h"
 #include "WindowSuite.h"
 #include "run/EngineWorker.h"
+#include "Theme.h"
 #include "run/History.h"
 #include "widgets/HistoryPanel.h"
 #include "widgets/ImageView.h"
@@ -22,6 +23,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLabel>
 #include <QLineEdit>
 #include <QListView>
 #include <QPlainTextEdit>
@@ -96,6 +98,8 @@ private slots:
     void deletedImageGivesNote();
     void boundIsEnforced();
     void clearEmptiesHistory();
+    void clearCanBeUndone();
+    void noteIsReadableInBothThemes();
     void exportSelectedEntries();
     void historyExportDescribesRunAsFileExport();
     void damagedFileIsSetAside_data();
@@ -316,7 +320,8 @@ void TestScoresHistory::historySurvivesRestartAndRestores() {
     QCOMPARE(w->imageView()->overlayItemCount(), static_cast<int>(items.size()));
     QCOMPARE(child<QTableWidget>(w.get(), "itemsTable")->rowCount(),
              static_cast<int>(items.size()));
-    QCOMPARE(child<QPlainTextEdit>(w.get(), "rawText")->toPlainText(), QString::fromStdString(raw));
+    QCOMPARE(child<QPlainTextEdit>(w.get(), "rawText")->toPlainText().remove(QChar(0x2060)),
+             QString::fromStdString(raw));
     QCOMPARE(w->latencyChart()->pointCount(), steps);
     QVERIFY2(!w->messageText().contains("gone"), qPrintable(w->messageText()));
     // Another image opened meanwhile: a second click on the same (current) entry shows it again.
@@ -362,7 +367,7 @@ void TestScoresHistory::taskTextAndRegionAreRestored() {
     auto* table = child<QTableWidget>(w.get(), "itemsTable");
     QCOMPARE(table->rowCount(), 1);
     QVERIFY(!table->item(0, kScoreColumn)->text().isEmpty());
-    QCOMPARE(child<QPlainTextEdit>(w.get(), "rawText")->toPlainText(),
+    QCOMPARE(child<QPlainTextEdit>(w.get(), "rawText")->toPlainText().remove(QChar(0x2060)),
              QString::fromStdString(regionAnswer));
 }
 
@@ -440,6 +445,53 @@ void TestScoresHistory::clearEmptiesHistory() {
     QCOMPARE(readJson(History::defaultPath())["entries"].toArray().size(), 0);
     auto w = makeWindow();
     QCOMPARE(w->history()->count(), 0);
+}
+
+void TestScoresHistory::clearCanBeUndone() {
+    {
+        auto w = makeWindow();
+        showKnownAnswer(w.get(), scenePath("scene_00.png"));
+        showKnownAnswer(w.get(), scenePath("scene_01.png"));
+        const QJsonObject newest = w->history()->entry(0).document;
+        auto* undo = child<QAbstractButton>(w.get(), "historyUndoButton");
+        QVERIFY(!undo->isVisible());
+        QTest::mouseClick(child<QAbstractButton>(w.get(), "historyClearButton"), Qt::LeftButton);
+        QCOMPARE(w->history()->count(), 0);
+        QVERIFY2(w->historyPanel()->note().contains("Cleared 2 runs"),
+                 qPrintable(w->historyPanel()->note()));
+        QVERIFY(undo->isVisible());
+        // A run recorded after Clear stays the newest; Undo puts the old ones behind it.
+        showKnownAnswer(w.get(), scenePath("scene_02.png"));
+        QCOMPARE(w->history()->count(), 1);
+        QTest::mouseClick(undo, Qt::LeftButton);
+        QCOMPARE(w->history()->count(), 3);
+        QCOMPARE(w->history()->entry(1).document, newest);
+        QVERIFY(!undo->isVisible());
+        QVERIFY(w->historyPanel()->note().isEmpty());
+        w->close();
+    }
+    // Saved: a new window reads the three back.
+    QCOMPARE(readJson(History::defaultPath())["entries"].toArray().size(), 3);
+    auto w = makeWindow();
+    QCOMPARE(w->history()->count(), 3);
+}
+
+void TestScoresHistory::noteIsReadableInBothThemes() {
+    auto w = makeWindow();
+    auto* note = child<QLabel>(w.get(), "historyNote");
+    w->historyPanel()->setNote(QStringLiteral("Exported 2 runs to /tmp/x.json"));
+    QVERIFY(note->isVisible());
+    // The text's colour against what is behind it, as the label paints it: a light-grey
+    // window under white text (BrightText) could not be read.
+    for (auto theme : {florence::ui::Theme::Light, florence::ui::Theme::Dark}) {
+        florence::ui::applyTheme(theme);
+        QCoreApplication::processEvents();
+        const QPalette p = note->palette();
+        const double fg = p.color(note->foregroundRole()).lightnessF();
+        const double bg = p.color(note->backgroundRole()).lightnessF();
+        QVERIFY2(std::abs(fg - bg) > 0.4, qPrintable(QString("%1 on %2").arg(fg).arg(bg)));
+    }
+    florence::ui::applyTheme(florence::ui::Theme::System);
 }
 
 void TestScoresHistory::exportSelectedEntries() {

@@ -46,7 +46,8 @@ ImportDialog::ImportDialog(QWidget* parent) : QDialog(parent) {
     hfRow->addWidget(m_hfDir, 1);
     hfRow->addWidget(m_browse);
 
-    m_fromRandom = new QRadioButton(tr("Random weights (a pipeline test: answers are noise):"), this);
+    m_fromRandom = new QRadioButton(
+        tr("Speed demo (random weights, answers are noise):"), this);
     m_fromRandom->setObjectName(QStringLiteral("randomRadio"));
     m_fromHf->setObjectName(QStringLiteral("hfRadio"));
     m_randomSize = new QComboBox(this);

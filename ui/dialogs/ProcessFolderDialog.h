@@ -8,6 +8,7 @@
 //   auto* dlg = new ProcessFolderDialog(worker, window);
 //   dlg->setTask("<CAPTION>", QString());
 //   dlg->setSettings(settings);                // what the window changed from the defaults
+//   dlg->setModelName("florence2-demo-shapes"); // the model loaded in the window
 //   connect(dlg, &ProcessFolderDialog::runningChanged, window, &MainWindow::updateActions);
 //   dlg->show();
 #pragma once
@@ -48,6 +49,8 @@ public:
     void setTask(const QString& token, const QString& text);
     // What the window's settings change from the model's defaults (beams, token limit, cache).
     void setSettings(const GenerationSettings& settings) { m_settings = settings; }
+    // The model the run will use (the window's), named at the top of the form.
+    void setModelName(const QString& name);
     void setFolder(const QString& folder);
 
     bool isRunning() const { return m_running; }
@@ -69,6 +72,7 @@ signals:
 
 private:
     void buildForm();
+    QLabel* m_model = nullptr;
     void buildRunArea(); // progress, failures, buttons, and the layout of both
     void updateForm();
     void browse(QLineEdit* edit, const QString& caption);

@@ -547,6 +547,36 @@ bool History::clear(QString* error) {
     return save(error);
 }
 
+QList<QJsonObject> History::documents() const {
+    QList<QJsonObject> docs;
+    for (const auto& e : m_entries)
+        docs << e->document;
+    return docs;
+}
+
+bool History::restore(const QList<QJsonObject>& documents, QString* error) {
+    QLockFile lock(m_path + QStringLiteral(".lock"));
+    if (!lock.tryLock(kLockWaitMs)) {
+        if (error)
+            *error = tr("Cannot restore the history in %1: another window keeps it locked (%2).")
+                         .arg(QDir::toNativeSeparators(m_path), m_path + ".lock");
+        return false;
+    }
+    mergeFromDisk();
+    beginResetModel();
+    for (const QJsonObject& doc : documents) {
+        if (count() >= m_maxEntries)
+            break;
+        QString ignored;
+        if (find(doc))
+            continue;
+        if (std::optional<HistoryEntry> e = entryFromDocument(doc, &ignored))
+            m_entries.push_back(std::make_unique<HistoryEntry>(std::move(*e)));
+    }
+    endResetModel();
+    return save(error);
+}
+
 bool History::save(QString* error) {
     // Bounded like what load() reads: the oldest entries go until the file fits.
     QByteArray bytes;
