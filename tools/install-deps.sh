@@ -46,6 +46,8 @@ packages=(
     zlib1g-dev
     # JPEGs checked whole, warnings as errors, before OpenCV decodes them (image/JpegCheck.cpp)
     libjpeg-dev
+    # PNGs decoded with the program's own libpng error and warning handlers (image/Png.cpp)
+    libpng-dev
     # LibTorch runs on whatever libblas.so.3 points to; without OpenBLAS that is the reference
     # BLAS, about ten times slower.
     libopenblas0-openmp

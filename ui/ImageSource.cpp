@@ -10,10 +10,10 @@
 
 namespace florence::ui {
 
-OpenedImage readImageFile(const QString& path) {
+OpenedImage readImageFile(const QString& path, const DecodeOptions& options) {
     OpenedImage o;
     try {
-        o.image = std::make_shared<const RgbImage>(loadImage(path.toStdString()));
+        o.image = std::make_shared<const RgbImage>(loadImage(path.toStdString(), options));
     } catch (const std::exception& e) {
         o.error = QObject::tr("Cannot open the image: %1").arg(QString::fromStdString(e.what()));
         return o;

@@ -24,7 +24,8 @@ struct OpenedImage {
     QString error;                         // why not, worded for the window
 };
 
-OpenedImage readImageFile(const QString& path);
+// With the EXIF orientation applied unless `options` says not to (<florence/image.h>).
+OpenedImage readImageFile(const QString& path, const DecodeOptions& options = {});
 // Through PNG and the engine's decoder, as a file would be.
 OpenedImage readImageData(const QImage& image, const QString& name);
 

@@ -81,6 +81,12 @@ MainActions::MainActions(QWidget* owner) {
                    {QKeySequence::ZoomOut});
     fit = make(QObject::tr("&Fit to Window"), "fitAction",
                QObject::tr("Show the whole image (Ctrl+0)"), {QKeySequence(QObject::tr("Ctrl+0"))});
+    exifRotate = make(QObject::tr("Turn Photos &Upright"), "exifRotateAction",
+                      QObject::tr("Turn a photo by its EXIF orientation, as image viewers show "
+                                  "it. Off: the pixels as stored, the frame Florence-2's own "
+                                  "processor sees, so boxes match the Python reference"));
+    exifRotate->setCheckable(true);
+    exifRotate->setChecked(true);
     theme = new QActionGroup(owner);
     themeSystem = make(QObject::tr("Follow the &System"), "themeSystemAction",
                        QObject::tr("Use the desktop's colours"));
@@ -123,6 +129,7 @@ void MainActions::addMenus(QMenuBar* bar) {
     view->addAction(fit);
     view->addSeparator();
     view->addAction(clearRegion);
+    view->addAction(exifRotate);
     view->addSeparator();
     QMenu* themes = view->addMenu(QObject::tr("&Theme"));
     themes->setObjectName(QStringLiteral("themeMenu"));

@@ -54,6 +54,7 @@ struct MainActions {
     QAction* zoomIn = nullptr;
     QAction* zoomOut = nullptr;
     QAction* fit = nullptr;
+    QAction* exifRotate = nullptr; // checkable: photos turned upright by their EXIF orientation
     QAction* themeSystem = nullptr;
     QAction* themeLight = nullptr;
     QAction* themeDark = nullptr;

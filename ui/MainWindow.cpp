@@ -42,6 +42,7 @@
 #include <QFileInfo>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QSignalBlocker>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -181,6 +182,13 @@ void MainWindow::connectActions() {
     connect(a.zoomIn, &QAction::triggered, m_view, &ImageView::zoomIn);
     connect(a.zoomOut, &QAction::triggered, m_view, &ImageView::zoomOut);
     connect(a.fit, &QAction::triggered, m_view, &ImageView::fitToWindow);
+    // The image on screen is opened again in the chosen frame: an answer in the other frame
+    // would point at the wrong pixels.
+    connect(a.exifRotate, &QAction::toggled, this, [this](bool on) {
+        m_opener->setExifRotate(on);
+        if (!m_imagePath.isEmpty())
+            openImageFile(m_imagePath);
+    });
     connect(a.theme, &QActionGroup::triggered, this,
             [this] { applyTheme(m_actions->checkedTheme()); });
     connect(a.shortcuts, &QAction::triggered, this, [this] {
@@ -263,6 +271,11 @@ void MainWindow::restoreSettings() {
     m_models->setExtraFolders(p.extraModels);
     m_panel->restorePreferences(p);
     m_results->scoreControls()->setShowScores(p.showScores);
+    {
+        const QSignalBlocker quiet(m_actions->exifRotate); // nothing is open yet
+        m_actions->exifRotate->setChecked(p.exifRotate);
+    }
+    m_opener->setExifRotate(p.exifRotate);
     // "system" leaves the application's look alone (the command line may have chosen one).
     m_actions->checkTheme(themeFromName(p.theme));
     if (m_actions->checkedTheme() != Theme::System)
@@ -286,6 +299,7 @@ void MainWindow::saveSettings() const {
     m_panel->savePreferences(p);
     p.theme = themeName(m_actions->checkedTheme());
     p.showScores = m_results->scoreControls()->showScores();
+    p.exifRotate = m_actions->exifRotate->isChecked();
     Settings::save(p);
 }
 
@@ -517,6 +531,9 @@ ProcessFolderDialog* MainWindow::showProcessFolderDialog() {
     }
     m_folderDialog->setSettings(m_panel->settings());
     m_folderDialog->setModelName(isModelReady() ? modelInfo().name() : QString());
+    DecodeOptions decode;
+    decode.exifRotate = m_actions->exifRotate->isChecked();
+    m_folderDialog->setDecodeOptions(decode);
     m_folderDialog->show();
     m_folderDialog->raise();
     return m_folderDialog;

@@ -42,6 +42,7 @@ const QString kMaxNewTokens = QStringLiteral("generationChanges/maxNewTokens");
 const QString kUseCache = QStringLiteral("generationChanges/useCache");
 const QString kPrecision = QStringLiteral("generationChanges/precision");
 const QString kShowScores = QStringLiteral("view/showScores");
+const QString kExifRotate = QStringLiteral("images/exifRotate");
 
 void readGeneration(const QSettings& s, GenerationSettings& g) {
     bool ok = false;
@@ -141,6 +142,7 @@ Preferences Settings::load() {
     p.taskText = s.value(kTaskText).toString();
     readGeneration(s, p.generation);
     p.showScores = s.value(kShowScores, p.showScores).toBool();
+    p.exifRotate = s.value(kExifRotate, p.exifRotate).toBool();
     return p;
 }
 
@@ -160,6 +162,7 @@ void Settings::save(const Preferences& p) {
     s.setValue(kTaskText, p.taskText);
     writeGeneration(s, p.generation);
     s.setValue(kShowScores, p.showScores);
+    s.setValue(kExifRotate, p.exifRotate);
 }
 
 } // namespace florence::ui

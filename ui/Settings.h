@@ -45,6 +45,8 @@ struct Preferences {
     QString theme = QStringLiteral("system");
     // Confidence scores in the overlay's labels.
     bool showScores = false;
+    // Photos turned upright by their EXIF orientation (View › Turn Photos Upright).
+    bool exifRotate = true;
 };
 
 class Settings {

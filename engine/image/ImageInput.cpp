@@ -1,16 +1,16 @@
 #include <florence/image.h>
 
 #include "host/RegularFile.h"
+#include "image/DecoderMessages.h"
 #include "image/JpegCheck.h"
 #include "image/Orientation.h"
+#include "image/Png.h"
 
 #include <QFileInfo>
 
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
-
-#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
@@ -86,6 +86,25 @@ std::optional<Dimensions> bmpDimensions(const std::vector<uint8_t>& d) {
     const auto width = int32_t(le32(&d[18]));
     const auto height = int32_t(le32(&d[22]));
     return Dimensions{std::abs(int64_t(width)), std::abs(int64_t(height))};
+}
+
+// An uncompressed BMP holds every row, each padded to 4 bytes, after its pixel data offset;
+// OpenCV would allocate the declared canvas and then fail on the missing rows. Returns what is
+// wrong, or "". RLE-compressed rows may end early by design, so they are not bounded here.
+std::string bmpDataProblem(const std::vector<uint8_t>& d, const Dimensions& dims) {
+    const bool os2 = le32(&d[14]) == 12;
+    if (d.size() < (os2 ? 26u : 34u))
+        return "it ends inside its header";
+    const uint32_t bitsPerPixel = os2 ? le16(&d[24]) : le16(&d[28]);
+    const uint32_t compression = os2 ? 0 : le32(&d[30]);
+    if (compression != 0 && compression != 3 && compression != 6)
+        return {};
+    const uint64_t rowBytes = (uint64_t(dims.first) * bitsPerPixel + 31) / 32 * 4;
+    const uint64_t needed = uint64_t(le32(&d[10])) + rowBytes * uint64_t(dims.second);
+    if (bitsPerPixel == 0 || needed <= d.size())
+        return {};
+    return std::to_string(d.size()) + " bytes cannot hold the " + std::to_string(dims.first) + "×" +
+           std::to_string(dims.second) + " pixels it declares";
 }
 
 std::optional<Dimensions> webpDimensions(const std::vector<uint8_t>& d) {
@@ -207,187 +226,6 @@ std::optional<Dimensions> headerDimensions(Format format, const std::vector<uint
         break;
     }
     return std::nullopt;
-}
-
-// ---------------------------------------------------------------------------------------------
-// A PNG is checked whole before libpng sees it: libpng prints "libpng error: …" to stderr on
-// the first fault it meets, in the middle of our own clear message. Chunk lengths and CRCs,
-// the IDAT stream (inflated into a scratch buffer, nothing kept), its size against what the
-// header needs, and each row's filter byte.
-
-uint32_t chunkCrc(const uint8_t* typeAndData, size_t n) {
-    uLong crc = crc32(0L, Z_NULL, 0);
-    while (n > 0) { // crc32 takes a uInt length
-        const uInt step = uInt(std::min<size_t>(n, 1u << 30));
-        crc = crc32(crc, typeAndData, step);
-        typeAndData += step;
-        n -= step;
-    }
-    return uint32_t(crc);
-}
-
-// The rows the filtered image data holds: (count, bytes per row without the filter byte),
-// one entry per Adam7 pass for an interlaced image.
-std::vector<std::pair<int64_t, int64_t>> pngRows(int64_t w, int64_t h, int bitsPerPixel,
-                                                 bool interlaced) {
-    auto rowBytes = [&](int64_t width) { return (width * bitsPerPixel + 7) / 8; };
-    if (!interlaced)
-        return {{h, rowBytes(w)}};
-    static const int x0[7] = {0, 4, 0, 2, 0, 1, 0}, dx[7] = {8, 8, 4, 4, 2, 2, 1};
-    static const int y0[7] = {0, 0, 4, 0, 2, 0, 1}, dy[7] = {8, 8, 8, 4, 4, 2, 2};
-    std::vector<std::pair<int64_t, int64_t>> rows;
-    for (int p = 0; p < 7; ++p) {
-        const int64_t pw = (w - x0[p] + dx[p] - 1) / dx[p];
-        const int64_t ph = (h - y0[p] + dy[p] - 1) / dy[p];
-        if (pw > 0 && ph > 0)
-            rows.emplace_back(ph, rowBytes(pw));
-    }
-    return rows;
-}
-
-// Inflates `idat` and checks it holds at least `rows`, each starting with a valid filter type
-// (libpng ignores data after the last row). Returns what is wrong, or "".
-std::string checkPngPixels(const std::vector<std::pair<const uint8_t*, size_t>>& idat,
-                           const std::vector<std::pair<int64_t, int64_t>>& rows) {
-    z_stream z{};
-    if (inflateInit(&z) != Z_OK)
-        return "cannot inflate";
-    std::vector<uint8_t> scratch(1 << 16);
-    size_t segment = 0;
-    int64_t rowsLeft = rows.empty() ? 0 : rows[0].first;
-    int64_t untilFilter = 0; // bytes of output before the next row's filter byte
-    std::string fault;
-    int ret = Z_OK;
-    auto complete = [&] {
-        while (segment < rows.size() && rowsLeft == 0 && ++segment < rows.size())
-            rowsLeft = rows[segment].first;
-        return segment >= rows.size() && untilFilter == 0;
-    };
-    bool done = false;
-    for (size_t part = 0; part < idat.size() && !done && fault.empty(); ++part) {
-        z.next_in = const_cast<uint8_t*>(idat[part].first);
-        z.avail_in = uInt(idat[part].second);
-        while (z.avail_in > 0 && !done && fault.empty()) {
-            z.next_out = scratch.data();
-            z.avail_out = uInt(scratch.size());
-            ret = inflate(&z, Z_NO_FLUSH);
-            if (ret != Z_OK && ret != Z_STREAM_END && ret != Z_BUF_ERROR) {
-                fault = "its compressed pixel data is corrupt";
-                break;
-            }
-            const int64_t produced = int64_t(scratch.size() - z.avail_out);
-            for (int64_t at = 0; at < produced && !done && fault.empty();) {
-                if (untilFilter > 0) {
-                    const int64_t skip = std::min(untilFilter, produced - at);
-                    untilFilter -= skip;
-                    at += skip;
-                } else if (complete()) {
-                    done = true;
-                } else if (scratch[size_t(at)] > 4) {
-                    fault = "a row has an unknown filter type";
-                } else {
-                    --rowsLeft;
-                    untilFilter = rows[segment].second;
-                    ++at;
-                }
-            }
-            if (ret == Z_STREAM_END)
-                done = true;
-            else if (ret == Z_BUF_ERROR && z.avail_in > 0 && produced == 0)
-                fault = "its compressed pixel data is corrupt";
-        }
-    }
-    inflateEnd(&z);
-    if (!fault.empty())
-        return fault;
-    if (!complete())
-        return "it holds less pixel data than its size needs";
-    return {};
-}
-
-// Bits per pixel of a valid IHDR chunk, 0 when it is not one.
-int pngBitsPerPixel(const uint8_t* ihdr, uint32_t length) {
-    if (length != 13 || ihdr[10] != 0 || ihdr[11] != 0 || ihdr[12] > 1)
-        return 0;
-    const int depth = ihdr[8];
-    switch (ihdr[9]) { // colour type: the depths the PNG specification allows for each
-    case 0:
-        return depth == 1 || depth == 2 || depth == 4 || depth == 8 || depth == 16 ? depth : 0;
-    case 3:
-        return depth == 1 || depth == 2 || depth == 4 || depth == 8 ? depth : 0;
-    case 2:
-    case 4:
-    case 6: {
-        const int channels = ihdr[9] == 2 ? 3 : ihdr[9] == 4 ? 2 : 4;
-        return depth == 8 || depth == 16 ? depth * channels : 0;
-    }
-    default:
-        return 0;
-    }
-}
-
-// The PNG with its critical chunks only (IHDR, PLTE, IDAT, IEND; checked by checkPng). The
-// others change nothing OpenCV returns (it applies no gamma or colour profile, and alpha is
-// dropped; the EXIF orientation is read from the original), but libpng prints warnings about
-// damaged ones (iCCP, zTXt) on stderr.
-std::vector<uint8_t> pngCriticalChunks(const std::vector<uint8_t>& d) {
-    std::vector<uint8_t> out(d.begin(), d.begin() + 8);
-    for (size_t pos = 8; pos + 12 <= d.size();) {
-        const size_t length = be32(&d[pos]);
-        const size_t end = pos + 12 + length;
-        if (end > d.size())
-            break;
-        if (d[pos + 4] >= 'A' && d[pos + 4] <= 'Z')
-            out.insert(out.end(), d.begin() + std::ptrdiff_t(pos), d.begin() + std::ptrdiff_t(end));
-        if (std::equal(&d[pos + 4], &d[pos + 8], "IEND"))
-            break;
-        pos = end;
-    }
-    return out;
-}
-
-// Throws ImageError naming `name` when the PNG is damaged in a way libpng would report.
-void checkPng(const std::vector<uint8_t>& d, const std::string& name) {
-    auto damaged = [&](const std::string& what) {
-        return ImageError(name + ": the PNG file is damaged (" + what + ")");
-    };
-    std::vector<std::pair<const uint8_t*, size_t>> idat;
-    int64_t width = 0, height = 0;
-    int bitsPerPixel = 0;
-    bool interlaced = false, ended = false;
-    size_t pos = 8;
-    while (!ended) {
-        if (d.size() - pos < 12)
-            throw damaged("it ends before its last chunk");
-        const uint32_t length = be32(&d[pos]);
-        if (length > 0x7fffffffu || d.size() - pos - 12 < length)
-            throw damaged("it ends before its last chunk");
-        const std::string type(d.begin() + std::ptrdiff_t(pos + 4),
-                               d.begin() + std::ptrdiff_t(pos + 8));
-        const uint8_t* data = &d[pos + 8];
-        // Critical chunks (upper-case first letter) only: libpng skips a damaged ancillary one.
-        const bool critical = type[0] >= 'A' && type[0] <= 'Z';
-        if (critical && chunkCrc(&d[pos + 4], size_t(length) + 4) != be32(data + length))
-            throw damaged("chunk " + type + " fails its checksum");
-        if (type == "IHDR") {
-            bitsPerPixel = pngBitsPerPixel(data, length);
-            if (bitsPerPixel == 0)
-                throw damaged("its header is invalid");
-            width = be32(data);
-            height = be32(data + 4);
-            interlaced = data[12] == 1;
-        } else if (type == "IDAT") {
-            idat.emplace_back(data, length);
-        }
-        ended = type == "IEND";
-        pos += size_t(length) + 12;
-    }
-    if (idat.empty() || bitsPerPixel == 0)
-        throw damaged("it has no pixel data");
-    const std::string fault =
-        checkPngPixels(idat, pngRows(width, height, bitsPerPixel, interlaced));
-    if (!fault.empty())
-        throw damaged(fault);
 }
 
 std::string sizeText(int64_t w, int64_t h) {
@@ -588,6 +426,47 @@ void resampleVertical(const uint8_t* in, int rowOffset, int width, uint8_t* out,
     }
 }
 
+const char* formatName(Format format) {
+    switch (format) {
+    case Format::Png:
+        return "PNG";
+    case Format::Jpeg:
+        return "JPEG";
+    case Format::Bmp:
+        return "BMP";
+    case Format::WebP:
+        return "WebP";
+    case Format::Tiff:
+        return "TIFF";
+    default:
+        return "image";
+    }
+}
+
+// The pixels as stored (no orientation applied), as cv::imdecode returns them with ANYDEPTH
+// (16-bit samples kept) and ANYCOLOR (grey as one channel, alpha dropped). PNGs go to libpng
+// directly; what OpenCV's other decoders print or raise ends in the one-line error.
+cv::Mat decodePixels(Format format, const std::vector<uint8_t>& encoded, const std::string& name) {
+    if (format == Format::Png)
+        return detail::decodePng(encoded, name);
+    const detail::DecoderMessages messages;
+    cv::Mat decoded;
+    try {
+        const cv::Mat buffer(1, int(encoded.size()), CV_8U, const_cast<uint8_t*>(encoded.data()));
+        decoded = cv::imdecode(buffer, cv::IMREAD_ANYDEPTH | cv::IMREAD_ANYCOLOR |
+                                           cv::IMREAD_IGNORE_ORIENTATION);
+    } catch (const cv::Exception& e) {
+        throw ImageError(name + ": the " + formatName(format) + " file could not be decoded (" +
+                         e.err + ")");
+    }
+    if (decoded.empty()) {
+        const std::string why = messages.reason();
+        throw ImageError(name + ": the " + formatName(format) + " file is damaged" +
+                         (why.empty() ? std::string() : " (" + why + ")"));
+    }
+    return decoded;
+}
+
 } // namespace
 
 RgbImage decodeImage(const std::vector<uint8_t>& encoded, const std::string& nameForErrors,
@@ -620,27 +499,14 @@ RgbImage decodeImage(const std::vector<uint8_t>& encoded, const std::string& nam
                          sizeText(dims->first, dims->second) + ")");
     checkPixelCount(dims->first, dims->second, nameForErrors);
     if (format == Format::Png)
-        checkPng(encoded, nameForErrors);
+        detail::checkPng(encoded, nameForErrors);
+    if (format == Format::Bmp)
+        if (const std::string why = bmpDataProblem(encoded, *dims); !why.empty())
+            throw ImageError(nameForErrors + ": the BMP is damaged: " + why);
     if (format == Format::Jpeg)
         if (const std::string why = detail::jpegProblem(encoded); !why.empty())
             throw ImageError(nameForErrors + ": " + why);
-    // ANYDEPTH keeps 16-bit samples; ANYCOLOR keeps grayscale as one channel and strips
-    // alpha. The EXIF orientation is applied here, as OpenCV would, so the answer can say so.
-    cv::Mat decoded;
-    try {
-        const std::vector<uint8_t> critical =
-            format == Format::Png ? pngCriticalChunks(encoded) : std::vector<uint8_t>();
-        const std::vector<uint8_t>& bytes = format == Format::Png ? critical : encoded;
-        const cv::Mat buffer(1, int(bytes.size()), CV_8U, const_cast<uint8_t*>(bytes.data()));
-        decoded = cv::imdecode(buffer, cv::IMREAD_ANYDEPTH | cv::IMREAD_ANYCOLOR |
-                                           cv::IMREAD_IGNORE_ORIENTATION);
-    } catch (const cv::Exception& e) {
-        throw ImageError(nameForErrors + ": the image could not be decoded (" + e.err + ")");
-    }
-    if (decoded.empty())
-        throw ImageError(nameForErrors +
-                         ": not an image in a supported format (PNG, JPEG, BMP, TIFF, WebP), "
-                         "or the file is damaged");
+    cv::Mat decoded = decodePixels(format, encoded, nameForErrors);
     const int orientation = options.exifRotate ? detail::exifOrientation(encoded) : 1;
     detail::applyOrientation(decoded, orientation);
     RgbImage image = fromMat(decoded, nameForErrors);

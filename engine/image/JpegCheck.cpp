@@ -28,12 +28,15 @@ void onMessage(j_common_ptr cinfo, int level) {
 
 void silent(j_common_ptr) {}
 
-// Huffman-coded frames need at least one bit per 8x8 luma block (a DC code; progressive scans
-// may share one end-of-band code between blocks, but not the DC scan). A file too small for its
-// declared size cannot hold the image: refused before libjpeg allocates for it.
+// Huffman-coded frames, baseline or progressive, need at least one bit per 8x8 luma block (a DC
+// code; progressive scans may share one end-of-band code between blocks, but not the DC scan).
+// A file too small for its declared size cannot hold the image: refused before libjpeg
+// allocates for it (a progressive frame keeps every coefficient until its last scan).
+// Arithmetic coding has no such floor: a flat 10000x10000 picture takes 211 bytes in it. Those
+// are bounded by the pixel limit only, and a cut one still ends in libjpeg's warning.
 bool tooSmallForItsSize(const jpeg_decompress_struct& c, size_t bytes) {
     if (c.arith_code)
-        return false; // arithmetic coding can go below a bit per block
+        return false;
     const double blocks = double((c.image_width + 7) / 8) * double((c.image_height + 7) / 8);
     return double(bytes) * 8 < blocks;
 }

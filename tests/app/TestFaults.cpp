@@ -11,9 +11,12 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QRegularExpression>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
+
+#include <zlib.h>
 
 #include <csignal>
 #include <sys/resource.h>
@@ -72,6 +75,68 @@ QMap<QString, QByteArray> snapshot(const QString& dir) {
     return files;
 }
 
+void appendBe32(QByteArray& b, uint32_t v) {
+    for (int shift = 24; shift >= 0; shift -= 8)
+        b.append(char((v >> shift) & 0xff));
+}
+
+void appendLe32(QByteArray& b, uint32_t v) {
+    for (int shift = 0; shift < 32; shift += 8)
+        b.append(char((v >> shift) & 0xff));
+}
+
+void appendPngChunk(QByteArray& png, const char* type, const QByteArray& data) {
+    appendBe32(png, uint32_t(data.size()));
+    const QByteArray body = QByteArray(type, 4) + data;
+    png += body;
+    appendBe32(png, uint32_t(crc32(0, reinterpret_cast<const Bytef*>(body.constData()),
+                                   uInt(body.size()))));
+}
+
+// Images whose decoders print lines of their own: a PNG with pixel data after its last row
+// (libpng: "IDAT: Too much image data"; the image is whole and answered), a BMP and a TIFF
+// declaring more than they hold (OpenCV's exception text and a warning line), a JPEG cut short
+// (libjpeg's "Premature end of JPEG file"). Name → bytes.
+QMap<QString, QByteArray> noisyImages() {
+    QMap<QString, QByteArray> files;
+    QByteArray png("\x89PNG\r\n\x1a\n", 8), ihdr, rows;
+    appendBe32(ihdr, 64);
+    appendBe32(ihdr, 48);
+    ihdr.append("\x08\x02\x00\x00\x00", 5); // 8-bit RGB
+    appendPngChunk(png, "IHDR", ihdr);
+    for (int y = 0; y < 48; ++y) {
+        rows.append(char(0));
+        for (int x = 0; x < 64 * 3; ++x)
+            rows.append(char((x * 5 + y * 3) & 0xff));
+    }
+    appendPngChunk(png, "IDAT", qCompress(rows + QByteArray(500, '\0')).mid(4)); // zlib stream
+    appendPngChunk(png, "IEND", {});
+    files.insert("extra_data.png", png);
+    QByteArray bmp("BM", 2);
+    for (const uint32_t v : {54u + 3000u, 0u, 54u, 40u, 4000u, 3000u})
+        appendLe32(bmp, v);
+    bmp.append("\x01\x00\x18\x00", 4);
+    bmp.append(QByteArray(24, '\0'));
+    files.insert("rows_missing.bmp", bmp + QByteArray(3000, '\x40'));
+    QByteArray tiff("II*\x00\x08\x00\x00\x00\x08\x00", 10);
+    const uint32_t entries[][3] = {{256, 4, 2000}, {257, 4, 1500},   {258, 3, 8},
+                                   {259, 3, 1},    {262, 3, 1},      {273, 4, 1u << 20},
+                                   {277, 3, 1},    {279, 4, 3000000}};
+    for (const auto& e : entries) {
+        tiff.append(char(e[0] & 0xff));
+        tiff.append(char(e[0] >> 8));
+        tiff.append(char(e[1]));
+        tiff.append(char(0));
+        appendLe32(tiff, 1);
+        appendLe32(tiff, e[2]);
+    }
+    appendLe32(tiff, 0);
+    files.insert("strip_missing.tif", tiff + QByteArray(100, '\0'));
+    const QByteArray jpeg = readAll(kSamples + "/rocket.jpg");
+    files.insert("cut.jpg", jpeg.left(jpeg.size() / 2));
+    return files;
+}
+
 } // namespace
 
 class TestFaults : public QObject {
@@ -87,6 +152,7 @@ private slots:
     void batchOnTinyTmpfs();
     void resumeRedoesCutSidecars();
     void sidecarFifoOrDeviceIsRefusedAtOnce();
+    void damagedImagesPrintOnlyOurMessage();
 
 private:
     void copyScenes(int count);
@@ -265,6 +331,44 @@ void TestFaults::sidecarFifoOrDeviceIsRefusedAtOnce() {
     QCOMPARE(::stat(fifo.toLocal8Bit().constData(), &st), 0);
     QVERIFY(S_ISFIFO(st.st_mode));
     QVERIFY(QFileInfo(imgs + "/scene_01.florence.json").isSymLink());
+}
+
+void TestFaults::damagedImagesPrintOnlyOurMessage() {
+    const QString imgs = m_dir + "/imgs";
+    const QMap<QString, QByteArray> files = noisyImages();
+    for (auto it = files.begin(); it != files.end(); ++it) {
+        QFile f(imgs + "/" + it.key());
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        QCOMPARE(f.write(it.value()), it.value().size());
+    }
+    // One by one: the refused ones end in exactly one line, naming the file.
+    for (auto it = files.begin(); it != files.end(); ++it) {
+        const QString path = imgs + "/" + it.key();
+        const Output o = runWith(kCli, QStringList{"run", "--image", path} + kFast, {});
+        if (it.key() == "extra_data.png") {
+            QVERIFY2(o.exitCode == 0, o.err.constData());
+            QCOMPARE(QString::fromLocal8Bit(o.err), QString());
+            continue;
+        }
+        QVERIFY2(o.exitCode == 1, o.err.constData());
+        const QString err = QString::fromLocal8Bit(o.err);
+        QVERIFY2(err.startsWith("florence-studio-cli: error: " + path + ": ") &&
+                     err.count('\n') == 1,
+                 qPrintable(err));
+    }
+    // A batch: the summary and one line per refused file, nothing else.
+    const Output o = runWith(kCli, QStringList{"batch", "--dir", imgs} + kFast, {});
+    QVERIFY2(o.exitCode == 3, o.err.constData());
+    const QStringList lines = QString::fromLocal8Bit(o.err).split('\n', Qt::SkipEmptyParts);
+    QVERIFY2(lines.size() == 4, o.err.constData());
+    QVERIFY2(lines[0].startsWith("batch: 1 answered, 0 skipped (results exist), 3 failed"),
+             o.err.constData());
+    for (const char* name : {"rows_missing.bmp", "strip_missing.tif", "cut.jpg"})
+        QVERIFY2(
+            lines.filter(QRegularExpression("^  " + QRegularExpression::escape(imgs + "/" + name) +
+                                            ": the (BMP|TIFF|JPEG)"))
+                    .size() == 1,
+            o.err.constData());
 }
 
 QTEST_GUILESS_MAIN(TestFaults)

@@ -363,6 +363,7 @@ bool ProcessFolderDialog::start() {
     }
     savePreferences();
     request.job.settings = m_settings;
+    request.job.decode = m_decode;
     m_cancelFlag = std::make_shared<std::atomic<bool>>(false);
     request.cancel = m_cancelFlag;
     m_outcome = FolderOutcome{};

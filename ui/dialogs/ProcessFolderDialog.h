@@ -51,6 +51,8 @@ public:
     void setSettings(const GenerationSettings& settings) { m_settings = settings; }
     // The model the run will use (the window's), named at the top of the form.
     void setModelName(const QString& name);
+    // How the images are decoded (the window's View › Turn Photos Upright).
+    void setDecodeOptions(const DecodeOptions& decode) { m_decode = decode; }
     void setFolder(const QString& folder);
 
     bool isRunning() const { return m_running; }
@@ -88,6 +90,7 @@ private:
 
     EngineWorker* m_worker;
     GenerationSettings m_settings;
+    DecodeOptions m_decode;
     FolderChooser m_chooser;
     QLineEdit* m_folder = nullptr;
     QCheckBox* m_recursive = nullptr;

@@ -242,6 +242,9 @@ std::optional<HistoryEntry> entryFromDocument(const QJsonObject& doc, QString* e
     e.imageHeight = static_cast<int>(r.number(image, "height", 1, 1e6));
     if (r.error.isEmpty() && double(e.imageWidth) * e.imageHeight > double(kMaxImagePixels))
         r.fail(QStringLiteral("the image is larger than %1 pixels").arg(kMaxImagePixels));
+    if (const QJsonValue turned = image.value(QLatin1String("orientation_applied"));
+        turned.isBool())
+        e.orientationApplied = turned.toBool();
     const QJsonObject generation = r.object(doc, "generation", false);
     e.beams = static_cast<int>(r.number(generation, "beams", 1, 64, 0, false));
     e.precision = r.string(generation, "precision", false);
@@ -274,7 +277,10 @@ RecordedImage recordedImage(const HistoryEntry& e) {
                        .arg(path);
     } else {
         try {
-            RgbImage img = loadImage(e.imagePath.toStdString());
+            // In the frame the run saw (an entry from before the field: upright, as then).
+            DecodeOptions frame;
+            frame.exifRotate = e.orientationApplied.value_or(true);
+            RgbImage img = loadImage(e.imagePath.toStdString(), frame);
             if (img.width == e.imageWidth && img.height == e.imageHeight) {
                 out.image = std::make_shared<const RgbImage>(std::move(img));
                 out.fromFile = true;

@@ -44,6 +44,7 @@ struct HistoryEntry {
     QString imagePath;    // absolute; "" for a pasted image
     QString imageName;
     int imageWidth = 0, imageHeight = 0;
+    std::optional<bool> orientationApplied; // "image.orientation_applied"; unset in old entries
     QString task;
     QString taskText;
     std::optional<Box> region; // the region asked about (region tasks)

@@ -6,7 +6,6 @@
 
 #include <utility>
 
-
 namespace florence::ui {
 
 namespace {
@@ -26,10 +25,12 @@ DecodedImage decoded(quint64 id, const OpenedImage& o, const QString& path) {
 ImageLoader::ImageLoader(std::shared_ptr<const std::atomic<quint64>> latest, QObject* parent)
     : QObject(parent), m_latest(std::move(latest)) {}
 
-void ImageLoader::loadFile(quint64 id, const QString& path) {
+void ImageLoader::loadFile(quint64 id, const QString& path, bool exifRotate) {
     if (superseded(id))
         return;
-    emit finished(decoded(id, readImageFile(path), path));
+    DecodeOptions options;
+    options.exifRotate = exifRotate;
+    emit finished(decoded(id, readImageFile(path, options), path));
 }
 
 void ImageLoader::decodePasted(quint64 id, const QImage& image, const QString& name) {

@@ -41,7 +41,8 @@ public:
                          QObject* parent = nullptr);
 
 public slots:
-    void loadFile(quint64 id, const QString& path);
+    // `exifRotate`: turn a photo upright by its EXIF orientation (DecodeOptions::exifRotate).
+    void loadFile(quint64 id, const QString& path, bool exifRotate = true);
     // A pasted or dropped image goes through PNG and the engine's decoder, so alpha and colour
     // handling match opened files.
     void decodePasted(quint64 id, const QImage& image, const QString& name);

@@ -34,7 +34,8 @@ void ImageOpener::openFile(const QString& path) {
     const quint64 id = next();
     emit opening(QFileInfo(path).fileName());
     QMetaObject::invokeMethod(
-        m_loader.get(), [l = m_loader.get(), id, path] { l->loadFile(id, path); },
+        m_loader.get(),
+        [l = m_loader.get(), id, path, rotate = m_exifRotate] { l->loadFile(id, path, rotate); },
         Qt::QueuedConnection);
 }
 

@@ -38,6 +38,10 @@ public:
     // The image the last session showed, unless opening it then did not finish or failed
     // (run/StartupImage.h): false when it is skipped.
     bool openAtStartup(const QString& path);
+    // Whether files opened from now on are turned upright by their EXIF orientation (as image
+    // viewers show them; off: the pixels as stored, the frame Florence-2's own processor sees).
+    void setExifRotate(bool on) { m_exifRotate = on; }
+    bool exifRotate() const { return m_exifRotate; }
     // An open is in progress: what the window shows is about to be replaced.
     bool isPending() const { return m_pending; }
     // Calls `f` once the newest request has ended, after `opened` or `failed` (at once when
@@ -61,6 +65,7 @@ private:
     quint64 m_lastId = 0;
     quint64 m_startupId = 0; // the request opening the last session's image, 0 if none
     bool m_pending = false;
+    bool m_exifRotate = true;
     std::vector<std::function<void()>> m_whenSettled;
     // Declared last: the thread is stopped before the loader it runs is destroyed.
     std::unique_ptr<ImageLoader> m_loader;
