@@ -3,7 +3,7 @@
 #include "run/RunController.h"
 
 #include <florence/files.h>
-#include <florence/machine.h>
+#include <florence/describe_run.h>
 
 #include <QDir>
 #include <QJsonDocument>
@@ -18,17 +18,10 @@ ExportDocument ExportDocument::ofAnswer(const RunController& runs, const ModelIn
     doc.answer = runs.answer();
     doc.result = runs.answerResult();
     doc.options = runs.answerOptions();
-    doc.context.imageFile = imagePath.toStdString();
-    doc.context.prompt = runs.answerPrompt();
-    doc.context.model = model.manifest.name;
-    if (!model.manifest.name.empty()) {
-        doc.context.precision = precisionName(model.precisionMode);
-        doc.context.encoderPrecision = precisionName(model.encoderPrecision);
-        doc.context.loadMs = model.loadMs;
-    }
-    doc.context.runtime = runtimeSummary();
-    if (runs.answerImage())
-        doc.context.orientationApplied = runs.answerImage()->orientationApplied;
+    const std::shared_ptr<const RgbImage>& image = runs.answerImage();
+    doc.context = describeRun(model.facts(), doc.options, imagePath.toStdString(),
+                              runs.answerPrompt(),
+                              image ? std::optional<bool>(image->orientationApplied) : std::nullopt);
     return doc;
 }
 

@@ -187,4 +187,19 @@ QString MainActions::shortcutsText() const {
     return lines.join(QLatin1Char('\n'));
 }
 
+QString MainActions::shortcutsHtml() const {
+    QString rows;
+    for (const QString& line : shortcutsText().split(QLatin1Char('\n'))) {
+        const qsizetype tab = line.indexOf(QLatin1Char('\t'));
+        if (tab < 0)
+            continue;
+        rows += QStringLiteral("<tr><td style=\"padding-right:16px\"><b>%1</b></td><td>%2</td></tr>")
+                    .arg(line.left(tab).toHtmlEscaped(), line.mid(tab + 1).toHtmlEscaped());
+    }
+    const QString text = shortcutsText();
+    const QString after = text.mid(text.indexOf(QStringLiteral("\n\n")) + 2);
+    return QStringLiteral("<table cellspacing=\"2\">%1</table><p>%2</p>")
+        .arg(rows, after.toHtmlEscaped());
+}
+
 } // namespace florence::ui

@@ -32,6 +32,9 @@ struct MainActions {
     void checkTheme(Theme theme);
     // Every action that has a shortcut, as "Ctrl+R\tRun" lines (plain text).
     QString shortcutsText() const;
+    // The same as a two-column table (keys, action) for the Keyboard Shortcuts box, so the
+    // actions line up whatever the font.
+    QString shortcutsHtml() const;
     // Lists an action the window made (a panel's toggle) in shortcutsText() too.
     void listShortcut(QAction* action) { m_all << action; }
 

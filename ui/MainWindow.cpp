@@ -192,8 +192,11 @@ void MainWindow::connectActions() {
     connect(a.theme, &QActionGroup::triggered, this,
             [this] { applyTheme(m_actions->checkedTheme()); });
     connect(a.shortcuts, &QAction::triggered, this, [this] {
-        QMessageBox box(QMessageBox::NoIcon, tr("Keyboard Shortcuts"), shortcutsText(),
+        QMessageBox box(QMessageBox::NoIcon, tr("Keyboard Shortcuts"), QString(),
                         QMessageBox::Close, this);
+        box.setObjectName(QStringLiteral("shortcutsBox"));
+        box.setTextFormat(Qt::RichText);
+        box.setText(m_actions->shortcutsHtml());
         box.exec();
     });
     connect(a.about, &QAction::triggered, this,
@@ -338,7 +341,8 @@ void MainWindow::onTaskInputChanged() {
     // The Prompt line always shows what Run would send for the task as it is set now.
     QString error;
     const std::optional<std::string> prompt = currentPrompt(&error);
-    m_panel->setPrompt(prompt ? QString::fromStdString(*prompt) : tr("(%1)").arg(error));
+    m_panel->setPrompt(prompt ? readablePrompt(*prompt, imageSize().width(), imageSize().height())
+                              : tr("(%1)").arg(error));
     if (m_image && m_promptEncodeTimer && prompt.value_or(std::string()) != m_encoder->prompt())
         m_promptEncodeTimer->start();
     updateActions();
@@ -370,21 +374,18 @@ bool MainWindow::startRequest(RunKind kind) {
         showMessage(error, true);
         return false;
     }
-    GenerationOptions opts = isModelReady() ? modelInfo().defaults : GenerationOptions{};
-    opts.numBeams = m_panel->beams();
-    opts.maxNewTokens = m_panel->maxNewTokens();
-    opts.useCache = m_panel->useCache();
-    opts.ignoreEos = m_panel->ignoreEos();
-    const RunRequest r = m_run->start(kind, currentTask(), *prompt, m_image, m_imageName, opts,
+    // The loaded package's defaults with what the user changed, as the CLI runs them.
+    const RunRequest r = m_run->start(kind, currentTask(), *prompt, m_image, m_imageName,
+                                      m_panel->options(),
                                       taskRegion(currentTask(), m_region));
     m_runTaskText = taskInfo(currentTask().toStdString()).input == TaskInput::Text
                         ? m_panel->taskText().trimmed()
                         : QString();
-    m_panel->setPrompt(QString::fromStdString(*prompt));
+    m_panel->setPrompt(readablePrompt(*prompt, imageSize().width(), imageSize().height()));
     QMetaObject::invokeMethod(
         m_worker.get(), [w = m_worker.get(), r] { w->run(r); }, Qt::QueuedConnection);
     showMessage(QString()); // an earlier error no longer applies
-    m_runView->started(kind, currentTask());
+    m_runView->started(kind, currentTask(), waitingPhase(kind, *prompt));
     updateActions();
     return true;
 }
@@ -439,8 +440,7 @@ void MainWindow::recordRun(const RunOutcome& outcome) {
     r.answer = m_run->answer();
     r.prompt = m_run->lastPrompt();
     r.options = m_run->lastOptions();
-    r.model = modelInfo().name();
-    r.precision = modelInfo().precision();
+    r.model = modelInfo().facts();
     r.imagePath = m_imagePath;
     r.imageName = m_run->answerImageName();
     r.taskText = m_runTaskText;
@@ -484,7 +484,9 @@ void MainWindow::copyResultText() {
 // ------------------------------------------------------------------------------------------
 // Messages, state, dialogs
 
-void MainWindow::showMessage(const QString& text, bool isError) {
+void MainWindow::showMessage(const QString& message, bool isError) {
+    // The engine's messages name tasks by token; a person knows them by name.
+    const QString text = withTaskNames(message);
     m_panel->showMessage(text, isError);
     if (text.isEmpty())
         statusBar()->clearMessage();
@@ -527,12 +529,8 @@ ProcessFolderDialog* MainWindow::showProcessFolderDialog() {
         connect(m_folderDialog, &ProcessFolderDialog::runningChanged, this,
                 &MainWindow::updateActions);
     }
-    GenerationOptions opts = isModelReady() ? modelInfo().defaults : GenerationOptions{};
-    opts.numBeams = m_panel->beams();
-    opts.maxNewTokens = m_panel->maxNewTokens();
-    opts.useCache = m_panel->useCache();
-    opts.ignoreEos = m_panel->ignoreEos();
-    m_folderDialog->setOptions(opts);
+    m_folderDialog->setSettings(m_panel->settings());
+    m_folderDialog->setModelName(isModelReady() ? modelInfo().name() : QString());
     DecodeOptions decode;
     decode.exifRotate = m_actions->exifRotate->isChecked();
     m_folderDialog->setDecodeOptions(decode);

@@ -182,6 +182,8 @@ private:
     // What the encoder runs ahead of Run with the image: the prompt Run would send now, or ""
     // while the task lacks its input.
     std::string promptToEncode() const;
+    // What a run of `prompt` waits for before its first token, in words ("Reading the image…").
+    QString waitingPhase(RunKind kind, const std::string& prompt) const;
     bool startRequest(RunKind kind);
     void setImage(std::shared_ptr<const RgbImage> image, const QString& path, const QString& name);
     void recordRun(const RunOutcome& outcome);

@@ -54,7 +54,7 @@ void MainWindow::connectImageEncoder() {
     // A new model has a new session without the features: encode again once it is loaded,
     // unless the image was opened during the load (its encode, queued behind the load, is for
     // the new model already; asking again would cancel it after a run was queued behind it).
-    connect(m_modelCtl, &ModelController::switching, m_encoder, &ImageEncoder::cancel);
+    connect(m_modelCtl, &ModelController::switching, m_encoder, &ImageEncoder::modelChanging);
     connect(m_modelCtl, &ModelController::ready, this, [this] {
         if (!m_encoder->isPending())
             m_encoder->request(m_image, promptToEncode());
@@ -71,6 +71,9 @@ void MainWindow::connectImageEncoder() {
         else if (visionMs > 0)
             message = tr("Image ready (vision encoder: %1)").arg(ms(visionMs));
         statusBar()->showMessage(message, 8000);
+        // A run queued behind this encode goes on to the next stage.
+        if (m_runView->awaitingFirstToken() && m_run->kind() == RunKind::Single)
+            m_runView->setPhase(waitingPhase(RunKind::Single, m_run->lastPrompt()));
         emit imageReady(visionMs, textMs);
     });
     // A new task, text or region: its prompt is encoded once the input has been still for a
@@ -89,6 +92,17 @@ std::string MainWindow::promptToEncode() const {
     QString error;
     const std::optional<std::string> prompt = currentPrompt(&error);
     return prompt ? *prompt : std::string();
+}
+
+QString MainWindow::waitingPhase(RunKind kind, const std::string& prompt) const {
+    if (!isModelReady())
+        return tr("Waiting for the model to load…");
+    // A comparison encodes the image again in every pass, so each measures the same work.
+    if (kind == RunKind::Compare || m_encoder->visionMs() < 0)
+        return tr("Reading the image (vision encoder)…");
+    if (m_encoder->isPending() || m_encoder->prompt() != prompt || m_encoder->textEncoderMs() < 0)
+        return tr("Reading the task (text encoder)…");
+    return tr("Writing the first word…");
 }
 
 bool MainWindow::openImageFile(const QString& path) {

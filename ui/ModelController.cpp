@@ -103,7 +103,7 @@ void ModelController::open(const QString& dir) {
 
 void ModelController::onLoading(const QString& dir) {
     m_status->setText(tr("Loading model from %1…").arg(QDir::toNativeSeparators(dir)));
-    m_panel->setModelText(tr("Loading (%1)…").arg(m_panel->precisionText()));
+    m_panel->setModelText(tr("Loading (%1)…").arg(QString::fromLatin1(precisionName(m_panel->precision()))));
 }
 
 void ModelController::onLoaded(const ModelInfo& info) {
@@ -136,8 +136,7 @@ void ModelController::onLoaded(const ModelInfo& info) {
     m_panel->setPackageTasks(info.manifest.tasks);
     m_panel->setModelPurpose(QString::fromStdString(info.manifest.purpose));
     m_status->setText(desc);
-    m_panel->setMaxNewTokensLimit(info.manifest.maxPositions);
-    m_panel->setModelIgnoresEos(info.manifest.ignoreEos);
+    m_panel->setModelDefaults(info.defaults, info.manifest.maxPositions);
     select(info.dir, info.name());
     emit stateChanged();
     emit ready(info.name());

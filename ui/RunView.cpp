@@ -89,7 +89,7 @@ void RunView::follow(EngineWorker* w) {
     connect(w, &EngineWorker::runFailed, this, &RunView::onRunFailed);
 }
 
-void RunView::started(RunKind kind, const QString& task) {
+void RunView::started(RunKind kind, const QString& task, const QString& phase) {
     if (kind == RunKind::Compare) {
         const GenerationOptions& o = m_run->lastOptions();
         m_w.compare->startComparison(o.ignoreEos ? o.maxNewTokens : 0);
@@ -97,8 +97,24 @@ void RunView::started(RunKind kind, const QString& task) {
     } else {
         m_w.tabs->setCurrentWidget(m_w.latency);
     }
-    m_w.status->setText(kind == RunKind::Compare ? tr("Comparing…") : tr("Running %1…").arg(task));
+    m_task = task;
+    m_w.results->showPending(phase);
+    m_w.status->setText(kind == RunKind::Compare
+                            ? tr("Comparing: %1").arg(phase)
+                            : tr("%1: %2").arg(taskDisplayName(task), phase));
     m_refreshTimer->start();
+}
+
+bool RunView::awaitingFirstToken() const {
+    return m_run->isRunning() && !m_run->resultsStarted();
+}
+
+void RunView::setPhase(const QString& phase) {
+    if (!awaitingFirstToken())
+        return;
+    m_w.results->showPending(phase);
+    if (m_run->kind() == RunKind::Single)
+        m_w.status->setText(tr("%1: %2").arg(taskDisplayName(m_task), phase));
 }
 
 void RunView::cancelling() {
@@ -114,6 +130,7 @@ void RunView::clear() {
 
 void RunView::finish(const QString& status) {
     m_refreshTimer->stop();
+    m_w.results->endPending(); // ended before its first token: the previous answer stands
     m_run->finish();
     m_w.status->setText(status);
     emit runEnded();
@@ -130,8 +147,9 @@ void RunView::end(const QString& status, bool cancelled) {
 void RunView::onRunStarted(quint64 runId) {
     if (!m_run->isActive(runId))
         return;
-    m_w.status->setText(m_run->kind() == RunKind::Compare ? tr("Comparing: warming up…")
-                                                          : tr("Encoding the image…"));
+    // A single run keeps the phase started() or setPhase() gave.
+    if (m_run->kind() == RunKind::Compare)
+        m_w.status->setText(tr("Comparing: warming up…"));
 }
 
 void RunView::clearResultViews() {

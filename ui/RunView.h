@@ -4,7 +4,7 @@
 //
 //   RunView view(&runController, {results, imageView, latency, compare, tabs, statusLabel});
 //   connect(worker, &EngineWorker::tokenReady, &view, &RunView::onToken);
-//   runController.start(...); view.started(RunKind::Single, "<OD>");
+//   runController.start(...); view.started(RunKind::Single, "<OD>", tr("Reading the image…"));
 //   connect(&view, &RunView::runCompleted, ...);
 #pragma once
 
@@ -43,8 +43,12 @@ public:
     // Takes `worker`'s reports (queued: the worker lives on the engine thread).
     void follow(EngineWorker* worker);
 
-    // A run was just started with RunController::start.
-    void started(RunKind kind, const QString& task);
+    // A run was just started with RunController::start. Until its first token the answer on
+    // screen is the previous one and `phase` says what the model does ("Reading the image…").
+    void started(RunKind kind, const QString& task, const QString& phase);
+    // What the model does now, while the run has no token yet (nothing once it has).
+    void setPhase(const QString& phase);
+    bool awaitingFirstToken() const;
     void cancelling();
     // Ends the run in flight from the window's side (e.g. another image was opened).
     void end(const QString& status, bool cancelled);
@@ -90,6 +94,7 @@ private:
     QTimer* m_refreshTimer = nullptr;
     bool m_dirty = false; // the answer changed since the widgets last showed it
     double m_minScore = 0;
+    QString m_task; // the task token of the run in flight
 };
 
 } // namespace florence::ui

@@ -1,6 +1,7 @@
 #include "Settings.h"
 
 #include <florence/files.h>
+#include <florence/generation_settings.h>
 
 #include <QCoreApplication>
 #include <QDir>
@@ -10,6 +11,7 @@
 #include <QStandardPaths>
 
 #include <cstdio>
+#include <optional>
 
 namespace florence::ui {
 
@@ -33,12 +35,43 @@ const QString kFolderOut = QStringLiteral("folders/outFolder");
 const QString kFolderFormats = QStringLiteral("folders/formats");
 const QString kTask = QStringLiteral("task/last");
 const QString kTaskText = QStringLiteral("task/text");
-const QString kBeams = QStringLiteral("generation/beams");
-const QString kMaxNewTokens = QStringLiteral("generation/maxNewTokens");
-const QString kUseCache = QStringLiteral("generation/useCache");
-const QString kPrecision = QStringLiteral("generation/precision");
+// Only what the user changed is written, under keys of their own: the earlier "generation/"
+// keys held every value, changed or not, and would override the packages' defaults.
+const QString kBeams = QStringLiteral("generationChanges/beams");
+const QString kMaxNewTokens = QStringLiteral("generationChanges/maxNewTokens");
+const QString kUseCache = QStringLiteral("generationChanges/useCache");
+const QString kPrecision = QStringLiteral("generationChanges/precision");
 const QString kShowScores = QStringLiteral("view/showScores");
 const QString kExifRotate = QStringLiteral("images/exifRotate");
+
+void readGeneration(const QSettings& s, GenerationSettings& g) {
+    bool ok = false;
+    if (const int beams = s.value(kBeams).toInt(&ok); ok && beams >= 1)
+        g.beams = beams;
+    if (const int tokens = s.value(kMaxNewTokens).toInt(&ok); ok && tokens >= 1)
+        g.maxNewTokens = tokens;
+    if (s.contains(kUseCache))
+        g.useCache = s.value(kUseCache).toBool();
+    g.precision = parsePrecision(s.value(kPrecision).toString().toStdString());
+}
+
+// A setting left alone is removed, so the package's default applies again.
+template <typename T>
+void writeOptional(QSettings& s, const QString& key, const std::optional<T>& value) {
+    if (value)
+        s.setValue(key, *value);
+    else
+        s.remove(key);
+}
+
+void writeGeneration(QSettings& s, const GenerationSettings& g) {
+    writeOptional(s, kBeams, g.beams);
+    writeOptional(s, kMaxNewTokens, g.maxNewTokens);
+    writeOptional(s, kUseCache, g.useCache);
+    writeOptional(s, kPrecision,
+                  g.precision ? std::optional<QString>(QString::fromLatin1(precisionName(*g.precision)))
+                              : std::nullopt);
+}
 
 } // namespace
 
@@ -107,10 +140,7 @@ Preferences Settings::load() {
     p.extraModels = s.value(kExtraModels).toStringList();
     p.task = s.value(kTask, p.task).toString();
     p.taskText = s.value(kTaskText).toString();
-    p.beams = s.value(kBeams, p.beams).toInt();
-    p.maxNewTokens = s.value(kMaxNewTokens, p.maxNewTokens).toInt();
-    p.useCache = s.value(kUseCache, p.useCache).toBool();
-    p.precision = s.value(kPrecision, p.precision).toString();
+    readGeneration(s, p.generation);
     p.showScores = s.value(kShowScores, p.showScores).toBool();
     p.exifRotate = s.value(kExifRotate, p.exifRotate).toBool();
     return p;
@@ -130,10 +160,7 @@ void Settings::save(const Preferences& p) {
     s.setValue(kExtraModels, p.extraModels);
     s.setValue(kTask, p.task);
     s.setValue(kTaskText, p.taskText);
-    s.setValue(kBeams, p.beams);
-    s.setValue(kMaxNewTokens, p.maxNewTokens);
-    s.setValue(kUseCache, p.useCache);
-    s.setValue(kPrecision, p.precision);
+    writeGeneration(s, p.generation);
     s.setValue(kShowScores, p.showScores);
     s.setValue(kExifRotate, p.exifRotate);
 }

@@ -6,6 +6,8 @@
 //   florence::ui::Settings::save(p);
 #pragma once
 
+#include <florence/generation_settings.h>
+
 #include <QByteArray>
 #include <QString>
 #include <QStringList>
@@ -36,10 +38,9 @@ struct Preferences {
     // Task and generation.
     QString task = QStringLiteral("<CAPTION>");
     QString taskText;
-    int beams = 3;
-    int maxNewTokens = 1024;
-    bool useCache = true;
-    QString precision = QStringLiteral("float32");
+    // What the user changed from the packages' generation defaults, and nothing else; the
+    // precision by its stable name (precisionName). "Ignore the end token" is not kept.
+    GenerationSettings generation;
     // Appearance: "system" (follow the desktop), "light" or "dark".
     QString theme = QStringLiteral("system");
     // Confidence scores in the overlay's labels.

@@ -3,15 +3,14 @@
 #include "Common.h"
 
 #include <florence/batch.h>
+#include <florence/folder_job.h>
 #include <florence/tasks.h>
 
-#include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
 
 #include <cstdio>
 #include <iostream>
-#include <optional>
 #include <unistd.h>
 
 namespace florence::cli {
@@ -106,7 +105,7 @@ std::vector<std::string> readFileList(const std::string& path) {
 
 // --separator, --prefix, --suffix, --lowercase, --drop-tags, --append, --preview: the caption
 // file's shape, for --format caption only.
-void captionOptions(const Args& a, FolderJob& job) {
+void captionOptions(const Args& a, FolderJobParams& job) {
     const bool asked = a.has("separator") || a.has("prefix") || a.has("suffix") ||
                        a.has("lowercase") || a.has("drop-tags") || a.has("append") ||
                        a.has("preview");
@@ -126,14 +125,14 @@ void captionOptions(const Args& a, FolderJob& job) {
     job.caption.append = a.has("append");
 }
 
-FolderJob batchJob(const Args& a, bool* jsonl) {
+FolderJobParams batchJob(const Args& a, bool* jsonl) {
     if (!a.positional.empty())
         throw UsageError("unexpected argument '" + a.positional[0] + "'");
     if (!a.has("dir") && !a.has("files"))
         throw UsageError("batch needs --dir DIR (or --files LIST)");
     if (a.has("resume") && a.has("overwrite"))
         throw UsageError("--resume and --overwrite exclude each other");
-    FolderJob job;
+    FolderJobParams job;
     job.dir = a.get("dir", ".");
     job.recursive = a.has("recursive");
     if (a.has("files"))
@@ -164,106 +163,78 @@ FolderJob batchJob(const Args& a, bool* jsonl) {
     job.existing = a.has("resume")      ? ExistingResults::Skip
                    : a.has("overwrite") ? ExistingResults::Overwrite
                                         : ExistingResults::Refuse;
+    job.settings = generationSettings(a);
+    job.batchSize = a.getInt("batch-size", 1);
+    if (job.batchSize < 1)
+        throw UsageError("--batch-size must be at least 1");
+    job.decode = decodeOptions(a);
     return job;
 }
 
-// What a batch run did, for the summary and the exit code.
-struct BatchTally {
-    size_t answered = 0;
-    size_t unwritten = 0; // answered, but a result file could not be written
-    std::vector<std::pair<std::string, std::string>> failures;
-    std::string stdoutError; // --jsonl could not be written: the run stopped
+// What the CLI adds to the job's result: --jsonl could not be written, and the run stopped.
+struct BatchOutput {
+    bool jsonl = false;
+    std::string stdoutError;
 };
 
-// One answered or failed image: its files, its --jsonl line. False stops the run.
-bool recordOutcome(const FolderBatch& folder, const ImageOutcome& o, const QJsonObject* doc,
-                   bool jsonl, BatchTally& tally) {
-    if (doc) {
-        try {
-            folder.writeResult(o.path, o.answer, *doc);
-            ++tally.answered;
-        } catch (const florence::Error& e) { // a full disk: the message names the file
-            ++tally.unwritten;
-            tally.failures.emplace_back(o.path, e.what());
-        }
-    } else {
-        tally.failures.emplace_back(o.path, o.error);
-    }
-    if (!jsonl)
+// One image's --jsonl line. False (stdout lost) stops the run.
+bool printJsonl(const FolderImageReport& report, BatchOutput& out) {
+    if (!out.jsonl)
         return true;
-    std::cout << jsonLine(doc ? *doc : failureJson(o));
+    std::cout << jsonLine(report.document ? *report.document : failureJson(report.outcome));
     try {
         flushStdout();
     } catch (const florence::Error& e) {
-        tally.stdoutError = std::string(e.what()) + "; the run stopped (--resume continues)";
+        out.stdoutError = std::string(e.what()) + "; the run stopped (--resume continues)";
         return false;
     }
     return true;
 }
 
-void printSummary(const FolderBatch& folder, const BatchTally& t, bool quiet) {
-    if (!quiet || !t.failures.empty() || !t.stdoutError.empty()) {
-        std::cerr << "batch: " << t.answered << " answered, " << folder.skippedCount()
-                  << " skipped (results exist), " << t.failures.size() << " failed"
-                  << (t.unwritten
-                          ? " (" + std::to_string(t.unwritten) + " answered but not written)"
+void printSummary(const FolderJob& job, const FolderJobResult& r, const BatchOutput& out,
+                  bool quiet) {
+    if (!quiet || !r.failures.empty() || !out.stdoutError.empty()) {
+        std::cerr << "batch: " << r.answered << " answered, " << r.skipped
+                  << " skipped (results exist), " << r.failures.size() << " failed"
+                  << (r.unwritten
+                          ? " (" + std::to_string(r.unwritten) + " answered but not written)"
                           : std::string())
-                  << (g_cancel ? ", interrupted (--resume continues)" : "") << "\n";
-        for (const auto& [path, why] : t.failures) // the engine's messages mostly name the file
+                  << (r.cancelled ? ", interrupted (--resume continues)" : "") << "\n";
+        for (const auto& [path, why] : r.failures) // the engine's messages mostly name the file
             std::cerr << "  " << (why.find(path) == std::string::npos ? path + ": " : "") << why
                       << "\n";
-        if (!t.stdoutError.empty())
-            std::cerr << "batch: " << t.stdoutError << "\n";
+        if (!out.stdoutError.empty())
+            std::cerr << "batch: " << out.stdoutError << "\n";
     }
-    if (!quiet && !folder.cocoPath().empty())
-        std::cerr << "batch: COCO file " << folder.cocoPath() << "\n";
+    if (!quiet && !job.folder().cocoPath().empty())
+        std::cerr << "batch: COCO file " << job.folder().cocoPath() << "\n";
 }
 
-void answerPending(const Args& a, const FolderBatch& folder, bool jsonl, BatchTally& tally) {
-    const int batchSize = a.getInt("batch-size", 1);
-    const std::vector<std::string>& pending = folder.pendingImages();
+FolderJobResult answerPending(const Args& a, const FolderJob& job, BatchOutput& out) {
     auto model = loadModel(a);
-    GenerationOptions opts = runOptions(a, *model);
-    opts.reuseFeatures = false; // every image is another one
     Session session(model);
     installCancelHandler();
     ProgressLine progress;
-    QElapsedTimer clock;
-    clock.start();
-    size_t done = 0;
-    runImages(
-        session, pending, folder.job().task, opts, batchSize,
-        [&](const ImageOutcome& o) {
-            std::optional<QJsonObject> doc;
-            if (o.error.empty())
-                doc = resultJson(o.path, o.prompt, o.result, o.answer, opts, *model,
-                                 o.orientationApplied);
-            const bool go = recordOutcome(folder, o, doc ? &*doc : nullptr, jsonl, tally);
-            progress.show(batchProgress(++done, pending.size(), clock.elapsed() / 1000.0), o.path);
-            return go;
-        },
-        &g_cancel, {}, decodeOptions(a));
+    FolderJobHooks hooks;
+    hooks.cancel = &g_cancel;
+    hooks.onImageDone = [&](const FolderImageReport& report) {
+        const bool go = printJsonl(report, out);
+        progress.show(report.progress, report.outcome.path);
+        return go;
+    };
+    FolderJobResult result = job.run(&session, hooks);
     progress.clear();
+    return result;
 }
 
 // --preview: the first image's caption file as the run would write it; nothing is written.
-int previewCaption(const Args& a, const FolderBatch& folder) {
-    if (folder.pendingImages().empty())
+int previewCaption(const Args& a, const FolderJob& job) {
+    if (job.folder().pendingImages().empty())
         throw std::runtime_error("no image to preview: every image is skipped");
-    const std::string image = folder.pendingImages().front();
-    auto model = loadModel(a);
-    GenerationOptions opts = runOptions(a, *model);
-    Session session(model);
-    std::string content, error;
-    runImages(session, {image}, folder.job().task, opts, 1, [&](const ImageOutcome& o) {
-        error = o.error;
-        if (o.error.empty())
-            content = folder.captionFileContent(o.path, o.answer);
-        return true;
-    });
-    if (!error.empty())
-        throw std::runtime_error(error);
-    std::cerr << folder.captionPath(image) << " would hold:\n";
+    Session session(loadModel(a));
+    const std::string content = job.previewCaption(session);
+    std::cerr << job.folder().captionPath(job.folder().pendingImages().front())
+              << " would hold:\n";
     std::cout << content << "\n";
     return 0;
 }
@@ -282,14 +253,10 @@ int runBatch(int argc, char** argv) {
                               "batch-size", "separator", "prefix", "suffix", "drop-tags"},
                              {"recursive", "resume", "overwrite", "jsonl", "no-cache", "quiet",
                               "no-exif-rotate", "lowercase", "append", "preview"});
-    bool jsonl = false;
-    const FolderBatch folder(batchJob(a, &jsonl));
-    if (a.getInt("batch-size", 1) < 1)
-        throw UsageError("--batch-size must be at least 1");
-    BatchTally tally;
-    tally.failures = folder.refused();
-    if (jsonl) { // every image that is not skipped gets its line, the refused ones too
-        for (const auto& [path, why] : tally.failures) {
+    BatchOutput out;
+    const FolderJob job(batchJob(a, &out.jsonl));
+    if (out.jsonl) { // every image that is not skipped gets its line, the refused ones too
+        for (const auto& [path, why] : job.folder().refused()) {
             ImageOutcome refused;
             refused.path = path;
             refused.error = why;
@@ -298,23 +265,18 @@ int runBatch(int argc, char** argv) {
         flushStdout();
     }
     if (a.has("preview"))
-        return previewCaption(a, folder);
-    if (!folder.pendingImages().empty())
-        answerPending(a, folder, jsonl, tally);
-    std::string cocoError;
-    try {
-        folder.writeCoco();
-    } catch (const florence::Error& e) {
-        cocoError = e.what();
-    }
-    printSummary(folder, tally, a.has("quiet"));
-    if (!cocoError.empty())
-        std::cerr << "florence-studio-cli: error: " << cocoError << "\n";
-    if (g_cancel)
+        return previewCaption(a, job);
+    // Nothing pending (all resumed): no model is loaded; the COCO file is still written.
+    const FolderJobResult result =
+        job.folder().pendingImages().empty() ? job.run(nullptr) : answerPending(a, job, out);
+    printSummary(job, result, out, a.has("quiet"));
+    if (!result.cocoError.empty())
+        std::cerr << "florence-studio-cli: error: " << result.cocoError << "\n";
+    if (result.cancelled)
         return 130;
-    if (!tally.stdoutError.empty() || !cocoError.empty())
+    if (!out.stdoutError.empty() || !result.cocoError.empty())
         return 1;
-    return tally.failures.empty() ? 0 : 3;
+    return result.failures.empty() ? 0 : 3;
 }
 
 } // namespace florence::cli

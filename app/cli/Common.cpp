@@ -1,6 +1,7 @@
 #include "Common.h"
 
 #include <florence/answer_json.h>
+#include <florence/describe_run.h>
 #include <florence/machine.h>
 #include <florence/package.h>
 #include <florence/paths.h>
@@ -68,20 +69,29 @@ florence::TaskRequest taskRequest(const Args& a) {
     return {florence::kCustomPromptTask, a.get("prompt"), std::nullopt};
 }
 
-florence::Precision parsePrecision(const std::string& s) {
-    if (s == "float32" || s == "fp32")
-        return florence::Precision::Float32;
-    if (s == "bfloat16" || s == "bf16")
-        return florence::Precision::BFloat16;
-    if (s == "int8")
-        return florence::Precision::Int8;
-    throw UsageError("--precision takes float32, bfloat16 or int8, not '" + s + "'");
+florence::GenerationSettings generationSettings(const Args& a) {
+    florence::GenerationSettings settings;
+    if (a.has("beams"))
+        settings.beams = a.getInt("beams", 0);
+    if (a.has("max-new-tokens"))
+        settings.maxNewTokens = a.getInt("max-new-tokens", 0);
+    if (a.has("no-cache"))
+        settings.useCache = false;
+    if (a.has("ignore-eos"))
+        settings.ignoreEos = true;
+    if (a.has("precision")) {
+        settings.precision = florence::parsePrecision(a.get("precision"));
+        if (!settings.precision)
+            throw UsageError("--precision takes " + florence::precisionNames() + ", not '" +
+                             a.get("precision") + "'");
+    }
+    return settings;
 }
 
 std::shared_ptr<const florence::Model> loadModel(const Args& a) {
     florence::LoadOptions lo;
     lo.threads = threadsOption(a);
-    lo.precision = parsePrecision(a.get("precision", "float32"));
+    lo.precision = generationSettings(a).loadPrecision();
     std::shared_ptr<const florence::Model> model = florence::Model::load(modelDir(a), lo);
     if (!model->precisionNote().empty())
         std::cerr << "note: " << model->precisionNote() << "\n";
@@ -89,29 +99,16 @@ std::shared_ptr<const florence::Model> loadModel(const Args& a) {
 }
 
 florence::GenerationOptions runOptions(const Args& a, const florence::Model& model) {
-    florence::GenerationOptions opts = model.defaultOptions();
-    opts.numBeams = a.getInt("beams", opts.numBeams);
-    opts.maxNewTokens = a.getInt("max-new-tokens", opts.maxNewTokens);
-    opts.useCache = !a.has("no-cache");
-    opts.ignoreEos = opts.ignoreEos || a.has("ignore-eos");
-    return opts;
+    return generationSettings(a).applyTo(model.defaultOptions());
 }
 
 QJsonObject resultJson(const std::string& imageFile, const std::string& prompt,
                        const florence::Result& r, const florence::ParsedAnswer& answer,
                        const florence::GenerationOptions& opts, const florence::Model& model,
                        std::optional<bool> orientationApplied) {
-    florence::AnswerContext context;
-    context.imageFile = imageFile;
-    context.prompt = prompt;
-    context.model = model.manifest().name;
-    context.options = &opts;
-    context.precision = florence::precisionName(model.loadOptions().precision);
-    context.encoderPrecision = florence::precisionName(model.encoderPrecision());
-    context.loadMs = model.loadMs();
-    context.runtime = florence::runtimeSummary();
-    context.orientationApplied = orientationApplied;
-    return florence::answerJson(answer, r, context);
+    return florence::answerJson(answer, r,
+                                florence::describeRun(florence::modelFacts(model), opts,
+                                                      imageFile, prompt, orientationApplied));
 }
 
 florence::DecodeOptions decodeOptions(const Args& a) {

@@ -7,6 +7,7 @@
 #include <florence/answer.h>
 #include <florence/batch.h>
 #include <florence/engine.h>
+#include <florence/generation_settings.h>
 #include <florence/image.h>
 
 #include <QJsonObject>
@@ -27,15 +28,17 @@ std::string modelDir(const Args& a);
 // --threads: 0 (every core) when absent; UsageError when zero or negative; more than the
 // usable cores is clamped to them with a note on stderr.
 int threadsOption(const Args& a);
-// --precision float32|bfloat16|int8 (fp32, bf16).
-florence::Precision parsePrecision(const std::string& s);
+// What --beams, --max-new-tokens, --no-cache, --ignore-eos and --precision change from the
+// package's defaults (nothing else: the CLI and the app answer alike with the same settings).
+// UsageError for an unknown precision.
+florence::GenerationSettings generationSettings(const Args& a);
 // The task of --task (default <CAPTION>) with --text, or the free prompt of --prompt, checked:
 // the package's own tasks are known first (its manifest is read, the model not loaded), so an
 // unknown task fails before anything loads. The region is the caller's.
 florence::TaskRequest taskRequest(const Args& a);
 // The model of modelDir() with --threads and --precision.
 std::shared_ptr<const florence::Model> loadModel(const Args& a);
-// The model's generation defaults with --beams, --max-new-tokens and --no-cache.
+// The model's generation defaults with generationSettings() applied.
 florence::GenerationOptions runOptions(const Args& a, const florence::Model& model);
 // The answer document (<florence/answer_json.h>) of one image's run.
 QJsonObject resultJson(const std::string& imageFile, const std::string& prompt,

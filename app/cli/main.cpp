@@ -9,7 +9,7 @@
 #include <florence/engine.h>
 #include <florence/files.h>
 #include <florence/image.h>
-#include <florence/importer.h>
+#include <florence/import_job.h>
 #include <florence/machine.h>
 #include <florence/paths.h>
 #include <florence/process.h>
@@ -59,7 +59,7 @@ Commands:
               --region X1,Y1,X2,Y2  region in pixels for region tasks
               --model PKG         model package (default: the bundled model)
               --beams N           beam count (default from the model, 3)
-              --max-new-tokens N  generation length limit (default 1024)
+              --max-new-tokens N  generation length limit (default from the model)
               --ignore-eos        generate exactly --max-new-tokens, ignoring the end token
                                   (speed measurements; the speed-demo models always do)
               --no-cache          recompute the whole prefix every step (as a traced model)
@@ -184,39 +184,23 @@ void buildPrompts(RunInputs& in) {
     }
 }
 
-// Runs the requests in batches, streaming the tokens of a single image to stderr; stops after
-// the batch during which Ctrl+C came.
-std::vector<florence::Result> generateAll(florence::Session& session,
-                                          const std::vector<florence::Request>& reqs,
-                                          const florence::GenerationOptions& opts, int batchSize,
-                                          bool quiet) {
-    const bool many = reqs.size() > 1;
-    const bool stream = !quiet && !many;
-    std::vector<florence::Result> results;
-    for (size_t first = 0; first < reqs.size(); first += batchSize) {
-        const size_t n = std::min<size_t>(batchSize, reqs.size() - first);
-        std::vector<florence::Request> chunk(reqs.begin() + first, reqs.begin() + first + n);
-        auto got = session.generateBatch(
-            chunk, opts,
-            [&](size_t, const florence::TokenEvent& e) {
-                if (stream) {
-                    if (e.rewound)
-                        std::cerr << "\n";
-                    std::cerr << e.textDelta << std::flush;
-                }
-                return true;
-            },
-            &g_cancel);
-        for (auto& r : got)
-            results.push_back(std::move(r));
-        if (many && !quiet)
-            std::cerr << "[" << results.size() << "/" << reqs.size() << "] images\n";
-        if (g_cancel)
-            break;
-    }
-    if (stream)
+// Runs the one request, streaming its tokens to stderr unless --quiet.
+florence::Result generateOne(florence::Session& session, const florence::Request& request,
+                             const florence::GenerationOptions& opts, bool quiet) {
+    florence::Result result = session.generate(
+        request, opts,
+        [&](const florence::TokenEvent& e) {
+            if (!quiet) {
+                if (e.rewound)
+                    std::cerr << "\n";
+                std::cerr << e.textDelta << std::flush;
+            }
+            return true;
+        },
+        &g_cancel);
+    if (!quiet)
         std::cerr << "\n";
-    return results;
+    return result;
 }
 
 // Whether image `i` was turned by its EXIF orientation; unknown for --pixel-values.
@@ -257,8 +241,6 @@ void reportAnswer(Args& a, const RunInputs& in, size_t i, const florence::Result
             resultJson(path, in.requests[i].prompt, r, answer, opts, model, orientationOf(in, i)));
         return;
     }
-    if (in.paths.size() > 1)
-        std::cout << path << "\t";
     std::cout << QJsonDocument(florence::toHuggingFaceJson(answer))
                      .toJson(QJsonDocument::Compact)
                      .toStdString()
@@ -346,21 +328,14 @@ int cmdRun(int argc, char** argv) {
 
     florence::Session session(model);
     florence::cli::installCancelHandler();
-    const std::vector<florence::Result> results =
-        generateAll(session, in.requests, opts, batchSize, a.has("quiet"));
-
+    const florence::Result result = generateOne(session, in.requests[0], opts, a.has("quiet"));
     QJsonArray documents;
-    bool cancelled = false;
-    for (size_t i = 0; i < results.size(); ++i) {
-        cancelled = cancelled || results[i].cancelled;
-        reportAnswer(a, in, i, results[i], opts, *model, documents);
-    }
+    reportAnswer(a, in, 0, result, opts, *model, documents);
     if (a.has("json"))
-        std::cout << (in.paths.size() > 1 ? QJsonDocument(documents)
-                                          : QJsonDocument(documents[0].toObject()))
+        std::cout << QJsonDocument(documents[0].toObject())
                          .toJson(QJsonDocument::Indented)
                          .toStdString();
-    return cancelled ? 130 : 0;
+    return result.cancelled ? 130 : 0;
 }
 
 int cmdImport(int argc, char** argv) {
@@ -371,22 +346,23 @@ int cmdImport(int argc, char** argv) {
         throw UsageError("import needs --out PKG");
     if (a.has("hf") == a.has("random-init"))
         throw UsageError("import needs either --hf DIR or --random-init tiny|base|large");
-    florence::ImportJob job;
-    job.hfDir = a.get("hf");
-    job.randomInit = a.get("random-init");
-    if (!job.randomInit.empty() && job.randomInit != "tiny" && job.randomInit != "base" &&
-        job.randomInit != "large")
-        throw UsageError("--random-init takes tiny, base or large, not '" + job.randomInit + "'");
-    job.seed = a.getInt("seed", 1234);
-    job.outDir = a.get("out");
+    florence::ImportJobParams params;
+    params.hfDir = a.get("hf");
+    params.randomInit = a.get("random-init");
+    if (!params.randomInit.empty() && params.randomInit != "tiny" && params.randomInit != "base" &&
+        params.randomInit != "large")
+        throw UsageError("--random-init takes tiny, base or large, not '" + params.randomInit +
+                         "'");
+    params.seed = a.getInt("seed", 1234);
+    params.outDir = a.get("out");
     florence::cli::installCancelHandler();
-    florence::runImport(
-        job,
-        [](int percent, const std::string& msg) {
+    const florence::ImportJobResult result =
+        florence::ImportJob(params).run(&g_cancel, [](int percent, const std::string& msg) {
             std::cerr << "[" << percent << "%] " << msg << "\n";
-        },
-        &g_cancel);
-    std::cerr << "wrote " << job.outDir << "\n";
+        });
+    if (!result.ok)
+        throw florence::ImportError(result.error);
+    std::cerr << "wrote " << result.packageDir << "\n";
     return 0;
 }
 

@@ -1,5 +1,6 @@
 // florence-studio: the desktop app. Only wiring: command line, settings identity, the window.
 #include "MainWindow.h"
+#include "Screenshot.h"
 #include "Settings.h"
 #include "Theme.h"
 
@@ -14,41 +15,12 @@
 #include <QFileInfo>
 #include <QIcon>
 #include <QPalette>
-#include <QPixmap>
 #include <QRectF>
-#include <QTimer>
 
 #include <cstdio>
 #include <memory>
 
 namespace {
-
-// --screenshot: run the task once the window is up, grab the window when the run has ended
-// and its last repaint is done, save, quit. Gives up after `timeoutMs` so a script never hangs.
-void scheduleScreenshot(florence::ui::MainWindow* window, const QString& out, int timeoutMs) {
-    auto grabAndQuit = [window, out](int code) {
-        const QPixmap shot = window->grab();
-        if (!shot.save(out)) {
-            std::fprintf(stderr, "florence-studio: cannot write %s\n", qPrintable(out));
-            QCoreApplication::exit(1);
-            return;
-        }
-        std::fprintf(stderr, "florence-studio: wrote %s\n", qPrintable(out));
-        QCoreApplication::exit(code);
-    };
-    QObject::connect(window, &florence::ui::MainWindow::runCompleted, window,
-                     [grabAndQuit] { QTimer::singleShot(400, [grabAndQuit] { grabAndQuit(0); }); });
-    QObject::connect(window, &florence::ui::MainWindow::comparisonCompleted, window,
-                     [grabAndQuit] { QTimer::singleShot(400, [grabAndQuit] { grabAndQuit(0); }); });
-    QObject::connect(window, &florence::ui::MainWindow::runErrored, window,
-                     [grabAndQuit] { QTimer::singleShot(400, [grabAndQuit] { grabAndQuit(1); }); });
-    QObject::connect(window, &florence::ui::MainWindow::modelFailed, window,
-                     [grabAndQuit] { QTimer::singleShot(400, [grabAndQuit] { grabAndQuit(1); }); });
-    QTimer::singleShot(timeoutMs, window, [grabAndQuit] {
-        std::fprintf(stderr, "florence-studio: screenshot timed out\n");
-        grabAndQuit(1);
-    });
-}
 
 // The command line's options, in --help's order.
 struct Options {
@@ -81,6 +53,21 @@ struct Options {
         QStringLiteral("region"),
         QStringLiteral("Region X1,Y1,X2,Y2 in image pixels for region tasks."),
         QStringLiteral("X1,Y1,X2,Y2")};
+    QCommandLineOption view{
+        QStringLiteral("view"),
+        QStringLiteral("With --screenshot: what to show, main (the window after the run), history "
+                       "(the History panel after a few runs), process-folder (Process Folder "
+                       "after a run over the sample scenes) or waiting (after the run, a "
+                       "comparison before its first token)."),
+        QStringLiteral("VIEW")};
+    QCommandLineOption alsoDark{
+        QStringLiteral("also-dark"),
+        QStringLiteral("With --screenshot: also grab the same state in the dark theme "
+                       "(OUT-dark.png).")};
+    QCommandLineOption also720p{
+        QStringLiteral("also-720p"),
+        QStringLiteral("With --screenshot: also grab the window resized for a 1280x720 screen "
+                       "(OUT-720p.png, with --also-dark OUT-720p-dark.png too).")};
     QCommandLineOption dark{QStringLiteral("dark"),
                             QStringLiteral("Use a dark palette (Fusion style) whatever the desktop "
                                            "theme is (also View > Theme in the app).")};
@@ -109,7 +96,7 @@ void parseCommandLine(QCommandLineParser& parser, const Options& o, QCoreApplica
     parser.addPositionalArgument(QStringLiteral("image"), QStringLiteral("Image to open."),
                                  QStringLiteral("[image]"));
     parser.addOptions({o.region, o.dark, o.model, o.image, o.task, o.text, o.shot, o.compare,
-                       o.maxTokens, o.beams, o.size});
+                       o.view, o.alsoDark, o.also720p, o.maxTokens, o.beams, o.size});
     parser.process(app); // exits after --help / --version
 }
 
@@ -199,7 +186,18 @@ int main(int argc, char** argv) {
     window.show();
 
     if (parser.isSet(options.shot)) {
-        scheduleScreenshot(&window, parser.value(options.shot), 600'000);
+        ScreenshotPlan plan;
+        plan.out = parser.value(options.shot);
+        if (parser.isSet(options.view) &&
+            !screenshotViewNamed(parser.value(options.view), &plan.view)) {
+            std::fprintf(stderr,
+                         "florence-studio: --view %s: use main, history, process-folder or waiting\n",
+                         qPrintable(parser.value(options.view)));
+            return 2;
+        }
+        plan.alsoDark = parser.isSet(options.alsoDark);
+        plan.also720p = parser.isSet(options.also720p);
+        scheduleScreenshot(&window, plan);
         // Once the image has opened and the model has loaded: a run takes the model's settings
         // (the speed demos switch "ignore the end token" on).
         const auto start = [&window, compare = parser.isSet(options.compare)] {

@@ -274,7 +274,7 @@ std::vector<std::string> listImages(const std::string& dir, bool recursive) {
     return files;
 }
 
-FolderBatch::FolderBatch(FolderJob job) : m_job(std::move(job)) {
+FolderBatch::FolderBatch(FolderJobParams job) : m_job(std::move(job)) {
     taskInfo(m_job.task.task); // unknown task: TaskError
     // A task missing its text fails here, before any image is read.
     if (taskInfo(m_job.task.task).input == TaskInput::Text)

@@ -24,7 +24,7 @@ void removeExportTemp(const QString& path) {
 
 } // namespace
 
-void runImport(const ImportJob& job, const ImportProgress& progress,
+void runImport(const ImportJobParams& job, const ImportProgress& progress,
                const std::atomic<bool>* cancel) {
     if (job.outDir.empty())
         throw ImportError("no output folder given for the imported model");

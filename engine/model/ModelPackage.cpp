@@ -292,7 +292,7 @@ void readGeneration(const QJsonObject& root, const std::string& dir, Manifest& m
         fail(dir, "\"generation.length_penalty\" is not a number from -100 to 100");
     m.earlyStopping = gen.value("early_stopping").toBool(true);
     m.maxNewTokens = static_cast<int>(optionalInteger(
-        gen, "max_new_tokens", std::min(1024, m.maxPositions), dir, "generation", 1, m.maxPositions,
+        gen, "max_new_tokens", std::min(kDefaultMaxNewTokens, m.maxPositions), dir, "generation", 1, m.maxPositions,
         "expected 1 up to max_positions (" + std::to_string(m.maxPositions) + ")"));
     m.ignoreEos = gen.value("ignore_eos").toBool(false);
 }

@@ -63,7 +63,7 @@ private slots:
         QVERIFY(m_tmp.isValid());
         m_arch = m_tmp.path() + "/arch-tiny";
         QVERIFY(exportArchitecture("tiny", m_arch, 1234));
-        ImportJob job;
+        ImportJobParams job;
         job.randomInit = "tiny";
         job.outDir = (m_tmp.path() + "/random-tiny").toStdString();
         runImport(job);

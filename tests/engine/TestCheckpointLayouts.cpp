@@ -76,7 +76,7 @@ bool writeFile(const QString& path, const QByteArray& data) {
 }
 
 QString importError(const QString& hf, const QString& out) {
-    ImportJob job;
+    ImportJobParams job;
     job.hfDir = hf.toStdString();
     job.outDir = out.toStdString();
     try {
@@ -128,7 +128,7 @@ void TestCheckpointLayouts::convert(const QStringList& args) {
 }
 
 void TestCheckpointLayouts::importPackage(int index, const QString& hf) {
-    ImportJob job;
+    ImportJobParams job;
     job.hfDir = hf.toStdString();
     job.outDir = (m_tmp.path() + "/pkg" + QString::number(index)).toStdString();
     runImport(job);
@@ -339,7 +339,7 @@ void TestCheckpointLayouts::fineTuneTasksReadAsData() {
     QVERIFY(writeFile(hf + "/processing_florence2.py", kProcessing));
     QVERIFY(writeFile(hf + "/processor_config.json",
                       R"({"task_prompts_without_inputs": {"<FROM_JSON>": "Describe it."}})"));
-    ImportJob job;
+    ImportJobParams job;
     job.hfDir = hf.toStdString();
     job.outDir = (m_tmp.path() + "/pkg-fine-tune").toStdString();
     QStringList messages;
@@ -391,7 +391,7 @@ void TestCheckpointLayouts::taskTableThatIsNotALiteral() {
     QVERIFY(
         writeFile(hf + "/processing_florence2.py",
                   "task_prompts_without_inputs = dict(('<T%d>' % i, 'x') for i in range(9))\n"));
-    ImportJob job;
+    ImportJobParams job;
     job.hfDir = hf.toStdString();
     job.outDir = (m_tmp.path() + "/pkg-computed").toStdString();
     QStringList messages;

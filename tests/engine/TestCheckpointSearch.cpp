@@ -171,7 +171,7 @@ void TestCheckpointSearch::resolvesHubNames() {
 }
 
 void TestCheckpointSearch::importsByHubName() {
-    ImportJob job;
+    ImportJobParams job;
     job.hfDir = "florence-test/tiny-random";
     job.outDir = (m_home.path() + "/pkg").toStdString();
     try {

@@ -120,7 +120,7 @@ void TestEngine::initTestCase() {
     QVERIFY(m_tmp.isValid());
 
     // The fixture as published (pytorch_model.bin, tied weights under all four names).
-    ImportJob job;
+    ImportJobParams job;
     job.hfDir = kFixture.toStdString();
     job.outDir = (m_tmp.path() + "/pkg-bin").toStdString();
     runImport(job);
@@ -973,7 +973,7 @@ void TestEngine::importErrors() {
         QVERIFY(f.open(QIODevice::WriteOnly));
         f.write("{\"model_type\": \"bert\"}");
     }
-    ImportJob job;
+    ImportJobParams job;
     job.hfDir = hf.toStdString();
     job.outDir = (dir.path() + "/out").toStdString();
     QString err = "no error";

@@ -210,7 +210,7 @@ void TestFiles::cutSidecarIsAnsweredAgain() {
     touch(m_dir + "/a.png");
     touch(m_dir + "/b.png");
     touch(m_dir + "/a.florence.json", content);
-    florence::FolderJob job;
+    florence::FolderJobParams job;
     job.dir = m_dir.toStdString();
     job.task = {"<OD>", "", std::nullopt};
     job.formats = florence::kJsonSidecar;
@@ -262,7 +262,7 @@ void TestFiles::sidecarThatIsNotAFileIsRefused() {
     }
     for (auto existing : {florence::ExistingResults::Skip, florence::ExistingResults::Refuse,
                           florence::ExistingResults::Overwrite}) {
-        florence::FolderJob job;
+        florence::FolderJobParams job;
         job.dir = m_dir.toStdString();
         job.task = {"<OD>", "", std::nullopt};
         job.formats = florence::kJsonSidecar;
@@ -283,7 +283,7 @@ void TestFiles::sidecarThatIsNotAFileIsRefused() {
 
 void TestFiles::cocoOnAFullDiskKeepsTheOldOne() {
     touch(m_dir + "/a.png");
-    florence::FolderJob job;
+    florence::FolderJobParams job;
     job.dir = m_dir.toStdString();
     job.task = {"<OD>", "", std::nullopt};
     job.formats = florence::kCocoFile;
@@ -325,7 +325,7 @@ void TestFiles::cocoNamesRelativeToItsFolder() {
     touch(m_dir + "/b2/scene.png");
     const QString before = QDir::currentPath();
     QVERIFY(QDir::setCurrent(m_dir));
-    florence::FolderJob job;
+    florence::FolderJobParams job;
     job.dir = "b2";
     job.task = {"<OD>", "", std::nullopt};
     job.formats = florence::kCocoFile;
@@ -367,7 +367,7 @@ void TestFiles::namesThatAreNotUtf8() {
     QCOMPARE(::link(good.c_str(), bad.c_str()), 0);
     const florence::RgbImage loaded = florence::loadImage(bad);
     QCOMPARE(loaded.width, 8);
-    florence::FolderJob job;
+    florence::FolderJobParams job;
     job.dir = m_dir.toStdString();
     job.task = {"<CAPTION>", "", std::nullopt};
     const florence::FolderBatch batch(job);

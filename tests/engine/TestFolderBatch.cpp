@@ -116,7 +116,7 @@ void TestFolderBatch::formats() {
 }
 
 void TestFolderBatch::sidecarPaths() {
-    florence::FolderJob job;
+    florence::FolderJobParams job;
     job.dir = m_dir.toStdString();
     job.recursive = true;
     job.task = {"<CAPTION>", "", std::nullopt};
@@ -141,7 +141,7 @@ void TestFolderBatch::sidecarPaths() {
 }
 
 void TestFolderBatch::existingResults() {
-    florence::FolderJob job;
+    florence::FolderJobParams job;
     job.dir = m_dir.toStdString();
     job.task = {"<OD>", "", std::nullopt};
     const florence::FolderBatch first(job);
@@ -176,7 +176,7 @@ void TestFolderBatch::existingResults() {
 
 void TestFolderBatch::sameNameIsRefused() {
     touch(m_dir + "/a.jpg"); // a.png and a.jpg would both write a.florence.json
-    florence::FolderJob job;
+    florence::FolderJobParams job;
     job.dir = m_dir.toStdString();
     job.task = {"<CAPTION>", "", std::nullopt};
     const florence::FolderBatch batch(job);
@@ -206,7 +206,7 @@ void TestFolderBatch::writesWholeFilesOnly() {
 
 void TestFolderBatch::textSidecarIsReadable() {
     // A region's answer as a person reads it: no location or other model tokens.
-    florence::FolderJob job;
+    florence::FolderJobParams job;
     job.dir = m_dir.toStdString();
     job.task = {"<REGION_TO_CATEGORY>", "", florence::Box{10, 10, 90, 90}};
     job.formats = florence::kTextSidecar;
@@ -277,7 +277,7 @@ void TestFolderBatch::captionFiles() {
     // photo.txt beside photo.png: skipped when resuming, replaced when overwriting, added to when
     // appending.
     touch(m_dir + "/a.txt", "sks, old tag\n");
-    florence::FolderJob job;
+    florence::FolderJobParams job;
     job.dir = m_dir.toStdString();
     job.task = {"<CAPTION>", "", std::nullopt};
     job.formats = florence::kCaptionFile;
@@ -310,7 +310,7 @@ void TestFolderBatch::captionFiles() {
 }
 
 void TestFolderBatch::cocoFromSidecars() {
-    florence::FolderJob job;
+    florence::FolderJobParams job;
     job.dir = m_dir.toStdString();
     job.recursive = true;
     job.task = {"<OD>", "", std::nullopt};

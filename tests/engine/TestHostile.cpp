@@ -93,7 +93,7 @@ template <typename F> QString errorOf(F&& f) {
     return QStringLiteral("no error");
 }
 
-QString importError(const ImportJob& job, const std::atomic<bool>* cancel = nullptr) {
+QString importError(const ImportJobParams& job, const std::atomic<bool>* cancel = nullptr) {
     try {
         runImport(job, {}, cancel);
     } catch (const ImportError& e) {
@@ -149,7 +149,7 @@ void TestHostile::pickleWithPayloadIsRefused() {
                     "pickle.dump({'w': P()}, open(sys.argv[1], 'wb'))\n",
                     {hf + "/pytorch_model.bin", witness}),
              0);
-    ImportJob job;
+    ImportJobParams job;
     job.hfDir = hf.toStdString();
     job.outDir = (dir.path() + "/out").toStdString();
     const QString err = importError(job);
@@ -298,7 +298,7 @@ void TestHostile::checkpointErrorsNameTheFile() {
     }
     if (kind.contains(':'))
         notAFile(kind.section(':', 0, 0), hf + "/" + kind.section(':', 1));
-    ImportJob job;
+    ImportJobParams job;
     job.hfDir = hf.toStdString();
     job.outDir = (dir.path() + "/out").toStdString();
     const QString err = importError(job);
@@ -599,7 +599,7 @@ void TestHostile::importOutIsNeverDeleted() {
             m.write("{}");
         }
     }
-    ImportJob job;
+    ImportJobParams job;
     job.randomInit = "tiny";
     job.outDir = out.toStdString();
     const QString err = importError(job);
@@ -617,7 +617,7 @@ void TestHostile::importOutIsNeverDeleted() {
 void TestHostile::cancelledImportLeavesNoTemporaryFolder() {
     QTemporaryDir dir;
     std::atomic<bool> cancel{false};
-    ImportJob job;
+    ImportJobParams job;
     job.randomInit = "tiny";
     job.outDir = (dir.path() + "/out").toStdString();
     // Cancelled once the exporter has made its temporary folder next to --out.

@@ -5,6 +5,9 @@
 
 #include <florence/answer.h>
 
+#include <QClipboard>
+#include <QGuiApplication>
+#include <QLabel>
 #include <QPlainTextEdit>
 #include <QTableWidget>
 #include <QToolButton>
@@ -21,6 +24,9 @@ private slots:
     void answerTextIsClean();
     void rawTokensBehindToggle();
     void textRowBecomesItemsWhenTheTaskChanges();
+    void pendingGreysThePreviousAnswer();
+    void scoresSayWhatTheyAre();
+    void ocrCornersFitTheColumn();
 };
 
 void TestResultsPanel::answerTextIsClean_data() {
@@ -84,7 +90,12 @@ void TestResultsPanel::rawTokensBehindToggle() {
     QCOMPARE(panel.rawText(), QString::fromStdString(raw));
     toggle->click();
     QVERIFY(rawPane->isVisible());
-    QCOMPARE(rawPane->toPlainText(), QString::fromStdString(raw));
+    // "</s>" is never split across lines: a word joiner follows "</" on screen, and a copy
+    // leaves it out.
+    QCOMPARE(rawPane->toPlainText(), QStringLiteral("</\u2060s><s>A green star.</\u2060s>"));
+    rawPane->selectAll();
+    rawPane->copy();
+    QCOMPARE(QGuiApplication::clipboard()->text(), QString::fromStdString(raw));
     toggle->click();
     QVERIFY(!rawPane->isVisible());
 }
@@ -102,6 +113,87 @@ void TestResultsPanel::textRowBecomesItemsWhenTheTaskChanges() {
     auto* table = panel.findChild<QTableWidget*>(QStringLiteral("itemsTable"));
     QCOMPARE(table->item(0, 1)->text(), QStringLiteral("star"));
     QCOMPARE(table->item(0, 2)->text(), QStringLiteral("box"));
+}
+
+void TestResultsPanel::pendingGreysThePreviousAnswer() {
+    ResultsPanel panel;
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    panel.setAnswer(
+        ui::displayAnswer(parseAnswer("<CAPTION>", "</s><s>A star.</s>", 100, 100), std::nullopt));
+    panel.setSummary(QStringLiteral("Caption · 4 answer tokens"));
+    auto* summary = panel.findChild<QLabel*>(QStringLiteral("resultSummary"));
+    auto* answer = panel.findChild<QPlainTextEdit*>(QStringLiteral("answerText"));
+    auto* busy = panel.findChild<QWidget*>(QStringLiteral("runProgress"));
+    QVERIFY(summary && answer && busy);
+    QVERIFY(!busy->isVisible());
+
+    panel.showPending(QStringLiteral("Reading the image…"));
+    QVERIFY(panel.isPending());
+    QVERIFY(busy->isVisible());
+    QCOMPARE(panel.pendingPhase(), QStringLiteral("Reading the image…"));
+    QVERIFY(!answer->isEnabled());
+    QCOMPARE(panel.answerText(), QStringLiteral("A star."));
+    QVERIFY(summary->text().contains(QLatin1String("Previous answer")));
+    panel.showPending(QStringLiteral("Writing the first word…")); // the next phase
+    QCOMPARE(panel.pendingPhase(), QStringLiteral("Writing the first word…"));
+
+    // Ended before the first token (cancelled, failed): the previous answer is current again.
+    panel.endPending();
+    QVERIFY(!panel.isPending());
+    QVERIFY(!busy->isVisible());
+    QVERIFY(answer->isEnabled());
+    QCOMPARE(summary->text(), QStringLiteral("Caption · 4 answer tokens"));
+
+    // The first token: the old answer goes.
+    panel.showPending(QStringLiteral("Reading the image…"));
+    panel.clear();
+    QVERIFY(!panel.isPending());
+    QVERIFY(answer->isEnabled());
+    QCOMPARE(panel.answerText(), QString());
+
+    // Nothing shown yet: nothing is called previous.
+    panel.showPending(QStringLiteral("Reading the image…"));
+    QVERIFY(!summary->text().contains(QLatin1String("Previous")));
+}
+
+void TestResultsPanel::scoresSayWhatTheyAre() {
+    ResultsPanel panel;
+    ParsedAnswer od =
+        parseAnswer("<OD>", "</s><s>star<loc_1><loc_1><loc_500><loc_500></s>", 100, 100);
+    od.items.at(0).score = 0.318;
+    panel.setAnswer(ui::displayAnswer(od, std::nullopt));
+    auto* table = panel.findChild<QTableWidget*>(QStringLiteral("itemsTable"));
+    const QString header = table->horizontalHeaderItem(4)->toolTip();
+    // What the number is, and what it is not.
+    QVERIFY2(header.contains(QLatin1String("mean probability")), qPrintable(header));
+    QVERIFY(header.contains(QLatin1String("not an IoU")));
+    const QString cell = table->item(0, 4)->toolTip();
+    QVERIFY2(cell.startsWith(QLatin1String("0.318")) && cell.contains(QLatin1String("not an IoU")),
+             qPrintable(cell));
+    // A caption's one row: the score of its words.
+    ParsedAnswer caption = parseAnswer("<CAPTION>", "</s><s>A star.</s>", 100, 100);
+    caption.score = 0.9;
+    panel.setAnswer(ui::displayAnswer(caption, std::nullopt));
+    QVERIFY2(table->item(0, 4)->toolTip().contains(QLatin1String("words of its answer")),
+             qPrintable(table->item(0, 4)->toolTip()));
+    // The controls above the table say it too.
+    auto* slider = panel.findChild<QWidget*>(QStringLiteral("minScoreSlider"));
+    QVERIFY(slider->toolTip().contains(QLatin1String("not an IoU")));
+}
+
+void TestResultsPanel::ocrCornersFitTheColumn() {
+    ResultsPanel panel;
+    panel.setAnswer(ui::displayAnswer(
+        parseAnswer("<OCR_WITH_REGION>",
+                    "</s><s>2024<loc_10><loc_20><loc_300><loc_20><loc_300><loc_200><loc_10>"
+                    "<loc_200></s>",
+                    640, 480),
+        std::nullopt));
+    auto* table = panel.findChild<QTableWidget*>(QStringLiteral("itemsTable"));
+    QCOMPARE(table->rowCount(), 1);
+    // Four corners in whole pixels: short enough for the column beside the text.
+    QCOMPARE(table->item(0, 3)->text(), QStringLiteral("(7, 10) (192, 10) (192, 96) (7, 96)"));
 }
 
 QTEST_MAIN(TestResultsPanel)

@@ -5,7 +5,9 @@
 // HOME.
 #include "MainWindow.h"
 #include "MainWindowTester.h"
+#include "WindowSuite.h"
 #include "run/EngineWorker.h"
+#include "Theme.h"
 #include "run/History.h"
 #include "widgets/HistoryPanel.h"
 #include "widgets/ImageView.h"
@@ -21,6 +23,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLabel>
 #include <QLineEdit>
 #include <QListView>
 #include <QPlainTextEdit>
@@ -45,15 +48,6 @@ using florence::ui::MainWindowTester;
 
 namespace {
 
-// Images open off the GUI thread: waits until `path` is the one shown (or it failed).
-bool openAndWait(MainWindow* w, const QString& path) {
-    if (!w->openImageFile(path))
-        return false;
-    if (!QTest::qWaitFor([w] { return !w->isOpeningImage(); }, 60'000))
-        return false;
-    return w->hasImage() && w->imagePath() == QFileInfo(path).absoluteFilePath();
-}
-
 constexpr int kRunTimeoutMs = 180'000; // two shared cores, colleagues compiling
 constexpr int kScoreColumn = 4;
 
@@ -67,20 +61,6 @@ template <typename T> T* child(QWidget* w, const char* name) {
 QString scenePath(const char* name) {
     return QString::fromStdString(florence::samplesDir()) + QStringLiteral("/scenes/") +
            QLatin1String(name);
-}
-
-QtMessageHandler g_defaultHandler = nullptr;
-void filterMessages(QtMsgType type, const QMessageLogContext& ctx, const QString& msg) {
-    if (msg.contains(QLatin1String("propagateSizeHints")))
-        return;
-    g_defaultHandler(type, ctx, msg);
-}
-
-QJsonObject readJson(const QString& path) {
-    QFile f(path);
-    if (!f.open(QIODevice::ReadOnly))
-        return {};
-    return QJsonDocument::fromJson(f.readAll()).object();
 }
 
 void writeFile(const QString& path, const QByteArray& bytes) {
@@ -118,7 +98,10 @@ private slots:
     void deletedImageGivesNote();
     void boundIsEnforced();
     void clearEmptiesHistory();
+    void clearCanBeUndone();
+    void noteIsReadableInBothThemes();
     void exportSelectedEntries();
+    void historyExportDescribesRunAsFileExport();
     void damagedFileIsSetAside_data();
     void damagedFileIsSetAside();
     void damagedEntryIsSkipped();
@@ -129,22 +112,15 @@ private:
     bool runTask(MainWindow* w, const QString& image, const char* task);
     // Shows a synthetic detection answer through the window's run path (no model run).
     void showKnownAnswer(MainWindow* w, const QString& image);
+    // Selects every History entry and exports them to `out` with the panel's Export button.
+    QJsonArray exportWholeHistory(MainWindow* w, const QString& out);
 
     QTemporaryDir m_tmp;
 };
 
 void TestScoresHistory::initTestCase() {
     QVERIFY(m_tmp.isValid());
-    g_defaultHandler = qInstallMessageHandler(filterMessages);
-    qputenv("HOME", m_tmp.filePath("home").toUtf8());
-    QDir().mkpath(m_tmp.filePath("home"));
-    QStandardPaths::setTestModeEnabled(true);
-    QSettings::setDefaultFormat(QSettings::IniFormat);
-    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, m_tmp.filePath("settings"));
-    QCoreApplication::setOrganizationName("FlorenceStudioTest");
-    QCoreApplication::setApplicationName("florence-studio-history-test");
-    if (qEnvironmentVariableIsEmpty("FLORENCE_STUDIO_DATA"))
-        qputenv("FLORENCE_STUDIO_DATA", FLORENCE_BUILD_DATA_DIR);
+    isolateUserState(m_tmp, "florence-studio-history-test");
     QVERIFY2(!florence::bundledModelDir().empty(), "build the florence_data target first");
     // The state folder is the temporary one, never the user's.
     QVERIFY2(History::defaultPath().startsWith(m_tmp.path()), qPrintable(History::defaultPath()));
@@ -186,6 +162,17 @@ void TestScoresHistory::showKnownAnswer(MainWindow* w, const QString& image) {
     MainWindowTester(w).showAnswerText(
         "<OD>", "</s><s>circle<loc_52><loc_333><loc_932><loc_774>star<loc_10>"
                 "<loc_10><loc_100><loc_200></s>");
+}
+
+QJsonArray TestScoresHistory::exportWholeHistory(MainWindow* w, const QString& out) {
+    child<QListView>(w, "historyList")->selectAll();
+    QFile::remove(out);
+    w->historyPanel()->setFileChooser([&](const QString&) { return out; });
+    QTest::mouseClick(child<QAbstractButton>(w, "historyExportButton"), Qt::LeftButton);
+    QFile f(out);
+    if (!f.open(QIODevice::ReadOnly))
+        return {};
+    return QJsonDocument::fromJson(f.readAll()).array();
 }
 
 // ------------------------------------------------------------------------------------------
@@ -333,7 +320,8 @@ void TestScoresHistory::historySurvivesRestartAndRestores() {
     QCOMPARE(w->imageView()->overlayItemCount(), static_cast<int>(items.size()));
     QCOMPARE(child<QTableWidget>(w.get(), "itemsTable")->rowCount(),
              static_cast<int>(items.size()));
-    QCOMPARE(child<QPlainTextEdit>(w.get(), "rawText")->toPlainText(), QString::fromStdString(raw));
+    QCOMPARE(child<QPlainTextEdit>(w.get(), "rawText")->toPlainText().remove(QChar(0x2060)),
+             QString::fromStdString(raw));
     QCOMPARE(w->latencyChart()->pointCount(), steps);
     QVERIFY2(!w->messageText().contains("gone"), qPrintable(w->messageText()));
     // Another image opened meanwhile: a second click on the same (current) entry shows it again.
@@ -379,7 +367,7 @@ void TestScoresHistory::taskTextAndRegionAreRestored() {
     auto* table = child<QTableWidget>(w.get(), "itemsTable");
     QCOMPARE(table->rowCount(), 1);
     QVERIFY(!table->item(0, kScoreColumn)->text().isEmpty());
-    QCOMPARE(child<QPlainTextEdit>(w.get(), "rawText")->toPlainText(),
+    QCOMPARE(child<QPlainTextEdit>(w.get(), "rawText")->toPlainText().remove(QChar(0x2060)),
              QString::fromStdString(regionAnswer));
 }
 
@@ -459,20 +447,59 @@ void TestScoresHistory::clearEmptiesHistory() {
     QCOMPARE(w->history()->count(), 0);
 }
 
+void TestScoresHistory::clearCanBeUndone() {
+    {
+        auto w = makeWindow();
+        showKnownAnswer(w.get(), scenePath("scene_00.png"));
+        showKnownAnswer(w.get(), scenePath("scene_01.png"));
+        const QJsonObject newest = w->history()->entry(0).document;
+        auto* undo = child<QAbstractButton>(w.get(), "historyUndoButton");
+        QVERIFY(!undo->isVisible());
+        QTest::mouseClick(child<QAbstractButton>(w.get(), "historyClearButton"), Qt::LeftButton);
+        QCOMPARE(w->history()->count(), 0);
+        QVERIFY2(w->historyPanel()->note().contains("Cleared 2 runs"),
+                 qPrintable(w->historyPanel()->note()));
+        QVERIFY(undo->isVisible());
+        // A run recorded after Clear stays the newest; Undo puts the old ones behind it.
+        showKnownAnswer(w.get(), scenePath("scene_02.png"));
+        QCOMPARE(w->history()->count(), 1);
+        QTest::mouseClick(undo, Qt::LeftButton);
+        QCOMPARE(w->history()->count(), 3);
+        QCOMPARE(w->history()->entry(1).document, newest);
+        QVERIFY(!undo->isVisible());
+        QVERIFY(w->historyPanel()->note().isEmpty());
+        w->close();
+    }
+    // Saved: a new window reads the three back.
+    QCOMPARE(readJson(History::defaultPath())["entries"].toArray().size(), 3);
+    auto w = makeWindow();
+    QCOMPARE(w->history()->count(), 3);
+}
+
+void TestScoresHistory::noteIsReadableInBothThemes() {
+    auto w = makeWindow();
+    auto* note = child<QLabel>(w.get(), "historyNote");
+    w->historyPanel()->setNote(QStringLiteral("Exported 2 runs to /tmp/x.json"));
+    QVERIFY(note->isVisible());
+    // The text's colour against what is behind it, as the label paints it: a light-grey
+    // window under white text (BrightText) could not be read.
+    for (auto theme : {florence::ui::Theme::Light, florence::ui::Theme::Dark}) {
+        florence::ui::applyTheme(theme);
+        QCoreApplication::processEvents();
+        const QPalette p = note->palette();
+        const double fg = p.color(note->foregroundRole()).lightnessF();
+        const double bg = p.color(note->backgroundRole()).lightnessF();
+        QVERIFY2(std::abs(fg - bg) > 0.4, qPrintable(QString("%1 on %2").arg(fg).arg(bg)));
+    }
+    florence::ui::applyTheme(florence::ui::Theme::System);
+}
+
 void TestScoresHistory::exportSelectedEntries() {
     auto w = makeWindow();
     QVERIFY(runTask(w.get(), scenePath("scene_00.png"), "<OD>"));
     showKnownAnswer(w.get(), scenePath("scene_01.png"));
     QCOMPARE(w->history()->count(), 2);
-    auto* list = child<QListView>(w.get(), "historyList");
-    list->selectAll();
-    const QString out = m_tmp.filePath("history-export.json");
-    QFile::remove(out);
-    w->historyPanel()->setFileChooser([&](const QString&) { return out; });
-    QTest::mouseClick(child<QAbstractButton>(w.get(), "historyExportButton"), Qt::LeftButton);
-    QFile f(out);
-    QVERIFY(f.open(QIODevice::ReadOnly));
-    const QJsonArray docs = QJsonDocument::fromJson(f.readAll()).array();
+    const QJsonArray docs = exportWholeHistory(w.get(), m_tmp.filePath("history-export.json"));
     QCOMPARE(docs.size(), 2);
     // Newest first: the synthetic answer, then the model's run with its scores.
     const QJsonObject known = docs[0].toObject();
@@ -496,6 +523,25 @@ void TestScoresHistory::exportSelectedEntries() {
         QVERIFY(score > 0 && score <= 1);
     }
     QVERIFY(w->historyPanel()->note().contains("2 run"));
+}
+
+// One run exported twice, by File › Export and from the History, is described the same way:
+// model, precisions, generation options, timings with the load time, runtime, image.
+void TestScoresHistory::historyExportDescribesRunAsFileExport() {
+    auto w = makeWindow();
+    QVERIFY(runTask(w.get(), scenePath("scene_00.png"), "<OD>"));
+    const QString fileExport = m_tmp.filePath("file-export.json");
+    QVERIFY2(w->exportJson(fileExport), qPrintable(w->messageText()));
+    const QJsonArray docs = exportWholeHistory(w.get(), m_tmp.filePath("history-export-one.json"));
+    QCOMPARE(docs.size(), 1);
+    QJsonObject fromHistory = docs[0].toObject();
+    QVERIFY(fromHistory.contains("history"));
+    fromHistory.remove("history"); // what only the History keeps (time, thumbnail, task text)
+    const QJsonObject fromFile = readJson(fileExport);
+    // What the History's copy used to leave out is there in both.
+    QVERIFY(fromFile["timings"].toObject().contains("load_ms"));
+    QVERIFY(fromFile.contains("runtime"));
+    QCOMPARE(fromHistory, fromFile);
 }
 
 void TestScoresHistory::damagedFileIsSetAside_data() {

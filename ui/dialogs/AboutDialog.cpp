@@ -6,7 +6,9 @@
 #include <florence/paths.h>
 #include <florence/version.h>
 
+#include <QApplication>
 #include <QDir>
+#include <QIcon>
 #include <QMessageBox>
 #include <QObject>
 
@@ -28,26 +30,39 @@ QString AboutDialog::text(const std::optional<ModelInfo>& loaded) {
                      ModelCatalog::explainModelWeights(*model).toHtmlEscaped());
     return QObject::tr(
                "<h3>Florence Studio %1</h3>"
-               "<p>A desktop studio for Microsoft's Florence-2 vision-language model: captions, "
-               "detection, grounding, segmentation and OCR, with live token streaming and "
-               "latency measurements.</p>"
-               "<p><b>Runtime:</b> %2</p>"
-               "%3"
+               "<p>A desktop studio for Microsoft's Florence-2 vision-language model: it "
+               "describes images, finds and outlines things in them and reads their text, on "
+               "this computer's processor, and shows how fast the answer comes.</p>"
+               "%2"
                "<p><b>For real answers on photographs</b>, import a real checkpoint: download "
                "<code>microsoft/Florence-2-base</code> or <code>Florence-2-large</code> from "
                "Hugging Face (for example <code>git clone "
                "https://huggingface.co/microsoft/Florence-2-base</code>), then choose "
                "<i>File › Import Hugging Face Model…</i> and pick that folder. The converted "
-               "package is stored in <code>%4</code> and appears in the model list. From a "
-               "terminal: <code>florence-studio-cli import --hf DIR --out PKG</code>. Importing "
-               "needs PyTorch for the system Python (the <code>python3-torch</code> package).</p>")
-        .arg(QStringLiteral(FLORENCE_VERSION),
-             QString::fromStdString(runtimeSummary()).toHtmlEscaped(), modelParagraph,
-             QDir::toNativeSeparators(QString::fromStdString(userModelsDir())).toHtmlEscaped());
+               "model appears in the model list. Importing needs PyTorch for the system Python "
+               "(the <code>python3-torch</code> package).</p>"
+               "<p>Show Details lists what the app runs on and where it keeps models.</p>")
+        .arg(QStringLiteral(FLORENCE_VERSION), modelParagraph);
+}
+
+QString AboutDialog::details() {
+    return QObject::tr("Runtime: %1\n\nImported models are stored in %2\n\nImport from a "
+                       "terminal: florence-studio-cli import --hf DIR --out PKG")
+        .arg(QString::fromStdString(runtimeSummary()),
+             QDir::toNativeSeparators(QString::fromStdString(userModelsDir())));
 }
 
 void AboutDialog::show(QWidget* parent, const std::optional<ModelInfo>& loaded) {
-    QMessageBox::about(parent, QObject::tr("About Florence Studio"), text(loaded));
+    // QMessageBox::about has no disclosure; the details go behind Show Details.
+    QMessageBox box(parent);
+    box.setObjectName(QStringLiteral("aboutBox"));
+    box.setWindowTitle(QObject::tr("About Florence Studio"));
+    box.setTextFormat(Qt::RichText);
+    box.setText(text(loaded));
+    box.setDetailedText(details());
+    box.setIconPixmap(QApplication::windowIcon().pixmap(64, 64));
+    box.setStandardButtons(QMessageBox::Close);
+    box.exec();
 }
 
 } // namespace florence::ui

@@ -46,7 +46,8 @@ ImportDialog::ImportDialog(QWidget* parent) : QDialog(parent) {
     hfRow->addWidget(m_hfDir, 1);
     hfRow->addWidget(m_browse);
 
-    m_fromRandom = new QRadioButton(tr("Random weights (a pipeline test: answers are noise):"), this);
+    m_fromRandom = new QRadioButton(
+        tr("Speed demo (random weights, answers are noise):"), this);
     m_fromRandom->setObjectName(QStringLiteral("randomRadio"));
     m_fromHf->setObjectName(QStringLiteral("hfRadio"));
     m_randomSize = new QComboBox(this);
@@ -162,12 +163,7 @@ void ImportDialog::useFound() {
     m_name->setText(chosen.first()->text(0).section(QLatin1Char('/'), -1));
 }
 
-ImportDialog::~ImportDialog() {
-    // The exporter is a child process; the cancel flag makes runImport stop it and return, so
-    // the thread's deleter does not wait for a whole export.
-    m_cancelFlag.store(true);
-    m_thread.reset();
-}
+ImportDialog::~ImportDialog() = default; // the job cancels the exporter and waits
 
 void ImportDialog::browse() {
     const QString dir = QFileDialog::getExistingDirectory(
@@ -194,7 +190,7 @@ void ImportDialog::updateForm() {
 }
 
 void ImportDialog::startFromForm() {
-    ImportJob job;
+    ImportJobParams job;
     if (m_fromHf->isChecked()) {
         const QString given = m_hfDir->text().trimmed();
         try {
@@ -220,37 +216,17 @@ void ImportDialog::startFromForm() {
     startImport(job);
 }
 
-void ImportDialog::startImport(const ImportJob& job) {
+void ImportDialog::startImport(const ImportJobParams& params) {
     if (isRunning())
         return;
-    m_outDir = QString::fromStdString(job.outDir);
-    m_cancelFlag.store(false);
+    m_outDir = QString::fromStdString(params.outDir);
     m_progress->setValue(0);
     m_message->setText(tr("Starting the exporter…"));
     QDir().mkpath(QFileInfo(m_outDir).absolutePath());
-    // The thread only runs the exporter; results come back as queued calls on this dialog,
-    // which Qt drops if the dialog is gone.
-    m_thread.reset(QThread::create([this, job] {
-        bool ok = true;
-        QString message;
-        try {
-            runImport(
-                job,
-                [this](int percent, const std::string& msg) {
-                    const QString m = QString::fromStdString(msg);
-                    QMetaObject::invokeMethod(
-                        this, [this, percent, m] { onProgress(percent, m); }, Qt::QueuedConnection);
-                },
-                &m_cancelFlag);
-        } catch (const std::exception& e) {
-            ok = false;
-            message = QString::fromStdString(e.what());
-        }
-        QMetaObject::invokeMethod(
-            this, [this, ok, message] { onFinished(ok, message); }, Qt::QueuedConnection);
-    }));
-    m_thread->setObjectName(QStringLiteral("import"));
-    m_thread->start();
+    m_job = std::make_unique<ImportJob>(params);
+    connect(m_job.get(), &ImportJob::progressed, this, &ImportDialog::onProgress);
+    connect(m_job.get(), &ImportJob::finished, this, &ImportDialog::onFinished);
+    m_job->start();
     m_start->setEnabled(false);
     updateForm();
 }
@@ -258,7 +234,7 @@ void ImportDialog::startImport(const ImportJob& job) {
 void ImportDialog::cancelImport() {
     if (!isRunning())
         return;
-    m_cancelFlag.store(true);
+    m_job->cancel();
     m_message->setText(tr("Cancelling…"));
 }
 
@@ -277,10 +253,9 @@ void ImportDialog::onProgress(int percent, const QString& message) {
     m_message->setText(message);
 }
 
-void ImportDialog::onFinished(bool ok, const QString& message) {
-    m_thread.reset(); // the function has returned: this only joins
+void ImportDialog::onFinished(const ImportJobResult& result) {
     updateForm();
-    if (ok) {
+    if (result.ok) {
         m_progress->setValue(100);
         m_message->setText(tr("Imported to %1").arg(m_outDir));
         emit imported(m_outDir);
@@ -288,8 +263,9 @@ void ImportDialog::onFinished(bool ok, const QString& message) {
         return;
     }
     m_progress->setValue(0);
-    m_message->setText(m_cancelFlag.load() ? tr("Import cancelled.")
-                                           : tr("Import failed: %1").arg(message));
+    m_message->setText(result.cancelled
+                           ? tr("Import cancelled.")
+                           : tr("Import failed: %1").arg(QString::fromStdString(result.error)));
     if (m_closeWhenDone)
         QDialog::reject();
 }

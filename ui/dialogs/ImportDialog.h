@@ -1,5 +1,6 @@
-// Imports a Hugging Face Florence-2 folder (or makes a package with random weights) by running
-// the exporter on a background thread, with progress and Cancel. Lists the Florence-2
+// Imports a Hugging Face Florence-2 folder (or makes a package with random weights): starts an
+// ImportJob (<florence/import_job.h>, the exporter on a thread of its own) and shows its
+// progress, with Cancel. Lists the Florence-2
 // checkpoints already on the disk (the Hugging Face cache, ~/Downloads) to pick from. Emits
 // imported() with the new package folder on success.
 //
@@ -9,12 +10,11 @@
 //   dlg->open();
 #pragma once
 
-#include "run/WorkerThread.h"
-#include <florence/importer.h>
+#include <florence/import_job.h>
 
 #include <QDialog>
 
-#include <atomic>
+#include <memory>
 
 class QLineEdit;
 class QRadioButton;
@@ -34,11 +34,11 @@ public:
     explicit ImportDialog(QWidget* parent = nullptr);
     ~ImportDialog() override;
 
-    bool isRunning() const { return static_cast<bool>(m_thread); }
+    bool isRunning() const { return m_job && m_job->isRunning(); }
     QString lastMessage() const;
 
     // Starts the exporter for this job (the dialog's Import button builds one from the form).
-    void startImport(const florence::ImportJob& job);
+    void startImport(const florence::ImportJobParams& params);
 
 public slots:
     void cancelImport();
@@ -54,7 +54,7 @@ private:
     void startFromForm();
     void updateForm();
     void onProgress(int percent, const QString& message);
-    void onFinished(bool ok, const QString& message);
+    void onFinished(const florence::ImportJobResult& result);
 
     QRadioButton* m_fromHf = nullptr;
     QRadioButton* m_fromRandom = nullptr;
@@ -71,8 +71,7 @@ private:
     QPushButton* m_cancel = nullptr;
     QString m_outDir;
     bool m_closeWhenDone = false;
-    std::atomic<bool> m_cancelFlag{false};
-    ThreadPtr m_thread; // last member: stopped before the flag it reads is destroyed
+    std::unique_ptr<ImportJob> m_job; // destroying it cancels the exporter and waits
 };
 
 } // namespace florence::ui

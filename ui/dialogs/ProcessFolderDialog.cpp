@@ -5,6 +5,7 @@
 
 #include <florence/tasks.h>
 
+#include <QButtonGroup>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDesktopServices>
@@ -77,6 +78,17 @@ ProcessFolderDialog::~ProcessFolderDialog() {
 void ProcessFolderDialog::buildForm() {
     m_form = new QWidget(this);
     auto* form = new QFormLayout(m_form);
+    // One label column for every row, right-aligned as the platform style may not do it: rows
+    // of the form and of the caption options line up.
+    form->setLabelAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    m_model = new QLabel(tr("no model loaded"), m_form);
+    m_model->setObjectName(QStringLiteral("folderModelLabel"));
+    m_model->setTextFormat(Qt::PlainText);
+    m_model->setWordWrap(true);
+    m_model->setToolTip(tr("The model loaded in the main window answers every image, with the "
+                           "beams and token limit set there"));
+    form->addRow(tr("Model:"), m_model);
     m_folder = new QLineEdit(m_form);
     m_folder->setObjectName(QStringLiteral("folderEdit"));
     m_folder->setPlaceholderText(tr("the folder of images"));
@@ -107,8 +119,16 @@ void ProcessFolderDialog::buildForm() {
     m_outBrowse = new QPushButton(tr("Browse…"), m_form);
     connect(m_outBrowse, &QPushButton::clicked, this,
             [this] { browse(m_outFolder, tr("Folder for the Results")); });
+    // Both choices in the field column: a radio button as a row's label would widen the label
+    // column and push every field out of line with the rows above.
+    auto* elsewhereRow = withBrowse(m_form, m_outFolder, m_outBrowse);
+    static_cast<QHBoxLayout*>(elsewhereRow->layout())->insertWidget(0, m_elsewhere);
+    // Apart in the layout, the two are no longer siblings: a group keeps them exclusive.
+    auto* where = new QButtonGroup(m_form);
+    where->addButton(m_beside);
+    where->addButton(m_elsewhere);
     form->addRow(tr("Results:"), m_beside);
-    form->addRow(m_elsewhere, withBrowse(m_form, m_outFolder, m_outBrowse));
+    form->addRow(QString(), elsewhereRow);
 
     m_formatText = new QCheckBox(tr("Text: NAME.caption.txt (captions), NAME.ocr.txt, …"), m_form);
     m_formatText->setObjectName(QStringLiteral("formatTextCheck"));
@@ -264,6 +284,10 @@ void ProcessFolderDialog::setTask(const QString& token, const QString& text) {
     m_text->setText(text);
 }
 
+void ProcessFolderDialog::setModelName(const QString& name) {
+    m_model->setText(name.isEmpty() ? tr("no model loaded") : name);
+}
+
 void ProcessFolderDialog::setFolder(const QString& folder) {
     m_folder->setText(folder);
 }
@@ -305,7 +329,7 @@ unsigned ProcessFolderDialog::chosenFormats() const {
            (m_formatCaption->isChecked() ? kCaptionFile : 0u);
 }
 
-bool ProcessFolderDialog::jobFromForm(FolderJob* job, QString* error) const {
+bool ProcessFolderDialog::jobFromForm(FolderJobParams* job, QString* error) const {
     job->dir = m_folder->text().trimmed().toStdString();
     job->recursive = m_recursive->isChecked();
     job->task = {m_task->currentData().toString().toStdString(), m_text->text().toStdString(),
@@ -338,8 +362,8 @@ bool ProcessFolderDialog::start() {
         return false;
     }
     savePreferences();
-    request.options = m_options;
-    request.decode = m_decode;
+    request.job.settings = m_settings;
+    request.job.decode = m_decode;
     m_cancelFlag = std::make_shared<std::atomic<bool>>(false);
     request.cancel = m_cancelFlag;
     m_outcome = FolderOutcome{};

@@ -7,7 +7,8 @@
 //
 //   auto* dlg = new ProcessFolderDialog(worker, window);
 //   dlg->setTask("<CAPTION>", QString());
-//   dlg->setOptions(opts);                     // beams, token limit, cache of the window
+//   dlg->setSettings(settings);                // what the window changed from the defaults
+//   dlg->setModelName("florence2-demo-shapes"); // the model loaded in the window
 //   connect(dlg, &ProcessFolderDialog::runningChanged, window, &MainWindow::updateActions);
 //   dlg->show();
 #pragma once
@@ -46,14 +47,17 @@ public:
     void setFolderChooser(FolderChooser chooser) { m_chooser = std::move(chooser); }
     // The task the form starts with (a region task is not offered: it needs a region per image).
     void setTask(const QString& token, const QString& text);
-    void setOptions(const GenerationOptions& options) { m_options = options; }
+    // What the window's settings change from the model's defaults (beams, token limit, cache).
+    void setSettings(const GenerationSettings& settings) { m_settings = settings; }
+    // The model the run will use (the window's), named at the top of the form.
+    void setModelName(const QString& name);
     // How the images are decoded (the window's View › Turn Photos Upright).
     void setDecodeOptions(const DecodeOptions& decode) { m_decode = decode; }
     void setFolder(const QString& folder);
 
     bool isRunning() const { return m_running; }
     // The job the form describes; `error` says what is missing when it returns false.
-    bool jobFromForm(FolderJob* job, QString* error) const;
+    bool jobFromForm(FolderJobParams* job, QString* error) const;
     const FolderOutcome& lastOutcome() const { return m_outcome; }
 
 public slots:
@@ -70,6 +74,7 @@ signals:
 
 private:
     void buildForm();
+    QLabel* m_model = nullptr;
     void buildRunArea(); // progress, failures, buttons, and the layout of both
     void updateForm();
     void browse(QLineEdit* edit, const QString& caption);
@@ -84,7 +89,7 @@ private:
     void savePreferences() const;
 
     EngineWorker* m_worker;
-    GenerationOptions m_options;
+    GenerationSettings m_settings;
     DecodeOptions m_decode;
     FolderChooser m_chooser;
     QLineEdit* m_folder = nullptr;

@@ -44,6 +44,16 @@ bool separated(const Spread& a, const Spread& b) {
 
 } // namespace
 
+bool comparisonSettled(const CompareOutcome& o) {
+    const Spread wall[2] = {spreadOf(o.cachedTotalsMs), spreadOf(o.uncachedTotalsMs)};
+    const Spread cpu[2] = {spreadOf(o.cachedCpuMs), spreadOf(o.uncachedCpuMs)};
+    const auto apart = [](const Spread& a, const Spread& b) {
+        return a.count >= 2 && b.count >= 2 && agree(a, b) &&
+               (a.maxMs * kSettledGap < b.minMs || b.maxMs * kSettledGap < a.minMs);
+    };
+    return apart(cpu[0], cpu[1]) || apart(wall[0], wall[1]);
+}
+
 bool comparisonConcludes(const CompareOutcome& o) {
     const Spread wall[2] = {spreadOf(o.cachedTotalsMs), spreadOf(o.uncachedTotalsMs)};
     const Spread cpu[2] = {spreadOf(o.cachedCpuMs), spreadOf(o.uncachedCpuMs)};

@@ -45,6 +45,13 @@ struct CompareVerdict {
 // more repeats while they do not.
 bool comparisonConcludes(const CompareOutcome& outcome);
 
+// Whether the repeats so far already settle it, so the ones still planned can be skipped:
+// at least two of each, agreeing, and the slower of one pass at least kSettledGap times faster
+// than the faster of the other. At Florence-2-base an uncached pass takes minutes on a slow or
+// busy machine; a third repeat of a tenfold difference would only confirm it.
+bool comparisonSettled(const CompareOutcome& outcome);
+constexpr double kSettledGap = 2.0;
+
 // Above this relative spread of a pass's totals the repeats disagree too much to conclude.
 constexpr double kMaxConclusiveSpread = 0.3;
 

@@ -1,13 +1,10 @@
 // EngineWorker's folder runs, in a file of their own: the single-image runs in
-// EngineWorker.cpp do not need any of it.
+// EngineWorker.cpp do not need any of it. The job itself (<florence/folder_job.h>) is the one
+// the CLI's `batch` runs; this only turns its reports into signals.
 #include "run/EngineWorker.h"
 
-#include <florence/answer_json.h>
-#include <florence/batch.h>
 #include <florence/engine.h>
-#include <florence/machine.h>
-
-#include <QElapsedTimer>
+#include <florence/folder_job.h>
 
 namespace florence::ui {
 
@@ -30,67 +27,41 @@ QString qstr(const std::string& s) {
 
 void EngineWorker::processFolder(const FolderRequest& request) {
     FolderOutcome out;
-    const std::atomic<bool>* cancel = request.cancel.get();
+    FolderJobHooks hooks;
+    hooks.cancel = request.cancel.get();
     try {
         if (!m_session)
             throw Error(tr("No model is loaded: open a model package first.").toStdString());
-        const FolderBatch folder(request.job);
-        out.skipped = folder.skippedCount();
-        for (const auto& [path, why] : folder.refused())
-            out.failures.emplace_back(qstr(path), qstr(why));
-        const std::vector<std::string>& pending = folder.pendingImages();
+        const FolderJob job(request.job);
         FolderProgress progress;
-        progress.total = pending.size();
-        progress.skipped = out.skipped;
+        progress.total = job.folder().pendingImages().size();
+        progress.skipped = job.folder().skippedCount();
         emit folderProgress(progress);
-
-        GenerationOptions options = request.options;
-        options.reuseFeatures = false; // every image is another one
-        AnswerContext context;
-        context.model = m_model->manifest().name;
-        context.options = &options;
-        context.precision = precisionName(m_model->loadOptions().precision);
-        context.encoderPrecision = precisionName(m_model->encoderPrecision());
-        context.runtime = runtimeSummary();
-        QElapsedTimer clock;
-        clock.start();
-        runImages(
-            *m_session, pending, request.job.task, options, 1,
-            [&](const ImageOutcome& o) {
-                progress.path = qstr(o.path);
-                progress.error = qstr(o.error);
-                if (o.error.empty()) {
-                    context.imageFile = o.path;
-                    context.prompt = o.prompt;
-                    context.orientationApplied = o.orientationApplied;
-                    try {
-                        folder.writeResult(o.path, o.answer,
-                                           answerJson(o.answer, o.result, context));
-                        ++out.answered;
-                    } catch (const std::exception& e) {
-                        progress.error = qstr(e.what());
-                    }
-                }
-                if (!progress.error.isEmpty())
-                    out.failures.emplace_back(progress.path, progress.error);
-                ++progress.done;
-                progress.elapsedSeconds = static_cast<double>(clock.elapsed()) / 1000.0;
-                emit folderProgress(progress);
-                return true;
-            },
-            cancel,
-            [&](size_t, const std::string& path, const RgbImage& image) {
-                emit folderImageStarted(qstr(path), thumbnail(image));
-            },
-            request.decode);
-        folder.writeCoco();
-        out.cocoPath = qstr(folder.cocoPath());
+        hooks.onImageStarted = [&](size_t, const std::string& path, const RgbImage& image) {
+            emit folderImageStarted(qstr(path), thumbnail(image));
+        };
+        hooks.onImageDone = [&](const FolderImageReport& report) {
+            progress.path = qstr(report.outcome.path);
+            progress.error = qstr(report.error);
+            progress.done = report.progress.done;
+            progress.elapsedSeconds = report.progress.elapsedSeconds;
+            emit folderProgress(progress);
+            return true;
+        };
+        const FolderJobResult result = job.run(m_session.get(), hooks);
+        out.answered = result.answered;
+        out.skipped = result.skipped;
+        for (const auto& [path, why] : result.failures)
+            out.failures.emplace_back(qstr(path), qstr(why));
+        out.error = qstr(result.cocoError);
+        if (result.cocoError.empty())
+            out.cocoPath = qstr(result.cocoPath);
     } catch (const std::exception& e) {
         out.error = qstr(e.what());
     } catch (...) {
         out.error = tr("unknown error in the engine");
     }
-    out.cancelled = cancel && cancel->load();
+    out.cancelled = hooks.cancel && hooks.cancel->load();
     emit folderFinished(out);
 }
 

@@ -23,9 +23,7 @@
 namespace florence::ui {
 
 struct FolderRequest {
-    FolderJob job;
-    GenerationOptions options;
-    DecodeOptions decode; // EXIF orientation applied or not
+    FolderJobParams job; // its settings: what the window's panel changed from the defaults
     // Set by the GUI thread to stop the run after the image being answered (which is dropped).
     std::shared_ptr<std::atomic<bool>> cancel;
 };

@@ -206,16 +206,13 @@ QString HistoryEntry::firstWords() const {
 }
 
 QJsonObject makeHistoryDocument(const HistoryRecord& record) {
-    AnswerContext context;
-    context.imageFile =
+    const std::string imageFile =
         (record.imagePath.isEmpty() ? record.imageName : record.imagePath).toStdString();
-    context.prompt = record.prompt;
-    context.model = record.model.toStdString();
-    context.options = &record.options;
-    context.precision = record.precision.toStdString();
-    if (record.image)
-        context.orientationApplied = record.image->orientationApplied;
-    QJsonObject doc = answerJson(record.answer, record.outcome->result, context);
+    QJsonObject doc = answerJson(
+        record.answer, record.outcome->result,
+        describeRun(record.model, record.options, imageFile, record.prompt,
+                    record.image ? std::optional<bool>(record.image->orientationApplied)
+                                 : std::nullopt));
     QJsonObject h{{"time", record.time.toUTC().toString(Qt::ISODateWithMs)},
                   {"image_path", record.imagePath},
                   {"image_name", record.imageName},
@@ -553,6 +550,36 @@ bool History::clear(QString* error) {
                          .arg(QDir::toNativeSeparators(m_path), m_path + ".lock");
         return false;
     }
+    return save(error);
+}
+
+QList<QJsonObject> History::documents() const {
+    QList<QJsonObject> docs;
+    for (const auto& e : m_entries)
+        docs << e->document;
+    return docs;
+}
+
+bool History::restore(const QList<QJsonObject>& documents, QString* error) {
+    QLockFile lock(m_path + QStringLiteral(".lock"));
+    if (!lock.tryLock(kLockWaitMs)) {
+        if (error)
+            *error = tr("Cannot restore the history in %1: another window keeps it locked (%2).")
+                         .arg(QDir::toNativeSeparators(m_path), m_path + ".lock");
+        return false;
+    }
+    mergeFromDisk();
+    beginResetModel();
+    for (const QJsonObject& doc : documents) {
+        if (count() >= m_maxEntries)
+            break;
+        QString ignored;
+        if (find(doc))
+            continue;
+        if (std::optional<HistoryEntry> e = entryFromDocument(doc, &ignored))
+            m_entries.push_back(std::make_unique<HistoryEntry>(std::move(*e)));
+    }
+    endResetModel();
     return save(error);
 }
 

@@ -19,6 +19,7 @@
 #include "run/WorkerTypes.h"
 
 #include <florence/answer.h>
+#include <florence/describe_run.h>
 #include <florence/engine.h>
 
 #include <QAbstractListModel>
@@ -66,8 +67,7 @@ struct HistoryRecord {
     ParsedAnswer answer; // scored
     std::string prompt;
     GenerationOptions options;
-    QString model;
-    QString precision;
+    ModelFacts model;  // the model that ran, as File › Export describes it
     QString imagePath; // "" for a pasted image
     QString imageName;
     QString taskText;
@@ -130,6 +130,11 @@ public:
     bool add(const QJsonObject& document, QString* error = nullptr);
     // Removes every entry and the file's content.
     bool clear(QString* error = nullptr);
+    // Every entry's document, newest first (what clear() would remove).
+    QList<QJsonObject> documents() const;
+    // Puts back documents that clear() removed (newest first), behind the runs recorded since,
+    // and saves; documents already listed are skipped. False, with `error` set, as for add().
+    bool restore(const QList<QJsonObject>& documents, QString* error = nullptr);
     // The documents of `rows` (without thumbnails) as a JSON array, written whole or not at
     // all. Throws florence::Error naming the file when it cannot be written.
     void exportEntries(const QList<int>& rows, const QString& path) const;

@@ -21,6 +21,12 @@ void ImageEncoder::cancel() {
     m_pending = false;
 }
 
+void ImageEncoder::modelChanging() {
+    cancel();
+    m_visionMs = -1;
+    m_textEncoderMs = -1;
+}
+
 void ImageEncoder::request(std::shared_ptr<const RgbImage> image, const std::string& prompt) {
     cancel();
     if (image != m_image)

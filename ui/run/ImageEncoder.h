@@ -32,8 +32,11 @@ public:
     // Cancels the previous request and queues `image` with `prompt` (may be empty; nothing
     // for a null image).
     void request(std::shared_ptr<const RgbImage> image, const std::string& prompt = {});
-    // The model is about to change: what the worker encodes now would be thrown away.
+    // Cancels the request in flight (a newer one follows).
     void cancel();
+    // The model is about to change: what the worker encodes now would be thrown away, and the
+    // times measured were the old model's.
+    void modelChanging();
     bool isPending() const { return m_pending; }
     // The vision encoder's time for the image last requested, measured ahead of Run; < 0 until
     // known.

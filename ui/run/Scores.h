@@ -4,6 +4,7 @@
 //
 //   ParsedAnswer shown = florence::ui::withMinScore(answer, 0.5);   // items scored >= 0.5
 //   QString s = florence::ui::scoreText(item.score);                 // "0.973", "" unscored
+//   cell->setToolTip(florence::ui::scoreToolTip(item.score));       // what 0.973 means
 #pragma once
 
 #include <florence/answer.h>
@@ -20,5 +21,12 @@ ParsedAnswer withMinScore(const ParsedAnswer& answer, double minScore);
 
 // Three decimals ("0.973"), or "" for an item without a score.
 QString scoreText(double score);
+
+// What the score is and what it is not, for tooltips where scores are shown: the mean
+// probability of the item's own tokens, not an IoU and not a detection confidence.
+QString scoreExplanation();
+// One score's tooltip: its value and the explanation; for `textAnswer` (a caption's or an OCR
+// answer's row) the score of the answer's words. "" for an item without a score.
+QString scoreToolTip(double score, bool textAnswer = false);
 
 } // namespace florence::ui

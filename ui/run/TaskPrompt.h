@@ -5,6 +5,7 @@
 //   std::optional<std::string> p =
 //       florence::ui::promptFor("<REGION_TO_CATEGORY>", "", region, image.get(), &error);
 //   if (!p) showMessage(error, true);   // "Drag a rectangle on the image … first."
+//   promptLine->setText(florence::ui::readablePrompt(*p, image->width, image->height));
 #pragma once
 
 #include <florence/image.h>
@@ -27,5 +28,13 @@ std::optional<Box> taskRegion(const QString& task, const std::optional<QRectF>& 
 std::optional<std::string> promptFor(const QString& task, const QString& text,
                                      const std::optional<QRectF>& region, const RgbImage* image,
                                      QString* error);
+
+// `prompt` as a person reads it: each run of four location tokens becomes the box it stands
+// for in the image's pixels ("What is the region [box 100, 80 – 300, 230]?").
+QString readablePrompt(const std::string& prompt, int imageWidth, int imageHeight);
+
+// `message` with every task token replaced by the task's name in quotes ("“Caption to phrase
+// grounding” needs a caption…"); other text as it is.
+QString withTaskNames(const QString& message);
 
 } // namespace florence::ui

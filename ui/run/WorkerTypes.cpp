@@ -12,4 +12,13 @@ void registerWorkerTypes() {
     qRegisterMetaType<ModelInfo>();
 }
 
+ModelFacts ModelInfo::facts() const {
+    ModelFacts facts;
+    facts.name = manifest.name;
+    facts.precision = precisionMode;
+    facts.encoderPrecision = encoderPrecision;
+    facts.loadMs = loadMs;
+    return facts;
+}
+
 } // namespace florence::ui

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <florence/answer.h>
+#include <florence/describe_run.h>
 #include <florence/engine.h>
 #include <florence/package.h>
 
@@ -118,6 +119,8 @@ struct ModelInfo {
     // The manifest's account of where the weights came from.
     QString source() const { return QString::fromStdString(manifest.source); }
     QString precision() const { return QString::fromLatin1(precisionName(precisionMode)); }
+    // What an answer document says of this model (describeRun).
+    ModelFacts facts() const;
 };
 
 // Registers the types above for queued connections.

@@ -142,21 +142,21 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
     m_beamsSpin = new QSpinBox(genBox);
     m_beamsSpin->setObjectName(QStringLiteral("beamsSpin"));
     m_beamsSpin->setRange(1, 16);
-    m_beamsSpin->setValue(3);
+    m_beamsSpin->setValue(m_defaults.numBeams);
     m_beamsSpin->setToolTip(tr("Beam search width; 1 = greedy search (fastest)"));
     m_maxTokensSpin = new QSpinBox(genBox);
     m_maxTokensSpin->setObjectName(QStringLiteral("maxTokensSpin"));
-    m_maxTokensSpin->setRange(1, 1024);
-    m_maxTokensSpin->setValue(1024);
+    m_maxTokensSpin->setRange(1, kDefaultMaxNewTokens);
+    m_maxTokensSpin->setValue(m_defaults.maxNewTokens);
     m_maxTokensSpin->setToolTip(tr("Generation stops after this many tokens at the latest"));
     m_cacheCheck = new QCheckBox(tr("Use the key/value cache"), genBox);
     m_cacheCheck->setObjectName(QStringLiteral("cacheCheck"));
-    m_cacheCheck->setChecked(true);
+    m_cacheCheck->setChecked(m_defaults.useCache);
     m_cacheCheck->setToolTip(tr("Off: the whole prefix runs through the decoder at every step"));
     createIgnoreEosCheck(genBox);
     m_precisionCombo = new QComboBox(genBox);
     m_precisionCombo->setObjectName(QStringLiteral("precisionCombo"));
-    for (const Precision p : {Precision::Float32, Precision::BFloat16, Precision::Int8})
+    for (const Precision p : knownPrecisions())
         m_precisionCombo->addItem(QString::fromLatin1(precisionName(p)), static_cast<int>(p));
     m_precisionCombo->setToolTip(
         tr("bfloat16 runs the linear layers with oneDNN's AVX512-BF16 kernels: faster on CPUs "
@@ -174,8 +174,11 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
     genLayout->addRow(tr("Precision:"), m_precisionCombo);
     genLayout->addRow(m_cacheCheck);
     genLayout->addRow(m_ignoreEosCheck);
+    m_precisionCombo->setCurrentIndex(
+        m_precisionCombo->findData(static_cast<int>(GenerationSettings::kDefaultPrecision)));
     connect(m_precisionCombo, qOverload<int>(&QComboBox::currentIndexChanged), this,
             &ControlPanel::precisionChanged);
+    recordChanges();
 
     m_runButton = new QPushButton(run->icon(), tr("Run"), this);
     m_runButton->setObjectName(QStringLiteral("runButton"));
@@ -250,10 +253,46 @@ void ControlPanel::createIgnoreEosCheck(QWidget* parent) {
            "lasts exactly Max new tokens, "
            "whatever the model answers. On by itself for the speed-demo models (random weights, "
            "whose answers are noise); other models keep your choice."));
+}
+
+void ControlPanel::recordChanges() {
+    // What the user (or the window's command line and tests, through the setters) changes is
+    // recorded; what showSettings() puts in the widgets is not.
+    connect(m_beamsSpin, qOverload<int>(&QSpinBox::valueChanged), this, [this](int n) {
+        if (!m_showing)
+            m_settings.beams = n;
+    });
+    connect(m_maxTokensSpin, qOverload<int>(&QSpinBox::valueChanged), this, [this](int n) {
+        if (!m_showing)
+            m_settings.maxNewTokens = n;
+    });
+    connect(m_cacheCheck, &QCheckBox::toggled, this, [this](bool on) {
+        if (!m_showing)
+            m_settings.useCache = on;
+    });
     connect(m_ignoreEosCheck, &QCheckBox::toggled, this, [this](bool on) {
-        if (!m_modelIgnoresEos)
+        if (m_showing)
+            return;
+        m_settings.ignoreEos = on;
+        // The choice made with a speed demo loaded lasts while it is: the other packages keep
+        // the user's choice for them.
+        if (!m_defaults.ignoreEos)
             m_userIgnoreEos = on;
     });
+    connect(m_precisionCombo, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] {
+        if (!m_showing)
+            m_settings.precision = precision();
+    });
+}
+
+void ControlPanel::showSettings() {
+    const GenerationOptions o = options();
+    m_showing = true;
+    m_beamsSpin->setValue(o.numBeams);
+    m_maxTokensSpin->setValue(o.maxNewTokens);
+    m_cacheCheck->setChecked(o.useCache);
+    m_ignoreEosCheck->setChecked(o.ignoreEos);
+    m_showing = false;
 }
 
 QWidget* ControlPanel::firstInFocusChain() const {
@@ -396,10 +435,6 @@ void ControlPanel::setMaxNewTokens(int n) {
     m_maxTokensSpin->setValue(n);
 }
 
-void ControlPanel::setMaxNewTokensLimit(int n) {
-    m_maxTokensSpin->setMaximum(std::max(1, n));
-}
-
 bool ControlPanel::useCache() const {
     return m_cacheCheck->isChecked();
 }
@@ -416,17 +451,39 @@ void ControlPanel::setIgnoreEos(bool on) {
     m_ignoreEosCheck->setChecked(on);
 }
 
-void ControlPanel::setModelIgnoresEos(bool on) {
-    m_modelIgnoresEos = on;
-    m_ignoreEosCheck->setChecked(on || m_userIgnoreEos);
+void ControlPanel::setModelDefaults(const GenerationOptions& defaults, int maxNewTokensLimit) {
+    m_defaults = defaults;
+    m_showing = true; // a lower maximum lowers the value: not the user's doing
+    m_maxTokensSpin->setMaximum(std::max(1, maxNewTokensLimit));
+    m_showing = false;
+    // A package that asks to ignore the end token (the speed demos, whose answers are noise)
+    // has it; any other gets back what the user last chose with such a package loaded.
+    m_settings.ignoreEos = defaults.ignoreEos ? std::nullopt : m_userIgnoreEos;
+    showSettings();
+}
+
+GenerationOptions ControlPanel::options() const {
+    GenerationOptions o = m_settings.applyTo(m_defaults);
+    o.maxNewTokens = std::min(o.maxNewTokens, m_maxTokensSpin->maximum()); // this package's
+    return o;
+}
+
+GenerationSettings ControlPanel::settings() const {
+    GenerationSettings s = m_settings;
+    if (s.maxNewTokens)
+        s.maxNewTokens = std::min(*s.maxNewTokens, m_maxTokensSpin->maximum());
+    return s;
+}
+
+void ControlPanel::setSettings(const GenerationSettings& settings) {
+    m_settings = settings;
+    m_userIgnoreEos = settings.ignoreEos;
+    setPrecision(settings.loadPrecision(), true);
+    showSettings();
 }
 
 Precision ControlPanel::precision() const {
     return static_cast<Precision>(m_precisionCombo->currentData().toInt());
-}
-
-QString ControlPanel::precisionText() const {
-    return m_precisionCombo->currentText();
 }
 
 void ControlPanel::setPrecision(Precision p, bool silently) {
@@ -434,31 +491,21 @@ void ControlPanel::setPrecision(Precision p, bool silently) {
     const int index = m_precisionCombo->findData(static_cast<int>(p));
     if (index >= 0)
         m_precisionCombo->setCurrentIndex(index);
-}
-
-bool ControlPanel::setPrecisionText(const QString& name) {
-    const int index = m_precisionCombo->findText(name);
-    if (index >= 0)
-        m_precisionCombo->setCurrentIndex(index);
-    return index >= 0;
+    if (silently && m_settings.precision) // the choice that could not load is taken back
+        m_settings.precision = p;
 }
 
 void ControlPanel::restorePreferences(const Preferences& p) {
     setTask(p.task);
     setTaskText(p.taskText);
-    setBeams(p.beams);
-    setMaxNewTokens(p.maxNewTokens);
-    setUseCache(p.useCache);
-    setPrecisionText(p.precision);
+    setSettings(p.generation);
 }
 
 void ControlPanel::savePreferences(Preferences& p) const {
     p.task = task();
     p.taskText = taskText();
-    p.beams = beams();
-    p.maxNewTokens = maxNewTokens();
-    p.useCache = useCache();
-    p.precision = precisionText();
+    p.generation = m_settings;
+    p.generation.ignoreEos.reset(); // for speed measurements: never kept
 }
 
 void ControlPanel::setRunState(bool canRun, bool running) {

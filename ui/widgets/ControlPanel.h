@@ -10,6 +10,7 @@
 #include "Settings.h"
 
 #include <florence/engine.h>
+#include <florence/generation_settings.h>
 #include <florence/tasks.h>
 
 #include <QRectF>
@@ -61,25 +62,30 @@ public:
     QString prompt() const;
     QLineEdit* textEdit() const { return m_inputEdit; }
 
-    // Generation.
+    // Generation: the panel shows the loaded package's defaults with what the user changed
+    // (GenerationSettings), and records only the changes.
     int beams() const;
     void setBeams(int n);
     int maxNewTokens() const;
     void setMaxNewTokens(int n);
-    void setMaxNewTokensLimit(int n);
     bool useCache() const;
     void setUseCache(bool on);
     // "Ignore the end token": every run generates exactly Max new tokens (speed measurements).
     bool ignoreEos() const;
     void setIgnoreEos(bool on);
-    // A package that asks for it (the speed demos, whose answers are noise) switches the option
-    // on; any other package gets back what the user last chose with such a package loaded.
-    void setModelIgnoresEos(bool on);
+    // The loaded package's defaults (Model::defaultOptions) and its token limit
+    // (max_positions); the widgets then show them with the user's changes.
+    void setModelDefaults(const GenerationOptions& defaults, int maxNewTokensLimit);
+    // What a run uses: the package's defaults with the user's changes.
+    GenerationOptions options() const;
+    // The user's changes only (a folder run applies them to its model's defaults), the token
+    // limit at most the loaded package's.
+    GenerationSettings settings() const;
+    void setSettings(const GenerationSettings& settings);
     Precision precision() const;
-    QString precisionText() const;
-    // Emits precisionChanged unless `silently`.
+    // Emits precisionChanged unless `silently` (then also taken as the user's choice, if any:
+    // the precision the model in use runs in after another could not load).
     void setPrecision(Precision p, bool silently = false);
-    bool setPrecisionText(const QString& name);
     // The task and generation settings kept between sessions.
     void restorePreferences(const Preferences& p);
     void savePreferences(Preferences& p) const;
@@ -108,6 +114,8 @@ protected:
 private:
     void updateTaskInput();
     void createIgnoreEosCheck(QWidget* parent);
+    void recordChanges();
+    void showSettings(); // options() into the widgets, recording nothing
 
     QComboBox* m_modelCombo = nullptr;
     QLabel* m_modelLabel = nullptr;
@@ -121,8 +129,10 @@ private:
     QSpinBox* m_maxTokensSpin = nullptr;
     QCheckBox* m_cacheCheck = nullptr;
     QCheckBox* m_ignoreEosCheck = nullptr;
-    bool m_modelIgnoresEos = false; // the loaded package asked for it
-    bool m_userIgnoreEos = false;   // the user's choice for the other packages
+    GenerationOptions m_defaults;          // the loaded package's
+    GenerationSettings m_settings;         // what the user changed
+    std::optional<bool> m_userIgnoreEos;   // the user's choice for packages that do not ask
+    bool m_showing = false;                // showSettings() is filling the widgets
     QComboBox* m_precisionCombo = nullptr;
     QPushButton* m_runButton = nullptr;
     QPushButton* m_cancelButton = nullptr;

@@ -24,8 +24,12 @@ HistoryPanel::HistoryPanel(History* history, QWidget* parent)
     m_note->setObjectName(QStringLiteral("historyNote"));
     m_note->setWordWrap(true);
     m_note->setTextFormat(Qt::PlainText);
-    m_note->setForegroundRole(QPalette::BrightText);
     m_note->hide();
+    m_undo = new QPushButton(tr("Undo"), this);
+    m_undo->setObjectName(QStringLiteral("historyUndoButton"));
+    m_undo->setToolTip(tr("Put back the runs Clear History removed"));
+    m_undo->hide();
+    connect(m_undo, &QPushButton::clicked, this, &HistoryPanel::undoClear);
 
     m_list = new QListView(this);
     m_list->setObjectName(QStringLiteral("historyList"));
@@ -59,7 +63,8 @@ HistoryPanel::HistoryPanel(History* history, QWidget* parent)
     connect(m_export, &QPushButton::clicked, this, &HistoryPanel::exportSelected);
     m_clear = new QPushButton(tr("Clear History"), this);
     m_clear->setObjectName(QStringLiteral("historyClearButton"));
-    m_clear->setToolTip(tr("Forget every run in the history (the images are not touched)"));
+    m_clear->setToolTip(tr("Forget every run in the history (the images are not touched); "
+                           "Undo brings them back"));
     connect(m_clear, &QPushButton::clicked, this, &HistoryPanel::clearHistory);
     connect(history, &QAbstractItemModel::rowsInserted, this, [this] {
         // The new run is on screen, not an earlier one: nothing stays chosen.
@@ -75,7 +80,11 @@ HistoryPanel::HistoryPanel(History* history, QWidget* parent)
     buttons->addWidget(m_clear);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
-    layout->addWidget(m_note);
+    auto* noteRow = new QHBoxLayout();
+    noteRow->setContentsMargins(0, 0, 0, 0);
+    noteRow->addWidget(m_note, 1);
+    noteRow->addWidget(m_undo, 0, Qt::AlignTop);
+    layout->addLayout(noteRow);
     layout->addWidget(m_list, 1);
     layout->addLayout(buttons);
     setMinimumWidth(160);
@@ -83,8 +92,15 @@ HistoryPanel::HistoryPanel(History* history, QWidget* parent)
 }
 
 void HistoryPanel::setNote(const QString& text) {
+    showNote(text, false);
+}
+
+void HistoryPanel::showNote(const QString& text, bool undoable) {
     m_note->setText(text);
     m_note->setVisible(!text.isEmpty());
+    if (!undoable)
+        m_cleared.clear();
+    m_undo->setVisible(undoable);
 }
 
 QString HistoryPanel::note() const {
@@ -137,8 +153,31 @@ bool HistoryPanel::exportSelected() {
 }
 
 void HistoryPanel::clearHistory() {
+    const QList<QJsonObject> documents = m_history->documents();
+    if (documents.isEmpty())
+        return;
     QString error;
-    setNote(m_history->clear(&error) ? QString() : error);
+    if (!m_history->clear(&error)) {
+        setNote(error);
+        return;
+    }
+    showNote(documents.size() == 1
+                 ? tr("Cleared 1 run from the history.")
+                 : tr("Cleared %1 runs from the history.").arg(documents.size()),
+             true);
+    m_cleared = documents;
+}
+
+bool HistoryPanel::undoClear() {
+    if (m_cleared.isEmpty())
+        return false;
+    QString error;
+    if (!m_history->restore(m_cleared, &error)) {
+        showNote(error, true); // the runs are still held: Undo can be tried again
+        return false;
+    }
+    setNote(QString());
+    return true;
 }
 
 } // namespace florence::ui

@@ -1,14 +1,15 @@
 // The History panel: the runs the app remembers (run/History), newest first, each with its
 // image's thumbnail, task, time and the first words of its answer. Choosing one emits
 // entryChosen so the window shows it again without rerunning; Export Selected writes the
-// selected runs as JSON; Clear History empties it. A note above the list says when the history
-// file could not be read or saved.
+// selected runs as JSON; Clear History empties it, and Undo beside the note that says so puts
+// the runs back. A note above the list says when the history file could not be read or saved.
 //
 //   auto* panel = new HistoryPanel(history, parent);
 //   connect(panel, &HistoryPanel::entryChosen, window, &MainWindow::showHistoryEntry);
 //   panel->setFileChooser([](const QString& suggested) { return suggested; });   // tests
 #pragma once
 
+#include <QJsonObject>
 #include <QList>
 #include <QWidget>
 
@@ -45,15 +46,20 @@ public slots:
     // Asks where (through the chooser or a dialog) and writes the selected runs.
     bool exportSelected();
     void clearHistory();
+    // Puts back the runs the last Clear History removed.
+    bool undoClear();
 
 signals:
     void entryChosen(int row);
 
 private:
     void updateButtons();
+    void showNote(const QString& text, bool undoable);
 
     History* m_history;
     QLabel* m_note = nullptr;
+    QPushButton* m_undo = nullptr;
+    QList<QJsonObject> m_cleared; // what Undo puts back
     QListView* m_list = nullptr;
     QPushButton* m_export = nullptr;
     QPushButton* m_clear = nullptr;

@@ -11,7 +11,9 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QMimeData>
 #include <QPlainTextEdit>
+#include <QProgressBar>
 #include <QScrollBar>
 #include <QSplitter>
 #include <QTableWidget>
@@ -44,9 +46,10 @@ QString coordinates(const AnswerItem& it) {
         return QStringLiteral("%1, %2, %3, %4")
             .arg(num(it.box.x1), num(it.box.y1), num(it.box.x2), num(it.box.y2));
     if (it.kind == AnswerItem::Kind::Quad) {
+        // Whole pixels: four corners at one decimal do not fit the column beside the text.
         QStringList pts;
         for (size_t i = 0; i + 1 < it.quad.size(); i += 2)
-            pts << QStringLiteral("(%1, %2)").arg(num(it.quad[i]), num(it.quad[i + 1]));
+            pts << QStringLiteral("(%1, %2)").arg(qRound(it.quad[i])).arg(qRound(it.quad[i + 1]));
         return pts.join(QLatin1Char(' '));
     }
     int points = 0;
@@ -75,6 +78,28 @@ bool sameItem(const AnswerItem& a, const AnswerItem& b) {
 
 constexpr int kScoreColumn = 4;
 
+// Lines may break between tokens but not inside one: a word joiner after "</" keeps "</s>"
+// whole. Copies leave the joiners out.
+constexpr QChar kWordJoiner(0x2060);
+
+QString rawForDisplay(const std::string& text) {
+    return QString::fromStdString(text).replace(QStringLiteral("</"),
+                                                QStringLiteral("</") + kWordJoiner);
+}
+
+class RawTextEdit : public QPlainTextEdit {
+public:
+    using QPlainTextEdit::QPlainTextEdit;
+
+protected:
+    QMimeData* createMimeDataFromSelection() const override {
+        auto* data = new QMimeData;
+        data->setText(textCursor().selectedText().remove(kWordJoiner).replace(
+            QChar::ParagraphSeparator, QLatin1Char('\n')));
+        return data;
+    }
+};
+
 } // namespace
 
 ResultsPanel::ResultsPanel(QWidget* parent) : QWidget(parent) {
@@ -101,7 +126,7 @@ ResultsPanel::ResultsPanel(QWidget* parent) : QWidget(parent) {
     m_answerText->setFont(answerFont);
     m_answerText->setMinimumHeight(QFontMetrics(answerFont).lineSpacing() * 2 + 12);
 
-    m_text = new QPlainTextEdit(this);
+    m_text = new RawTextEdit(this);
     m_text->setTabChangesFocus(true);
     m_text->setObjectName(QStringLiteral("rawText"));
     m_text->setReadOnly(true);
@@ -119,9 +144,7 @@ ResultsPanel::ResultsPanel(QWidget* parent) : QWidget(parent) {
     m_table->setObjectName(QStringLiteral("itemsTable"));
     m_table->setHorizontalHeaderLabels(
         {tr("#"), tr("Label"), tr("Kind"), tr("Coordinates (px)"), tr("Score")});
-    m_table->horizontalHeaderItem(kScoreColumn)
-        ->setToolTip(tr("Confidence: the mean probability of the item's tokens (its label and "
-                        "location tokens; an OCR line's text and corners), in (0, 1]"));
+    m_table->horizontalHeaderItem(kScoreColumn)->setToolTip(scoreExplanation());
     m_table->verticalHeader()->hide();
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_table->setSelectionMode(QAbstractItemView::ExtendedSelection);
@@ -165,10 +188,32 @@ ResultsPanel::ResultsPanel(QWidget* parent) : QWidget(parent) {
     connect(m_rawToggle, &QToolButton::toggled, m_text, &QWidget::setVisible);
     m_header->insertWidget(0, m_rawToggle);
 
+    // Between Run and the first token the encoders run (seconds at base size, more on a busy
+    // machine): a moving bar and a phase say the model is at work.
+    m_pending = new QWidget(this);
+    m_pending->setObjectName(QStringLiteral("runProgress"));
+    auto* bar = new QProgressBar(m_pending);
+    bar->setObjectName(QStringLiteral("runProgressBar"));
+    bar->setRange(0, 0); // busy: the encoders report no fraction done
+    bar->setTextVisible(false);
+    bar->setMaximumWidth(120);
+    m_pendingPhase = new QLabel(m_pending);
+    m_pendingPhase->setObjectName(QStringLiteral("runProgressPhase"));
+    m_pendingPhase->setTextFormat(Qt::PlainText);
+    m_pendingPhase->setMinimumWidth(0);
+    m_pendingPhase->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    auto* pendingRow = new QHBoxLayout(m_pending);
+    pendingRow->setContentsMargins(0, 0, 0, 0);
+    pendingRow->addWidget(bar);
+    pendingRow->addWidget(m_pendingPhase, 1);
+    m_pending->hide();
+    m_answerViews = split;
+
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     m_scores = new ScoreControls(this);
     layout->addWidget(m_summary);
+    layout->addWidget(m_pending);
     layout->addWidget(m_scores);
     layout->addWidget(split, 1);
     layout->addLayout(m_header);
@@ -193,13 +238,15 @@ void ResultsPanel::setRawText(const std::string& text) {
         return;
     QScrollBar* bar = m_text->verticalScrollBar();
     const bool atEnd = bar->value() >= bar->maximum() - 4;
-    if (text.size() > m_shownText.size() && text.compare(0, m_shownText.size(), m_shownText) == 0) {
+    const QString shown = m_text->toPlainText();
+    const QString wanted = rawForDisplay(text);
+    if (wanted.size() > shown.size() && wanted.startsWith(shown)) {
         // Appending keeps the user's selection and scroll position; replacing would reset both.
         QTextCursor c(m_text->document());
         c.movePosition(QTextCursor::End);
-        c.insertText(QString::fromStdString(text.substr(m_shownText.size())));
+        c.insertText(wanted.mid(shown.size()));
     } else {
-        m_text->setPlainText(QString::fromStdString(text));
+        m_text->setPlainText(wanted);
     }
     m_shownText = text;
     if (atEnd)
@@ -207,7 +254,7 @@ void ResultsPanel::setRawText(const std::string& text) {
 }
 
 QString ResultsPanel::rawText() const {
-    return m_text->toPlainText();
+    return m_text->toPlainText().remove(kWordJoiner);
 }
 
 void ResultsPanel::setAnswer(const ParsedAnswer& answer) {
@@ -243,6 +290,7 @@ void ResultsPanel::setAnswer(const ParsedAnswer& answer) {
         m_table->setItem(row, 3, coords);
         auto* score = new QTableWidgetItem(scoreText(it.score));
         score->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        score->setToolTip(scoreToolTip(it.score));
         m_table->setItem(row, kScoreColumn, score);
     }
     if (selected >= static_cast<int>(answer.items.size()))
@@ -266,6 +314,7 @@ void ResultsPanel::showTextRow(const ParsedAnswer& answer, const QString& text) 
         m_table->setItem(0, 3, new QTableWidgetItem(tr("the whole image")));
         auto* score = new QTableWidgetItem(scoreText(answer.score));
         score->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        score->setToolTip(scoreToolTip(answer.score, true));
         m_table->setItem(0, kScoreColumn, score);
     }
     m_answer = answer;
@@ -275,7 +324,41 @@ QString ResultsPanel::answerText() const {
     return m_answerText->toPlainText();
 }
 
+void ResultsPanel::showPending(const QString& phase) {
+    m_pendingPhase->setText(phase);
+    m_pendingPhase->setToolTip(phase);
+    if (isPending())
+        return;
+    m_summaryBeforePending = m_summary->text();
+    m_pending->show();
+    // Greyed, so it cannot pass for the answer on its way.
+    m_answerViews->setEnabled(false);
+    if (m_answerText->toPlainText().isEmpty() && m_table->rowCount() == 0)
+        m_summary->setText(tr("Waiting for the first token…"));
+    else
+        m_summary->setText(tr("Previous answer (greyed) · the new one replaces it when its first "
+                              "token arrives"));
+}
+
+void ResultsPanel::endPending() {
+    if (!isPending())
+        return;
+    m_pending->hide();
+    m_answerViews->setEnabled(true);
+    m_summary->setText(m_summaryBeforePending);
+}
+
+bool ResultsPanel::isPending() const {
+    return !m_pending->isHidden();
+}
+
+QString ResultsPanel::pendingPhase() const {
+    return isPending() ? m_pendingPhase->text() : QString();
+}
+
 void ResultsPanel::clear() {
+    m_pending->hide();
+    m_answerViews->setEnabled(true);
     m_answerText->clear();
     m_textRow = false;
     m_text->clear();

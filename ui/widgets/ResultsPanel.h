@@ -22,6 +22,7 @@ class QLabel;
 class QHBoxLayout;
 class QAction;
 class QToolButton;
+class QProgressBar;
 
 namespace florence::ui {
 
@@ -47,6 +48,15 @@ public:
     void addHeaderActions(const QList<QAction*>& actions);
     void setSummary(const QString& text);
     ScoreControls* scoreControls() const { return m_scores; }
+    // A run has started but its first token has not come: the answer shown is greyed and
+    // called the previous one, and a busy bar says what the model is doing (`phase`, e.g.
+    // "Reading the image…"). Called again, it only changes the phase. clear() or
+    // endPending() ends it.
+    void showPending(const QString& phase);
+    // The run ended before its first token: the previous answer is the current one again.
+    void endPending();
+    bool isPending() const;
+    QString pendingPhase() const;
 
 public slots:
     void selectItem(int index);
@@ -61,6 +71,10 @@ private:
     void showTextRow(const ParsedAnswer& answer, const QString& text);
 
     QLabel* m_summary = nullptr;
+    QWidget* m_pending = nullptr; // the busy bar and its phase, while a run has no token yet
+    QLabel* m_pendingPhase = nullptr;
+    QWidget* m_answerViews = nullptr; // what showPending greys
+    QString m_summaryBeforePending;
     QHBoxLayout* m_header = nullptr;
     QPlainTextEdit* m_answerText = nullptr;
     QPlainTextEdit* m_text = nullptr; // raw tokens

@@ -1,5 +1,7 @@
 #include "widgets/ScoreControls.h"
 
+#include "run/Scores.h"
+
 #include <QCheckBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -22,8 +24,8 @@ ScoreControls::ScoreControls(QWidget* parent) : QWidget(parent) {
     setObjectName(QStringLiteral("scoreControls"));
     m_show = new QCheckBox(tr("Scores on image"), this);
     m_show->setObjectName(QStringLiteral("showScoresCheck"));
-    m_show->setToolTip(tr("Add each item's confidence score (the mean probability of its "
-                          "tokens) to its label on the image"));
+    m_show->setToolTip(tr("Add each item's score to its label on the image.\n\n%1")
+                           .arg(scoreExplanation()));
     connect(m_show, &QCheckBox::toggled, this, &ScoreControls::showScoresChanged);
 
     auto* label = new QLabel(tr("Min score"), this);
@@ -33,7 +35,9 @@ ScoreControls::ScoreControls(QWidget* parent) : QWidget(parent) {
     m_slider->setSingleStep(10);
     m_slider->setPageStep(100);
     m_slider->setToolTip(tr("Hide the items scored below this from the image, the table and "
-                            "the exports; items without a score always show"));
+                            "the exports; items without a score always show.\n\n%1")
+                             .arg(scoreExplanation()));
+    label->setToolTip(m_slider->toolTip());
     m_slider->setMinimumWidth(100);
     label->setBuddy(m_slider);
     m_value = new QLabel(this);

@@ -1,15 +1,17 @@
 // Many images, one at a time: a folder's images with their sidecar files (what `batch` and the
 // app's File › Process Folder write), and the loop that decodes, answers and hands back one
-// image after another so memory stays bounded whatever the folder holds.
+// image after another so memory stays bounded whatever the folder holds. FolderJob
+// (<florence/folder_job.h>) puts the two together; use these parts directly only for
+// something else (the CLI's `run` over many images prints instead of writing sidecars).
 //
-//   florence::FolderJob job;
-//   job.dir = "photos";
-//   job.task = {"<CAPTION>", "", std::nullopt};
-//   job.formats = florence::kTextSidecar | florence::kJsonSidecar;
-//   job.existing = florence::ExistingResults::Skip;          // resume
-//   florence::FolderBatch folder(job);                        // throws florence::Error
+//   florence::FolderJobParams params;
+//   params.dir = "photos";
+//   params.task = {"<CAPTION>", "", std::nullopt};
+//   params.formats = florence::kTextSidecar | florence::kJsonSidecar;
+//   params.existing = florence::ExistingResults::Skip;     // resume
+//   florence::FolderBatch folder(params);                   // throws florence::Error
 //   florence::Session session(model);
-//   florence::runImages(session, folder.pendingImages(), job.task, opts, 1,
+//   florence::runImages(session, folder.pendingImages(), params.task, opts, 1,
 //       [&](const florence::ImageOutcome& o) {
 //           if (o.error.empty())
 //               folder.writeResult(o.path, o.answer, documentFor(o));  // temp file + rename
@@ -21,6 +23,7 @@
 #include <florence/answer.h>
 #include <florence/engine.h>
 #include <florence/files.h> // writeFileAtomically, used with the sidecars
+#include <florence/generation_settings.h>
 #include <florence/tasks.h>
 
 #include <QJsonObject>
@@ -71,7 +74,7 @@ enum class ExistingResults {
     Overwrite, // every image is processed again and its sidecars replaced
 };
 
-struct FolderJob {
+struct FolderJobParams {
     std::string dir;        // the folder of images
     bool recursive = false; // also the images in its sub-folders
     // When not empty, these images instead of the folder's (a shard of a larger set); `dir` is
@@ -82,6 +85,10 @@ struct FolderJob {
     unsigned formats = kTextSidecar | kJsonSidecar | kCocoFile; // kCocoFile implies kJsonSidecar
     ExistingResults existing = ExistingResults::Refuse;
     CaptionOptions caption; // for kCaptionFile
+    // How the images are answered (FolderJob; FolderBatch does not read these).
+    GenerationSettings settings; // applied to the model's defaults
+    int batchSize = 1;         // images decoded and run together
+    DecodeOptions decode;      // e.g. whether a photo's EXIF orientation is applied
 };
 
 // Image files a folder holds (PNG, JPEG, BMP, TIFF, WebP by name, any letter case), sorted by
@@ -96,9 +103,9 @@ public:
     // Lists the images and checks which already have a result. Throws Error: the folder is
     // missing or holds no images, the task is unknown or lacks its text, the output folder
     // cannot be made, or results exist and `existing` is Refuse.
-    explicit FolderBatch(FolderJob job);
+    explicit FolderBatch(FolderJobParams job);
 
-    const FolderJob& job() const { return m_job; }
+    const FolderJobParams& job() const { return m_job; }
     unsigned formats() const { return m_formats; } // those that apply to the task
     const std::vector<std::string>& images() const { return m_images; }
     // The images to process: all of them, or those without a result when resuming.
@@ -140,7 +147,7 @@ private:
     // ours), or "".
     std::string refusal(const std::string& image) const;
 
-    FolderJob m_job;
+    FolderJobParams m_job;
     unsigned m_formats = 0;
     std::vector<std::string> m_images;
     std::vector<std::string> m_pending;

@@ -60,7 +60,7 @@ struct LoadOptions {
 
 struct GenerationOptions {
     int numBeams = 3;          // 1 = greedy search
-    int maxNewTokens = 1024;   // new tokens after the decoder start token, the forced </s> included
+    int maxNewTokens = kDefaultMaxNewTokens; // new tokens after the decoder start token, </s> included
     bool useCache = true;      // false: the whole prefix runs through the decoder at every step
     int noRepeatNgramSize = 3; // 0 disables the n-gram ban
     double lengthPenalty = 1.0; // beam hypotheses are scored sum(logprob) / length^penalty

@@ -18,6 +18,10 @@
 
 namespace florence {
 
+// Florence-2's generation limit when a package does not set one (its processor's
+// max_new_tokens), and the most the app's panel offers; a package's max_positions may lower it.
+constexpr int kDefaultMaxNewTokens = 1024;
+
 // Versions this build reads: 1, 2 (which adds "shared_parameters") and 3 (an architecture
 // package: no weight data, "generated_parameters" say what the engine generates at load).
 constexpr int kPackageFormatVersion = 3;
@@ -83,7 +87,7 @@ struct Manifest {
     int noRepeatNgramSize = 3;
     double lengthPenalty = 1.0;
     bool earlyStopping = true;
-    int maxNewTokens = 1024;
+    int maxNewTokens = kDefaultMaxNewTokens;
     bool ignoreEos = false; // generate exactly maxNewTokens (the speed-demo packages)
     // The tasks the weights were trained for: unset when the package does not say (a
     // checkpoint imported from Hugging Face: all of Florence-2's), empty for random weights.

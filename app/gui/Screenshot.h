@@ -1,0 +1,39 @@
+// --screenshot: runs the task (or Compare) once the window is up, opens the view asked for, and
+// saves PNGs of it when everything has been drawn; then quits. Variants of the same state (the
+// other theme, a 1280×720 screen's window size) are grabbed in the same process, so a
+// comparison that takes minutes is run once for all of them.
+//
+//   ScreenshotPlan plan;
+//   plan.out = "docs/history.png";
+//   plan.view = ScreenshotView::History;
+//   plan.alsoDark = plan.also720p = true;   // + history-dark.png, history-720p(-dark).png
+//   scheduleScreenshot(&window, plan);      // then start the run as main() does
+#pragma once
+
+#include <QString>
+
+namespace florence::ui {
+class MainWindow;
+}
+
+enum class ScreenshotView {
+    Main,          // the window after the run
+    History,       // the History panel after a few runs on the image
+    ProcessFolder, // File › Process Folder after a run over the sample scenes
+    Waiting,       // after the run, a comparison that has not had its first token yet
+};
+
+// The view named on the command line ("main", "history", "process-folder", "waiting"); false
+// for others.
+bool screenshotViewNamed(const QString& name, ScreenshotView* view);
+
+struct ScreenshotPlan {
+    QString out;                             // OUT.png; variants add "-dark", "-720p"
+    ScreenshotView view = ScreenshotView::Main;
+    bool alsoDark = false;                   // also the dark theme (OUT-dark.png)
+    bool also720p = false;                   // also at 1280×680, a 1280×720 screen's window
+    int timeoutMs = 600'000;                 // gives up (and grabs what there is) after this
+};
+
+// Connects to the window's run signals; main() starts the run itself.
+void scheduleScreenshot(florence::ui::MainWindow* window, const ScreenshotPlan& plan);
