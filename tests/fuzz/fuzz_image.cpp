@@ -1,4 +1,5 @@
-// The image loader on arbitrary bytes: format by signature, header sizes, OpenCV's decoders.
+// The image loader on arbitrary bytes: format by signature, header sizes against the pixel limit
+// and the data, libpng through the program's own handlers, libjpeg's check, OpenCV's decoders.
 #include <florence/image.h>
 
 #include <cstdint>
