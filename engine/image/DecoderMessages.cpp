@@ -59,8 +59,8 @@ void installOnce() {
     static std::once_flag once;
     std::call_once(once, [] {
         cv::redirectError(onOpenCvError);
-        static FilterBuffer filter(std::cerr.rdbuf());
-        std::cerr.rdbuf(&filter);
+        // Never destroyed: std::cerr is flushed and used by destructors after main returns.
+        std::cerr.rdbuf(new FilterBuffer(std::cerr.rdbuf()));
     });
 }
 
