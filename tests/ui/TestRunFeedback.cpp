@@ -14,6 +14,7 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QComboBox>
 #include <QDir>
 #include <QFileInfo>
 #include <QLabel>
@@ -242,6 +243,13 @@ void TestRunFeedback::promptLineAndMessagesNameTasks() {
     QVERIFY2(w->messageText().contains("Caption to phrase grounding") &&
                  !w->messageText().contains('<'),
              qPrintable(w->messageText()));
+    // The task list's tooltips say what each task needs in words.
+    auto* tasks = child<QComboBox>(w.get(), "taskCombo");
+    QVERIFY(tasks->count() >= 15);
+    for (int i = 0; i < tasks->count(); ++i) {
+        const QString tip = tasks->itemData(i, Qt::ToolTipRole).toString();
+        QVERIFY2(!tip.isEmpty() && !tip.contains('<'), qPrintable(tip));
+    }
     // An engine message that names a task by token reaches the window with its name.
     w->showMessage("<OCR> failed on this image", true);
     QCOMPARE(w->messageText(), QString("“OCR” failed on this image"));
