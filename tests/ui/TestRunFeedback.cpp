@@ -231,13 +231,14 @@ void TestRunFeedback::promptLineAndMessagesNameTasks() {
     const QString shown = prompt->text().remove(QChar(0x200B));
     QVERIFY2(shown.contains("[box ") && !shown.contains('<'), qPrintable(shown));
     // The model still gets its location tokens.
-    QVERIFY(florence::ui::promptFor("<REGION_TO_CATEGORY>", {}, QRectF(100, 80, 200, 150),
-                                    nullptr, nullptr)
+    QVERIFY(florence::ui::promptFor("<REGION_TO_CATEGORY>", {}, QRectF(100, 80, 200, 150), nullptr,
+                                    nullptr)
                 ->find("<loc_") != std::string::npos);
 
     w->setTask("<CAPTION_TO_PHRASE_GROUNDING>");
     w->setTaskText(QString());
-    QVERIFY2(!prompt->text().contains('<') && prompt->text().contains("Caption to phrase grounding"),
+    QVERIFY2(!prompt->text().contains('<') &&
+                 prompt->text().contains("Caption to phrase grounding"),
              qPrintable(prompt->text()));
     QVERIFY(!w->startRun());
     QVERIFY2(w->messageText().contains("Caption to phrase grounding") &&
