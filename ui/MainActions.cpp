@@ -193,8 +193,9 @@ QString MainActions::shortcutsHtml() const {
         const qsizetype tab = line.indexOf(QLatin1Char('\t'));
         if (tab < 0)
             continue;
-        rows += QStringLiteral("<tr><td style=\"padding-right:16px\"><b>%1</b></td><td>%2</td></tr>")
-                    .arg(line.left(tab).toHtmlEscaped(), line.mid(tab + 1).toHtmlEscaped());
+        rows +=
+            QStringLiteral("<tr><td style=\"padding-right:16px\"><b>%1</b></td><td>%2</td></tr>")
+                .arg(line.left(tab).toHtmlEscaped(), line.mid(tab + 1).toHtmlEscaped());
     }
     const QString text = shortcutsText();
     const QString after = text.mid(text.indexOf(QStringLiteral("\n\n")) + 2);

@@ -99,9 +99,8 @@ void RunView::started(RunKind kind, const QString& task, const QString& phase) {
     }
     m_task = task;
     m_w.results->showPending(phase);
-    m_w.status->setText(kind == RunKind::Compare
-                            ? tr("Comparing: %1").arg(phase)
-                            : tr("%1: %2").arg(taskDisplayName(task), phase));
+    m_w.status->setText(kind == RunKind::Compare ? tr("Comparing: %1").arg(phase)
+                                                 : tr("%1: %2").arg(taskDisplayName(task), phase));
     m_refreshTimer->start();
 }
 

@@ -45,7 +45,8 @@ public:
     void runEnded() {
         if (m_done)
             return;
-        if (m_plan.view == ScreenshotView::History && m_nextHistoryTask < std::size(kHistoryTasks)) {
+        if (m_plan.view == ScreenshotView::History &&
+            m_nextHistoryTask < std::size(kHistoryTasks)) {
             m_window->setTask(QString::fromLatin1(kHistoryTasks[m_nextHistoryTask++]));
             if (m_window->startRun())
                 return;
@@ -74,9 +75,7 @@ public:
     }
 
 private:
-    QWidget* target() const {
-        return m_dialog ? static_cast<QWidget*>(m_dialog.data()) : m_window;
-    }
+    QWidget* target() const { return m_dialog ? static_cast<QWidget*>(m_dialog.data()) : m_window; }
 
     void openFolderDialog() {
         m_results = std::make_unique<QTemporaryDir>();
@@ -88,8 +87,9 @@ private:
             elsewhere->setChecked(true);
         if (auto* out = m_dialog->findChild<QLineEdit*>(QStringLiteral("outFolderEdit")))
             out->setText(m_results->path());
-        QObject::connect(m_dialog, &florence::ui::ProcessFolderDialog::finished, m_window,
-                         [this] { grabAll(); }, Qt::SingleShotConnection);
+        QObject::connect(
+            m_dialog, &florence::ui::ProcessFolderDialog::finished, m_window, [this] { grabAll(); },
+            Qt::SingleShotConnection);
         if (!m_dialog->start())
             fail("the Process Folder form did not start");
     }
@@ -128,7 +128,8 @@ private:
         std::vector<std::function<bool()>> steps;
         steps.push_back([this] { return grabOne(m_plan.out); });
         if (m_plan.alsoDark) {
-            steps.push_back([] { return florence::ui::applyTheme(florence::ui::Theme::Dark), true; });
+            steps.push_back(
+                [] { return florence::ui::applyTheme(florence::ui::Theme::Dark), true; });
             steps.push_back([this] { return grabOne(variantPath(m_plan.out, "-dark")); });
         }
         if (m_plan.also720p && target() == m_window) {

@@ -28,11 +28,11 @@ enum class ScreenshotView {
 bool screenshotViewNamed(const QString& name, ScreenshotView* view);
 
 struct ScreenshotPlan {
-    QString out;                             // OUT.png; variants add "-dark", "-720p"
+    QString out; // OUT.png; variants add "-dark", "-720p"
     ScreenshotView view = ScreenshotView::Main;
-    bool alsoDark = false;                   // also the dark theme (OUT-dark.png)
-    bool also720p = false;                   // also at 1280×680, a 1280×720 screen's window
-    int timeoutMs = 600'000;                 // gives up (and grabs what there is) after this
+    bool alsoDark = false;   // also the dark theme (OUT-dark.png)
+    bool also720p = false;   // also at 1280×680, a 1280×720 screen's window
+    int timeoutMs = 600'000; // gives up (and grabs what there is) after this
 };
 
 // Connects to the window's run signals; main() starts the run itself.

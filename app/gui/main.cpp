@@ -190,9 +190,10 @@ int main(int argc, char** argv) {
         plan.out = parser.value(options.shot);
         if (parser.isSet(options.view) &&
             !screenshotViewNamed(parser.value(options.view), &plan.view)) {
-            std::fprintf(stderr,
-                         "florence-studio: --view %s: use main, history, process-folder or waiting\n",
-                         qPrintable(parser.value(options.view)));
+            std::fprintf(
+                stderr,
+                "florence-studio: --view %s: use main, history, process-folder or waiting\n",
+                qPrintable(parser.value(options.view)));
             return 2;
         }
         plan.alsoDark = parser.isSet(options.alsoDark);

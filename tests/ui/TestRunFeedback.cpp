@@ -14,6 +14,7 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QComboBox>
 #include <QDir>
 #include <QFileInfo>
 #include <QLabel>
@@ -230,18 +231,26 @@ void TestRunFeedback::promptLineAndMessagesNameTasks() {
     const QString shown = prompt->text().remove(QChar(0x200B));
     QVERIFY2(shown.contains("[box ") && !shown.contains('<'), qPrintable(shown));
     // The model still gets its location tokens.
-    QVERIFY(florence::ui::promptFor("<REGION_TO_CATEGORY>", {}, QRectF(100, 80, 200, 150),
-                                    nullptr, nullptr)
+    QVERIFY(florence::ui::promptFor("<REGION_TO_CATEGORY>", {}, QRectF(100, 80, 200, 150), nullptr,
+                                    nullptr)
                 ->find("<loc_") != std::string::npos);
 
     w->setTask("<CAPTION_TO_PHRASE_GROUNDING>");
     w->setTaskText(QString());
-    QVERIFY2(!prompt->text().contains('<') && prompt->text().contains("Caption to phrase grounding"),
+    QVERIFY2(!prompt->text().contains('<') &&
+                 prompt->text().contains("Caption to phrase grounding"),
              qPrintable(prompt->text()));
     QVERIFY(!w->startRun());
     QVERIFY2(w->messageText().contains("Caption to phrase grounding") &&
                  !w->messageText().contains('<'),
              qPrintable(w->messageText()));
+    // The task list's tooltips say what each task needs in words.
+    auto* tasks = child<QComboBox>(w.get(), "taskCombo");
+    QVERIFY(tasks->count() >= 15);
+    for (int i = 0; i < tasks->count(); ++i) {
+        const QString tip = tasks->itemData(i, Qt::ToolTipRole).toString();
+        QVERIFY2(!tip.isEmpty() && !tip.contains('<'), qPrintable(tip));
+    }
     // An engine message that names a task by token reaches the window with its name.
     w->showMessage("<OCR> failed on this image", true);
     QCOMPARE(w->messageText(), QString("“OCR” failed on this image"));

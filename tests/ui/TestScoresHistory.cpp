@@ -5,9 +5,9 @@
 // HOME.
 #include "MainWindow.h"
 #include "MainWindowTester.h"
+#include "Theme.h"
 #include "WindowSuite.h"
 #include "run/EngineWorker.h"
-#include "Theme.h"
 #include "run/History.h"
 #include "widgets/HistoryPanel.h"
 #include "widgets/ImageView.h"
@@ -19,7 +19,9 @@
 #include <QAbstractButton>
 #include <QCheckBox>
 #include <QDir>
+#include <QDockWidget>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -28,8 +30,6 @@
 #include <QListView>
 #include <QPlainTextEdit>
 #include <QSettings>
-#include <QDockWidget>
-#include <QFileInfo>
 #include <QSignalSpy>
 #include <QSlider>
 #include <QSpinBox>

@@ -64,9 +64,9 @@ QString readablePrompt(const std::string& prompt, int imageWidth, int imageHeigh
         const auto px = [&](int i, int size) {
             return QString::number(qRound(binToPixel(m.captured(i).toInt(), size)));
         };
-        out += QObject::tr("[box %1, %2 – %3, %4]")
-                   .arg(px(1, imageWidth), px(2, imageHeight), px(3, imageWidth),
-                        px(4, imageHeight));
+        out +=
+            QObject::tr("[box %1, %2 – %3, %4]")
+                .arg(px(1, imageWidth), px(2, imageHeight), px(3, imageWidth), px(4, imageHeight));
         from = m.capturedEnd();
     }
     return out + text.mid(from);

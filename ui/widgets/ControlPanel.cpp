@@ -398,7 +398,8 @@ void ControlPanel::updateTaskInput() {
     // Every task's item says the same in its tooltip, so the list can be read before choosing.
     for (int i = 0; i < m_taskCombo->count(); ++i) {
         const QString token = m_taskCombo->itemData(i).toString();
-        QString tip = token + QStringLiteral(": ") + inputNeed(taskInfo(token.toStdString()));
+        // In words, as the hint: the token is the command line's business.
+        QString tip = capitalized(inputNeed(taskInfo(token.toStdString())).toStdString());
         if (m_trainedTasks && !m_trainedTasks->isEmpty())
             tip += m_trainedTasks->contains(token) ? tr(" (the loaded model was trained for it)")
                                                    : tr(" (not trained for by the loaded model)");

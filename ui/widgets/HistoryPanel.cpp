@@ -161,9 +161,8 @@ void HistoryPanel::clearHistory() {
         setNote(error);
         return;
     }
-    showNote(documents.size() == 1
-                 ? tr("Cleared 1 run from the history.")
-                 : tr("Cleared %1 runs from the history.").arg(documents.size()),
+    showNote(documents.size() == 1 ? tr("Cleared 1 run from the history.")
+                                   : tr("Cleared %1 runs from the history.").arg(documents.size()),
              true);
     m_cleared = documents;
 }

@@ -94,8 +94,10 @@ public:
 protected:
     QMimeData* createMimeDataFromSelection() const override {
         auto* data = new QMimeData;
-        data->setText(textCursor().selectedText().remove(kWordJoiner).replace(
-            QChar::ParagraphSeparator, QLatin1Char('\n')));
+        data->setText(textCursor()
+                          .selectedText()
+                          .remove(kWordJoiner)
+                          .replace(QChar::ParagraphSeparator, QLatin1Char('\n')));
         return data;
     }
 };

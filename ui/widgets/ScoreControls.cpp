@@ -24,8 +24,8 @@ ScoreControls::ScoreControls(QWidget* parent) : QWidget(parent) {
     setObjectName(QStringLiteral("scoreControls"));
     m_show = new QCheckBox(tr("Scores on image"), this);
     m_show->setObjectName(QStringLiteral("showScoresCheck"));
-    m_show->setToolTip(tr("Add each item's score to its label on the image.\n\n%1")
-                           .arg(scoreExplanation()));
+    m_show->setToolTip(
+        tr("Add each item's score to its label on the image.\n\n%1").arg(scoreExplanation()));
     connect(m_show, &QCheckBox::toggled, this, &ScoreControls::showScoresChanged);
 
     auto* label = new QLabel(tr("Min score"), this);
