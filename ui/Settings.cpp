@@ -69,8 +69,9 @@ void writeGeneration(QSettings& s, const GenerationSettings& g) {
     writeOptional(s, kMaxNewTokens, g.maxNewTokens);
     writeOptional(s, kUseCache, g.useCache);
     writeOptional(s, kPrecision,
-                  g.precision ? std::optional<QString>(QString::fromLatin1(precisionName(*g.precision)))
-                              : std::nullopt);
+                  g.precision
+                      ? std::optional<QString>(QString::fromLatin1(precisionName(*g.precision)))
+                      : std::nullopt);
 }
 
 } // namespace

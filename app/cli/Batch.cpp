@@ -233,8 +233,7 @@ int previewCaption(const Args& a, const FolderJob& job) {
         throw std::runtime_error("no image to preview: every image is skipped");
     Session session(loadModel(a));
     const std::string content = job.previewCaption(session);
-    std::cerr << job.folder().captionPath(job.folder().pendingImages().front())
-              << " would hold:\n";
+    std::cerr << job.folder().captionPath(job.folder().pendingImages().front()) << " would hold:\n";
     std::cout << content << "\n";
     return 0;
 }

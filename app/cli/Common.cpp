@@ -107,8 +107,8 @@ QJsonObject resultJson(const std::string& imageFile, const std::string& prompt,
                        const florence::GenerationOptions& opts, const florence::Model& model,
                        std::optional<bool> orientationApplied) {
     return florence::answerJson(answer, r,
-                                florence::describeRun(florence::modelFacts(model), opts,
-                                                      imageFile, prompt, orientationApplied));
+                                florence::describeRun(florence::modelFacts(model), opts, imageFile,
+                                                      prompt, orientationApplied));
 }
 
 florence::DecodeOptions decodeOptions(const Args& a) {

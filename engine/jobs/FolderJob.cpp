@@ -8,8 +8,7 @@
 
 namespace florence {
 
-FolderJob::FolderJob(FolderJobParams params)
-    : m_params(std::move(params)), m_folder(m_params) {}
+FolderJob::FolderJob(FolderJobParams params) : m_params(std::move(params)), m_folder(m_params) {}
 
 FolderJobResult FolderJob::run(Session* session, const FolderJobHooks& hooks) const {
     FolderJobResult result;
@@ -44,9 +43,9 @@ void FolderJob::answerPending(Session& session, const FolderJobHooks& hooks,
             std::optional<QJsonObject> document;
             std::string error = o.error;
             if (error.empty()) {
-                document = answerJson(o.answer, o.result,
-                                      describeRun(model, options, o.path, o.prompt,
-                                                  o.orientationApplied));
+                document =
+                    answerJson(o.answer, o.result,
+                               describeRun(model, options, o.path, o.prompt, o.orientationApplied));
                 try {
                     m_folder.writeResult(o.path, o.answer, *document);
                     ++result.answered;
@@ -57,8 +56,7 @@ void FolderJob::answerPending(Session& session, const FolderJobHooks& hooks,
             }
             if (!error.empty())
                 result.failures.emplace_back(o.path, error);
-            const std::chrono::duration<double> elapsed =
-                std::chrono::steady_clock::now() - start;
+            const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
             const FolderImageReport report{o, document ? &*document : nullptr, error,
                                            batchProgress(++done, pending.size(), elapsed.count())};
             if (hooks.onImageDone && !hooks.onImageDone(report)) {
@@ -76,8 +74,8 @@ std::string FolderJob::previewCaption(Session& session) const {
     const std::string& image = m_folder.pendingImages().front();
     std::string content, error;
     runImages(
-        session, {image}, m_params.task, m_params.settings.applyTo(session.model().defaultOptions()),
-        1,
+        session, {image}, m_params.task,
+        m_params.settings.applyTo(session.model().defaultOptions()), 1,
         [&](const ImageOutcome& o) {
             error = o.error;
             if (error.empty())

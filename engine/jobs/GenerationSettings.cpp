@@ -40,7 +40,9 @@ std::string precisionNames() {
     const std::vector<Precision>& all = knownPrecisions();
     std::string names;
     for (size_t i = 0; i < all.size(); ++i)
-        names += (i == 0 ? "" : i + 1 == all.size() ? " or " : ", ") +
+        names += (i == 0                ? ""
+                  : i + 1 == all.size() ? " or "
+                                        : ", ") +
                  std::string(precisionName(all[i]));
     return names;
 }

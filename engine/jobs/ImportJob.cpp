@@ -25,13 +25,12 @@ void ImportJob::start() {
     // The thread only runs the exporter; its reports come back as queued calls on this object,
     // which Qt drops once the object is gone.
     m_thread.reset(QThread::create([this] {
-        const ImportJobResult result =
-            run(&m_cancel, [this](int percent, const std::string& message) {
-                const QString m = QString::fromStdString(message);
-                QMetaObject::invokeMethod(
-                    this, [this, percent, m] { emit progressed(percent, m); },
-                    Qt::QueuedConnection);
-            });
+        const ImportJobResult result = run(&m_cancel, [this](int percent,
+                                                             const std::string& message) {
+            const QString m = QString::fromStdString(message);
+            QMetaObject::invokeMethod(
+                this, [this, percent, m] { emit progressed(percent, m); }, Qt::QueuedConnection);
+        });
         QMetaObject::invokeMethod(
             this,
             [this, result] {

@@ -8,6 +8,7 @@
 #include <florence/generation_settings.h>
 #include <florence/paths.h>
 
+#include <QAbstractButton>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -107,8 +108,8 @@ void TestDefaultAnswers::settingsApplyOnlyWhatChanged() {
     o = settings.applyTo(package);
     QCOMPARE(o.numBeams, 2);
     QCOMPARE(o.useCache, false);
-    QCOMPARE(o.maxNewTokens, 40);       // not changed: the package's
-    QCOMPARE(o.noRepeatNgramSize, 0);   // never a setting: always the package's
+    QCOMPARE(o.maxNewTokens, 40);     // not changed: the package's
+    QCOMPARE(o.noRepeatNgramSize, 0); // never a setting: always the package's
     QCOMPARE(settings.loadPrecision(), florence::GenerationSettings::kDefaultPrecision);
 }
 
@@ -162,9 +163,9 @@ void TestDefaultAnswers::appAndCliAgreeOnDefaults() {
     QVERIFY2(w->exportJson(exported), qPrintable(w->messageText()));
     const QJsonObject app = readJson(exported);
 
-    const Output cli = runCli({"run", "--model", package, "--image", image, "--task", "<CAPTION>",
-                               "--json", "--quiet"},
-                              kRunTimeoutMs);
+    const Output cli = runCli(
+        {"run", "--model", package, "--image", image, "--task", "<CAPTION>", "--json", "--quiet"},
+        kRunTimeoutMs);
     QVERIFY2(cli.exitCode == 0, cli.err.constData());
     const QJsonObject fromCli = QJsonDocument::fromJson(cli.out).object();
 
@@ -195,10 +196,19 @@ void TestDefaultAnswers::panelKeepsOnlyWhatTheUserChanged() {
     QVERIFY(!s.contains("generationChanges/maxNewTokens"));
     QVERIFY(!s.contains("generationChanges/useCache"));
     QVERIFY(!s.contains("generationChanges/precision"));
-    // Another start: the change is back, the rest still follows the package.
-    auto w = windowWith(package);
-    QCOMPARE(w->findChild<QSpinBox*>("beamsSpin")->value(), 2);
-    QCOMPARE(w->findChild<QSpinBox*>("maxTokensSpin")->value(), kPackageMaxNewTokens);
+    {
+        // Another start: the change is back, the rest still follows the package.
+        auto w = windowWith(package);
+        QCOMPARE(w->findChild<QSpinBox*>("beamsSpin")->value(), 2);
+        QCOMPARE(w->findChild<QSpinBox*>("maxTokensSpin")->value(), kPackageMaxNewTokens);
+        // The model's defaults again: the change is forgotten, on screen and in the settings.
+        auto* reset = w->findChild<QAbstractButton*>("generationDefaultsButton");
+        QVERIFY(reset);
+        QTest::mouseClick(reset, Qt::LeftButton);
+        QCOMPARE(w->findChild<QSpinBox*>("beamsSpin")->value(), kPackageBeams);
+        w->close();
+    }
+    QVERIFY(!QSettings().contains("generationChanges/beams"));
 }
 
 QTEST_MAIN(TestDefaultAnswers)

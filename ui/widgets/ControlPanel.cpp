@@ -174,6 +174,13 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
     genLayout->addRow(tr("Precision:"), m_precisionCombo);
     genLayout->addRow(m_cacheCheck);
     genLayout->addRow(m_ignoreEosCheck);
+    m_defaultsButton = new QPushButton(tr("Model's defaults"), genBox);
+    m_defaultsButton->setObjectName(QStringLiteral("generationDefaultsButton"));
+    m_defaultsButton->setToolTip(
+        tr("Forget your changes to beams, Max new tokens and the cache: the loaded model's own "
+           "settings apply again"));
+    connect(m_defaultsButton, &QPushButton::clicked, this, &ControlPanel::useModelDefaults);
+    genLayout->addRow(m_defaultsButton);
     m_precisionCombo->setCurrentIndex(
         m_precisionCombo->findData(static_cast<int>(GenerationSettings::kDefaultPrecision)));
     connect(m_precisionCombo, qOverload<int>(&QComboBox::currentIndexChanged), this,
@@ -467,6 +474,14 @@ GenerationOptions ControlPanel::options() const {
     GenerationOptions o = m_settings.applyTo(m_defaults);
     o.maxNewTokens = std::min(o.maxNewTokens, m_maxTokensSpin->maximum()); // this package's
     return o;
+}
+
+void ControlPanel::useModelDefaults() {
+    GenerationSettings defaults;
+    defaults.precision = m_settings.precision;
+    m_settings = defaults;
+    m_userIgnoreEos.reset();
+    showSettings();
 }
 
 GenerationSettings ControlPanel::settings() const {

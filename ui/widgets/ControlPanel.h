@@ -82,6 +82,9 @@ public:
     // limit at most the loaded package's.
     GenerationSettings settings() const;
     void setSettings(const GenerationSettings& settings);
+    // Forgets the user's changes to beams, Max new tokens, the cache and Ignore the end token:
+    // the loaded package's own settings apply again (the precision stays: changing it reloads).
+    void useModelDefaults();
     Precision precision() const;
     // Emits precisionChanged unless `silently` (then also taken as the user's choice, if any:
     // the precision the model in use runs in after another could not load).
@@ -129,10 +132,11 @@ private:
     QSpinBox* m_maxTokensSpin = nullptr;
     QCheckBox* m_cacheCheck = nullptr;
     QCheckBox* m_ignoreEosCheck = nullptr;
-    GenerationOptions m_defaults;          // the loaded package's
-    GenerationSettings m_settings;         // what the user changed
-    std::optional<bool> m_userIgnoreEos;   // the user's choice for packages that do not ask
-    bool m_showing = false;                // showSettings() is filling the widgets
+    QPushButton* m_defaultsButton = nullptr;
+    GenerationOptions m_defaults;        // the loaded package's
+    GenerationSettings m_settings;       // what the user changed
+    std::optional<bool> m_userIgnoreEos; // the user's choice for packages that do not ask
+    bool m_showing = false;              // showSettings() is filling the widgets
     QComboBox* m_precisionCombo = nullptr;
     QPushButton* m_runButton = nullptr;
     QPushButton* m_cancelButton = nullptr;

@@ -21,7 +21,7 @@ namespace florence {
 struct ModelFacts {
     std::string name; // the manifest's name; "" = no model, and none of the fields below is written
     Precision precision = Precision::Float32;        // how the weights run
-    Precision encoderPrecision = Precision::Float32; // how the encoders run (Model::encoderPrecision)
+    Precision encoderPrecision = Precision::Float32; // Model::encoderPrecision
     double loadMs = 0;                               // the model's load time
 };
 

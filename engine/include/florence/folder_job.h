@@ -60,8 +60,8 @@ struct FolderJobResult {
     // Every image without a result and why, in order: those the folder refused first
     // (FolderBatch::refused), then those that failed.
     std::vector<std::pair<std::string, std::string>> failures;
-    std::string cocoPath;  // the folder's COCO file, "" when the job writes none
-    std::string cocoError; // why it could not be written ("" when it was, or is not written)
+    std::string cocoPath;   // the folder's COCO file, "" when the job writes none
+    std::string cocoError;  // why it could not be written ("" when it was, or is not written)
     bool cancelled = false; // the cancel flag stopped the run
     bool stopped = false;   // onImageDone returned false
 };
