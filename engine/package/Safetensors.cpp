@@ -1,6 +1,6 @@
 #include <florence/safetensors.h>
 
-#include "host/RegularFile.h"
+#include "platform/RegularFile.h"
 
 #include <QByteArray>
 #include <QFile>

@@ -2,7 +2,7 @@
 // exporter writes. A package's modules are programs the engine runs; checksums in its manifest
 // only prove the files are the ones its author listed, so the engine loads a module only when
 // the digest of its code is on the allow-list generated from the exporter
-// (engine/model/code-allowlist.txt, compiled in; the digest is defined in
+// (engine/package/code-allowlist.txt, compiled in; the digest is defined in
 // engine/exporter/florence2/codehash.py and computed the same way here). Internal to the engine.
 //
 //   const std::string digest = florence::detail::torchScriptCodeDigest("pkg/decoder.pt");

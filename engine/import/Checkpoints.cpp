@@ -1,6 +1,6 @@
 #include <florence/checkpoints.h>
 
-#include "host/RegularFile.h"
+#include "platform/RegularFile.h"
 
 #include <QDateTime>
 #include <QDir>

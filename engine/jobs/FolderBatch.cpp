@@ -1,7 +1,7 @@
 #include <florence/batch.h>
 
 #include <florence/files.h>
-#include "host/RegularFile.h"
+#include "platform/RegularFile.h"
 
 #include <QDir>
 #include <QFile>

@@ -1,6 +1,6 @@
-#include "model/CodeCheck.h"
+#include "package/CodeCheck.h"
 
-#include "host/RegularFile.h"
+#include "platform/RegularFile.h"
 
 #include <QCryptographicHash>
 

@@ -2,7 +2,7 @@
 
 #include <florence/error.h>
 
-#include "host/RegularFile.h"
+#include "platform/RegularFile.h"
 
 #include <QDir>
 #include <QFileInfo>

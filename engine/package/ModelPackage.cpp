@@ -2,7 +2,7 @@
 
 #include <florence/files.h>
 
-#include "host/RegularFile.h"
+#include "platform/RegularFile.h"
 #include <florence/answer.h>
 
 #include <QCryptographicHash>

@@ -1,4 +1,4 @@
-#include "host/RegularFile.h"
+#include "platform/RegularFile.h"
 
 #include <QCryptographicHash>
 

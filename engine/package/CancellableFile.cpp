@@ -1,6 +1,6 @@
-#include "model/CancellableFile.h"
+#include "package/CancellableFile.h"
 
-#include "host/RegularFile.h"
+#include "platform/RegularFile.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,4 +1,4 @@
-#include "model/Generator.h"
+#include "decoding/Generator.h"
 
 #include <florence/stats.h>
 
