@@ -5,8 +5,8 @@
 // HOME.
 #include "MainWindow.h"
 #include "MainWindowTester.h"
-#include "run/EngineWorker.h"
-#include "run/History.h"
+#include "controllers/EngineWorker.h"
+#include "history/History.h"
 #include "widgets/HistoryPanel.h"
 #include "widgets/ImageView.h"
 #include "widgets/LatencyChart.h"

@@ -5,7 +5,7 @@
 //   QString html = florence::ui::AboutDialog::text(std::nullopt);   // about the bundled model
 #pragma once
 
-#include "run/WorkerTypes.h"
+#include "controllers/WorkerTypes.h"
 
 #include <QString>
 

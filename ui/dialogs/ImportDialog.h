@@ -9,7 +9,7 @@
 //   dlg->open();
 #pragma once
 
-#include "run/WorkerThread.h"
+#include "controllers/WorkerThread.h"
 #include <florence/importer.h>
 
 #include <QDialog>

@@ -12,7 +12,7 @@
 //   dlg->show();
 #pragma once
 
-#include "run/FolderTypes.h"
+#include "controllers/FolderTypes.h"
 
 #include <QDialog>
 

@@ -1,4 +1,4 @@
-#include "run/AnswerDisplay.h"
+#include "presentation/AnswerDisplay.h"
 
 namespace florence::ui {
 

@@ -1,4 +1,4 @@
-#include "run/FolderTypes.h"
+#include "controllers/FolderTypes.h"
 
 namespace florence::ui {
 

@@ -1,4 +1,4 @@
-#include "run/TaskPrompt.h"
+#include "controllers/TaskPrompt.h"
 
 #include <QObject>
 

@@ -1,6 +1,6 @@
-#include "run/EngineWorker.h"
+#include "controllers/EngineWorker.h"
 
-#include "run/CompareVerdict.h"
+#include "presentation/CompareVerdict.h"
 
 #include <florence/answer.h>
 #include <florence/engine.h>

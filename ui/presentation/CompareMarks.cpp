@@ -1,6 +1,6 @@
-#include "run/CompareMarks.h"
+#include "presentation/CompareMarks.h"
 
-#include "run/CompareVerdict.h"
+#include "presentation/CompareVerdict.h"
 
 #include <florence/stats.h>
 

@@ -1,4 +1,4 @@
-#include "ImageSource.h"
+#include "images/ImageFiles.h"
 
 #include <QBuffer>
 #include <QDir>

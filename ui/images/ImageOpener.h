@@ -1,4 +1,4 @@
-// The image being opened. Files, pasted and dropped images are decoded by ImageLoader on a
+// The image being opened. Files, pasted and dropped images are decoded by ImageDecodeWorker on a
 // thread of its own, so the window stays responsive whatever the file; the newest request wins
 // (an older one still queued is never read, one still decoding is ignored when it ends). The
 // result comes back on the GUI thread as `opened` or `failed`.
@@ -10,8 +10,8 @@
 //   opener.whenSettled([] { startRun(); }); // after pier.png has opened (or failed)
 #pragma once
 
-#include "run/ImageLoader.h"
-#include "run/WorkerThread.h"
+#include "images/ImageDecodeWorker.h"
+#include "controllers/WorkerThread.h"
 
 #include <QObject>
 
@@ -36,7 +36,7 @@ public:
     void openFile(const QString& path);
     void openPasted(const QImage& image, const QString& name);
     // The image the last session showed, unless opening it then did not finish or failed
-    // (run/StartupImage.h): false when it is skipped.
+    // (images/StartupReopen.h): false when it is skipped.
     bool openAtStartup(const QString& path);
     // An open is in progress: what the window shows is about to be replaced.
     bool isPending() const { return m_pending; }
@@ -44,7 +44,7 @@ public:
     // nothing is pending).
     void whenSettled(std::function<void()> f);
     // Tests queue work on the decoding thread through this.
-    ImageLoader* loader() const { return m_loader.get(); }
+    ImageDecodeWorker* loader() const { return m_loader.get(); }
 
 signals:
     // `name`: the file name or what the pasted image is called.
@@ -63,7 +63,7 @@ private:
     bool m_pending = false;
     std::vector<std::function<void()>> m_whenSettled;
     // Declared last: the thread is stopped before the loader it runs is destroyed.
-    std::unique_ptr<ImageLoader> m_loader;
+    std::unique_ptr<ImageDecodeWorker> m_loader;
     ThreadPtr m_thread;
 };
 

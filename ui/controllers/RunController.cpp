@@ -1,6 +1,6 @@
-#include "run/RunController.h"
+#include "controllers/RunController.h"
 
-#include "run/AnswerDisplay.h"
+#include "presentation/AnswerDisplay.h"
 
 namespace florence::ui {
 

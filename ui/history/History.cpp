@@ -1,6 +1,6 @@
-#include "run/History.h"
+#include "history/History.h"
 
-#include "run/AnswerDisplay.h"
+#include "presentation/AnswerDisplay.h"
 
 #include <florence/answer_json.h>
 #include <florence/files.h>

@@ -1,6 +1,6 @@
-#include "run/ImageOpener.h"
+#include "images/ImageOpener.h"
 
-#include "run/StartupImage.h"
+#include "images/StartupReopen.h"
 
 #include <QFileInfo>
 #include <QImage>
@@ -12,11 +12,11 @@ namespace florence::ui {
 
 ImageOpener::ImageOpener(QObject* parent)
     : QObject(parent), m_latest(std::make_shared<std::atomic<quint64>>(0)),
-      m_loader(std::make_unique<ImageLoader>(m_latest)),
+      m_loader(std::make_unique<ImageDecodeWorker>(m_latest)),
       m_thread(makeWorkerThread(QStringLiteral("image"))) {
     qRegisterMetaType<DecodedImage>();
     m_loader->moveToThread(m_thread.get());
-    connect(m_loader.get(), &ImageLoader::finished, this, &ImageOpener::onFinished);
+    connect(m_loader.get(), &ImageDecodeWorker::finished, this, &ImageOpener::onFinished);
     m_thread->start();
 }
 

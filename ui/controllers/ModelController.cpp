@@ -1,7 +1,7 @@
-#include "ModelController.h"
+#include "controllers/ModelController.h"
 
 #include "ModelCatalog.h"
-#include "run/EngineWorker.h"
+#include "controllers/EngineWorker.h"
 #include "widgets/ControlPanel.h"
 
 #include <florence/package.h>

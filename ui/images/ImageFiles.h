@@ -1,7 +1,7 @@
 // Where the window's image comes from: a file, or image data pasted or dropped. Every way in is
 // decoded by the engine (format from the signature, size checked before decoding), so alpha and
 // colour are handled the same whatever the source. The window calls these on the image thread
-// (run/ImageLoader.h), never on its own.
+// (images/ImageDecodeWorker.h), never on its own.
 //
 //   florence::ui::OpenedImage o = florence::ui::readImageFile("pier.png");
 //   if (!o.image)

@@ -1,4 +1,4 @@
-#include "run/Scores.h"
+#include "presentation/Scores.h"
 
 #include <algorithm>
 

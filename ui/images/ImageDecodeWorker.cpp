@@ -1,6 +1,6 @@
-#include "run/ImageLoader.h"
+#include "images/ImageDecodeWorker.h"
 
-#include "ImageSource.h"
+#include "images/ImageFiles.h"
 
 #include <QFileInfo>
 
@@ -23,16 +23,16 @@ DecodedImage decoded(quint64 id, const OpenedImage& o, const QString& path) {
 
 } // namespace
 
-ImageLoader::ImageLoader(std::shared_ptr<const std::atomic<quint64>> latest, QObject* parent)
+ImageDecodeWorker::ImageDecodeWorker(std::shared_ptr<const std::atomic<quint64>> latest, QObject* parent)
     : QObject(parent), m_latest(std::move(latest)) {}
 
-void ImageLoader::loadFile(quint64 id, const QString& path) {
+void ImageDecodeWorker::loadFile(quint64 id, const QString& path) {
     if (superseded(id))
         return;
     emit finished(decoded(id, readImageFile(path), path));
 }
 
-void ImageLoader::decodePasted(quint64 id, const QImage& image, const QString& name) {
+void ImageDecodeWorker::decodePasted(quint64 id, const QImage& image, const QString& name) {
     if (superseded(id))
         return;
     emit finished(decoded(id, readImageData(image, name), QString()));

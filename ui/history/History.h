@@ -16,7 +16,7 @@
 // thumbnail); an export is a JSON array of the same documents without the thumbnails.
 #pragma once
 
-#include "run/WorkerTypes.h"
+#include "controllers/WorkerTypes.h"
 
 #include <florence/answer.h>
 #include <florence/engine.h>

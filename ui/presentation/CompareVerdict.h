@@ -10,7 +10,7 @@
 //   noteLabel->setText(v.conclusion);
 #pragma once
 
-#include "run/WorkerTypes.h"
+#include "controllers/WorkerTypes.h"
 
 #include <QString>
 

@@ -1,4 +1,4 @@
-#include "run/WorkerTypes.h"
+#include "controllers/WorkerTypes.h"
 
 namespace florence::ui {
 

@@ -1,6 +1,6 @@
 // EngineWorker's folder runs, in a file of their own: the single-image runs in
 // EngineWorker.cpp do not need any of it.
-#include "run/EngineWorker.h"
+#include "controllers/EngineWorker.h"
 
 #include <florence/answer_json.h>
 #include <florence/batch.h>

@@ -12,7 +12,7 @@
 //   // when the worker reports the end: runs.acceptOutcome(o); ...; runs.finish();
 #pragma once
 
-#include "run/WorkerTypes.h"
+#include "controllers/WorkerTypes.h"
 
 #include <florence/answer.h>
 

@@ -7,7 +7,7 @@
 //   firstTokenLabel->setText(m.firstTokenText);
 #pragma once
 
-#include "run/WorkerTypes.h"
+#include "controllers/WorkerTypes.h"
 
 #include <QString>
 

@@ -1,4 +1,4 @@
-#include "run/StartupImage.h"
+#include "images/StartupReopen.h"
 
 namespace florence::ui {
 

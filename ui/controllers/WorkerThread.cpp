@@ -1,4 +1,4 @@
-#include "run/WorkerThread.h"
+#include "controllers/WorkerThread.h"
 
 namespace florence::ui {
 

@@ -1,4 +1,4 @@
-#include "run/CompareVerdict.h"
+#include "presentation/CompareVerdict.h"
 
 #include <florence/stats.h>
 

@@ -6,12 +6,12 @@
 // rather than starting a second encode. A newer image or model cancels an older request (one
 // still queued is skipped; one already in the encoder finishes and is ignored).
 //
-//   ImageEncoder encoder(worker);
-//   connect(&encoder, &ImageEncoder::ready, window, [](double visionMs, double textMs) { … });
+//   EncodeAhead encoder(worker);
+//   connect(&encoder, &EncodeAhead::ready, window, [](double visionMs, double textMs) { … });
 //   encoder.request(image, prompt);   // after opening it, after a model (re)load, a new task
 #pragma once
 
-#include "run/WorkerTypes.h"
+#include "controllers/WorkerTypes.h"
 
 #include <QObject>
 
@@ -22,12 +22,12 @@ namespace florence::ui {
 
 class EngineWorker;
 
-class ImageEncoder : public QObject {
+class EncodeAhead : public QObject {
     Q_OBJECT
 
 public:
-    explicit ImageEncoder(EngineWorker* worker, QObject* parent = nullptr);
-    ~ImageEncoder() override;
+    explicit EncodeAhead(EngineWorker* worker, QObject* parent = nullptr);
+    ~EncodeAhead() override;
 
     // Cancels the previous request and queues `image` with `prompt` (may be empty; nothing
     // for a null image).

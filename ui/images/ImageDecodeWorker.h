@@ -3,9 +3,9 @@
 // one has superseded by the time its turn comes is dropped without being read.
 //
 //   auto latest = std::make_shared<std::atomic<quint64>>(0);
-//   auto loader = std::make_unique<ImageLoader>(latest);
+//   auto loader = std::make_unique<ImageDecodeWorker>(latest);
 //   loader->moveToThread(thread.get());
-//   connect(loader.get(), &ImageLoader::finished, opener, &ImageOpener::onFinished);
+//   connect(loader.get(), &ImageDecodeWorker::finished, opener, &ImageOpener::onFinished);
 //   latest->store(7);
 //   QMetaObject::invokeMethod(loader.get(), [l = loader.get()] { l->loadFile(7, "a.png"); },
 //                             Qt::QueuedConnection);
@@ -32,12 +32,12 @@ struct DecodedImage {
     QString error; // non-empty when the image could not be read: the window's whole message
 };
 
-class ImageLoader : public QObject {
+class ImageDecodeWorker : public QObject {
     Q_OBJECT
 
 public:
     // `latest`: the id of the newest request, set by the requester before queueing it.
-    explicit ImageLoader(std::shared_ptr<const std::atomic<quint64>> latest,
+    explicit ImageDecodeWorker(std::shared_ptr<const std::atomic<quint64>> latest,
                          QObject* parent = nullptr);
 
 public slots:

@@ -7,7 +7,7 @@
 //   models.open("/home/me/.local/share/florence-studio/models/base");
 #pragma once
 
-#include "run/WorkerTypes.h"
+#include "controllers/WorkerTypes.h"
 
 #include <QObject>
 

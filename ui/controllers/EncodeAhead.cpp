@@ -1,27 +1,27 @@
-#include "run/ImageEncoder.h"
+#include "controllers/EncodeAhead.h"
 
-#include "run/EngineWorker.h"
+#include "controllers/EngineWorker.h"
 
 #include <utility>
 
 namespace florence::ui {
 
-ImageEncoder::ImageEncoder(EngineWorker* worker, QObject* parent)
+EncodeAhead::EncodeAhead(EngineWorker* worker, QObject* parent)
     : QObject(parent), m_worker(worker) {
-    connect(worker, &EngineWorker::imageEncoded, this, &ImageEncoder::onEncoded);
+    connect(worker, &EngineWorker::imageEncoded, this, &EncodeAhead::onEncoded);
 }
 
-ImageEncoder::~ImageEncoder() {
+EncodeAhead::~EncodeAhead() {
     cancel();
 }
 
-void ImageEncoder::cancel() {
+void EncodeAhead::cancel() {
     if (m_cancel)
         m_cancel->store(true);
     m_pending = false;
 }
 
-void ImageEncoder::request(std::shared_ptr<const RgbImage> image, const std::string& prompt) {
+void EncodeAhead::request(std::shared_ptr<const RgbImage> image, const std::string& prompt) {
     cancel();
     if (image != m_image)
         m_visionMs = -1; // another image: the last time measured is not its
@@ -41,7 +41,7 @@ void ImageEncoder::request(std::shared_ptr<const RgbImage> image, const std::str
         m_worker, [w = m_worker, r] { w->encodeImage(r); }, Qt::QueuedConnection);
 }
 
-void ImageEncoder::onEncoded(const EncodeOutcome& outcome) {
+void EncodeAhead::onEncoded(const EncodeOutcome& outcome) {
     if (outcome.imageId != m_lastId || !m_pending)
         return; // an older image's, or cancelled since
     m_pending = false;
