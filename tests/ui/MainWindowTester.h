@@ -8,9 +8,9 @@
 #include "MainWindow.h"
 #include "RunView.h"
 #include "controllers/EngineWorker.h"
-#include "images/ImageOpener.h"
 #include "controllers/RunController.h"
 #include "controllers/TaskPrompt.h"
+#include "images/ImageOpener.h"
 
 #include <string>
 
