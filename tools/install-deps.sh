@@ -42,7 +42,7 @@ packages=(
     # the sanitizer build and the fuzz harnesses (tools/run-sanitizers.sh): clang with libFuzzer
     # and the sanitizer runtimes of the release's default clang (14 on Debian 12, 19 on 13)
     clang "$clang_runtime"
-    # inflating the code entries of TorchScript archives (engine/model/CodeCheck.cpp)
+    # inflating the code entries of TorchScript archives (engine/package/CodeCheck.cpp)
     zlib1g-dev
     # JPEGs checked whole, warnings as errors, before OpenCV decodes them (image/JpegCheck.cpp)
     libjpeg-dev

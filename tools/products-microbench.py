@@ -96,7 +96,7 @@ def profile(threads):
 
 
 def main():
-    # The engine's allocator settings (engine/host/Process.cpp): without them glibc maps every
+    # The engine's allocator settings (engine/platform/Process.cpp): without them glibc maps every
     # large tensor fresh and the page faults cost the Python process 10-20% of a vision pass.
     if "MALLOC_MMAP_THRESHOLD_" not in os.environ:
         os.environ.update(MALLOC_MMAP_THRESHOLD_=str(32 << 20), MALLOC_TRIM_THRESHOLD_=str(1 << 30),

@@ -1,6 +1,6 @@
 #include "ExportDocument.h"
 
-#include "run/RunController.h"
+#include "controllers/RunController.h"
 
 #include <florence/files.h>
 #include <florence/describe_run.h>

@@ -6,7 +6,7 @@
 //   doc.write("/tmp/pier-OD.json");    // throws std::runtime_error naming the file
 #pragma once
 
-#include "run/WorkerTypes.h"
+#include "controllers/WorkerTypes.h"
 
 #include <florence/answer.h>
 #include <florence/answer_json.h>

@@ -1,5 +1,5 @@
 // The History panel as a dock of the main window: the runs kept across restarts
-// (run/History.h) listed by widgets/HistoryPanel, toggled by View › History (Ctrl+H) and hidden
+// (history/History.h) listed by widgets/HistoryPanel, toggled by View › History (Ctrl+H) and hidden
 // until asked for (beside the other panels it would make the window too wide for a 1024-pixel
 // screen; the window's saved state remembers it).
 //
@@ -10,7 +10,7 @@
 //   dock->record(runRecord);
 #pragma once
 
-#include "run/History.h"
+#include "history/History.h"
 
 #include <QObject>
 

@@ -2,10 +2,10 @@
 
 #include "ExportDocument.h"
 #include "HistoryDock.h"
-#include "ImageSource.h"
+#include "images/ImageFiles.h"
 #include "MainActions.h"
 #include "ModelCatalog.h"
-#include "ModelController.h"
+#include "controllers/ModelController.h"
 #include "RecentFiles.h"
 #include "RunView.h"
 #include "ScreenFit.h"
@@ -15,14 +15,14 @@
 #include "dialogs/AboutDialog.h"
 #include "dialogs/ImportDialog.h"
 #include "dialogs/ProcessFolderDialog.h"
-#include "run/AnswerDisplay.h"
-#include "run/EngineWorker.h"
-#include "run/ImageEncoder.h"
-#include "run/ImageOpener.h"
-#include "run/RunController.h"
-#include "run/Scores.h"
-#include "run/StartupImage.h"
-#include "run/TaskPrompt.h"
+#include "presentation/AnswerDisplay.h"
+#include "controllers/EngineWorker.h"
+#include "controllers/EncodeAhead.h"
+#include "images/ImageOpener.h"
+#include "controllers/RunController.h"
+#include "presentation/Scores.h"
+#include "images/StartupReopen.h"
+#include "controllers/TaskPrompt.h"
 #include "widgets/CompareView.h"
 #include "widgets/ControlPanel.h"
 #include "widgets/ImageView.h"
@@ -280,7 +280,7 @@ void MainWindow::restoreSettings() {
     m_actions->checkTheme(themeFromName(p.theme));
     if (m_actions->checkedTheme() != Theme::System)
         applyTheme(m_actions->checkedTheme());
-    // Not an image that froze or failed the last time it was opened here (run/StartupImage.h).
+    // Not an image that froze or failed the last time it was opened here (images/StartupReopen.h).
     if (!p.lastImage.isEmpty() && QFileInfo::exists(p.lastImage))
         m_opener->openAtStartup(p.lastImage);
 }

@@ -15,8 +15,8 @@
 #pragma once
 
 #include "FileDialogs.h"
-#include "run/WorkerThread.h"
-#include "run/WorkerTypes.h"
+#include "controllers/WorkerThread.h"
+#include "controllers/WorkerTypes.h"
 
 #include <florence/answer.h>
 
@@ -42,7 +42,7 @@ class EngineWorker;
 class History;
 class HistoryDock;
 class HistoryPanel;
-class ImageEncoder;
+class EncodeAhead;
 class ImageOpener;
 class ImageView;
 class ImportDialog;
@@ -203,7 +203,7 @@ private:
     RecentFiles* m_recent = nullptr;
     ModelController* m_modelCtl = nullptr; // the model in use
     ImageOpener* m_opener = nullptr;       // images decoded off the GUI thread
-    ImageEncoder* m_encoder = nullptr;     // the encoders run ahead of Run
+    EncodeAhead* m_encoder = nullptr;     // the encoders run ahead of Run
     QTimer* m_promptEncodeTimer = nullptr; // a new task's prompt, encoded once input settles
     std::unique_ptr<MainActions> m_actions;
 

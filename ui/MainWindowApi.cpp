@@ -4,14 +4,14 @@
 #include "MainWindow.h"
 
 #include "HistoryDock.h"
-#include "ImageSource.h"
+#include "images/ImageFiles.h"
 #include "MainActions.h"
-#include "ModelController.h"
+#include "controllers/ModelController.h"
 #include "RecentFiles.h"
 #include "ScreenFit.h"
 #include "dialogs/AboutDialog.h"
-#include "run/ImageOpener.h"
-#include "run/RunController.h"
+#include "images/ImageOpener.h"
+#include "controllers/RunController.h"
 #include "widgets/ControlPanel.h"
 
 namespace florence::ui {

@@ -1,17 +1,17 @@
 // The window's images: opening files, pasted and dropped images on the image thread
-// (run/ImageOpener.h), showing the one that arrives, and running the vision encoder on it ahead
-// of Run (run/ImageEncoder.h). The layout and the rest of the wiring are in MainWindow.cpp.
+// (images/ImageOpener.h), showing the one that arrives, and running the vision encoder on it ahead
+// of Run (controllers/EncodeAhead.h). The layout and the rest of the wiring are in MainWindow.cpp.
 #include "MainWindow.h"
 
 #include "FileDialogs.h"
-#include "ImageSource.h"
-#include "ModelController.h"
+#include "images/ImageFiles.h"
+#include "controllers/ModelController.h"
 #include "RecentFiles.h"
 #include "RunView.h"
-#include "run/EngineWorker.h"
-#include "run/ImageEncoder.h"
-#include "run/ImageOpener.h"
-#include "run/RunController.h"
+#include "controllers/EngineWorker.h"
+#include "controllers/EncodeAhead.h"
+#include "images/ImageOpener.h"
+#include "controllers/RunController.h"
 #include "widgets/ImageView.h"
 #include "widgets/LatencyChart.h"
 
@@ -50,16 +50,16 @@ void MainWindow::connectImageOpener() {
 }
 
 void MainWindow::connectImageEncoder() {
-    m_encoder = new ImageEncoder(m_worker.get(), this);
+    m_encoder = new EncodeAhead(m_worker.get(), this);
     // A new model has a new session without the features: encode again once it is loaded,
     // unless the image was opened during the load (its encode, queued behind the load, is for
     // the new model already; asking again would cancel it after a run was queued behind it).
-    connect(m_modelCtl, &ModelController::switching, m_encoder, &ImageEncoder::modelChanging);
+    connect(m_modelCtl, &ModelController::switching, m_encoder, &EncodeAhead::modelChanging);
     connect(m_modelCtl, &ModelController::ready, this, [this] {
         if (!m_encoder->isPending())
             m_encoder->request(m_image, promptToEncode());
     });
-    connect(m_encoder, &ImageEncoder::ready, this, [this](double visionMs, double textMs) {
+    connect(m_encoder, &EncodeAhead::ready, this, [this](double visionMs, double textMs) {
         m_latency->setEncodedBeforeRun(visionMs, textMs);
         const auto ms = [](double v) { return QString::fromStdString(florence::formatMs(v)); };
         QString message = tr("Image ready");

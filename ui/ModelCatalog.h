@@ -10,7 +10,7 @@
 //   catalog.dirAt(combo->currentIndex());
 #pragma once
 
-#include "run/WorkerTypes.h"
+#include "controllers/WorkerTypes.h"
 
 #include <QString>
 #include <QStringList>

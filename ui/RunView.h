@@ -8,7 +8,7 @@
 //   connect(&view, &RunView::runCompleted, ...);
 #pragma once
 
-#include "run/WorkerTypes.h"
+#include "controllers/WorkerTypes.h"
 
 #include <QObject>
 

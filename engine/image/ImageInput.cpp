@@ -1,6 +1,6 @@
 #include <florence/image.h>
 
-#include "host/RegularFile.h"
+#include "platform/RegularFile.h"
 #include "image/DecoderMessages.h"
 #include "image/JpegCheck.h"
 #include "image/Orientation.h"

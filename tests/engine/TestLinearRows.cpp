@@ -153,7 +153,8 @@ void TestLinearRows::matchesLibTorch() {
     }
 }
 
-// Per-channel int8 as the engine quantizes (Engine.cpp, quantizeInt8): symmetric, zero points 0.
+// Per-channel int8 as the engine quantizes (engine/runtime/Quantize.cpp, quantizeInt8): symmetric,
+// zero points 0.
 at::Tensor quantize(const at::Tensor& w) {
     const at::Tensor scales = (w.abs().amax({1}).to(at::kDouble) / 127.0).clamp_min(1e-30);
     return at::quantize_per_channel(w, scales, at::zeros({w.size(0)}, at::kLong), 0, at::kQInt8);

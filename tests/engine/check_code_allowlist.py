@@ -1,10 +1,10 @@
 #!/usr/bin/python3
-"""Proves engine/model/code-allowlist.txt is what this version's exporter writes: regenerates it
+"""Proves engine/package/code-allowlist.txt is what this version's exporter writes: regenerates it
 from the model families' configs (engine/exporter/florence2/codehash.py) and compares. A change
 to the exporter's model code that changes the TorchScript it writes fails here until the list
 is regenerated:
 
-    /usr/bin/python3 -m florence2.codehash --allowlist engine/model/code-allowlist.txt  (in engine/exporter)
+    /usr/bin/python3 -m florence2.codehash --allowlist engine/package/code-allowlist.txt  (in engine/exporter)
 
     /usr/bin/python3 tests/engine/check_code_allowlist.py --ops-library build/lib/florence-studio/ops/libflorence_ops.so
 """

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Packages imported with the previous version still load after an upgrade, and answer as before.
 
-engine/model/code-allowlist-previous.txt keeps the digests of the TorchScript code the previous
+engine/package/code-allowlist-previous.txt keeps the digests of the TorchScript code the previous
 exporter wrote. This test makes such a package without the previous exporter: it copies the demo
 model package the build exported (this version's code), puts in each module archive the code
 entries the previous exporter wrote for the same model (tests/engine/data/previous-code/, code

@@ -1,6 +1,6 @@
 // How many repeats a comparison needs (no model): two of each settle a difference far larger
 // than any busy spell makes, and nothing less does.
-#include "run/CompareVerdict.h"
+#include "presentation/CompareVerdict.h"
 
 #include <QtTest>
 

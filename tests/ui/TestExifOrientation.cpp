@@ -6,7 +6,7 @@
 // shown through the window's run path (MainWindowTester).
 #include "MainWindow.h"
 #include "MainWindowTester.h"
-#include "run/History.h"
+#include "history/History.h"
 
 #include <QAction>
 #include <QBuffer>

@@ -1,9 +1,9 @@
-// The history file shared by every window of the app (ui/run/History.*), without a window: two
+// The history file shared by every window of the app (ui/history/History.*), without a window: two
 // windows recording runs in turn keep each other's runs; a FIFO, a link to /dev/zero or an
 // oversized file where the history or the settings should be is set aside at once, never waited
 // on or read without end; damaged entries are skipped but kept in a ".bad" copy.
 #include "Settings.h"
-#include "run/History.h"
+#include "history/History.h"
 
 #include <QCoreApplication>
 #include <QDir>

@@ -1,6 +1,6 @@
 // The answer as people read it, for every kind of task: the clean text above the table, one
 // table row per item (a caption or an OCR answer is one text row), raw tokens only on request.
-#include "run/AnswerDisplay.h"
+#include "presentation/AnswerDisplay.h"
 #include "widgets/ResultsPanel.h"
 
 #include <florence/answer.h>

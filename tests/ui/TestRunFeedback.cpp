@@ -6,7 +6,7 @@
 #include "MainWindow.h"
 #include "dialogs/AboutDialog.h"
 #include "dialogs/ProcessFolderDialog.h"
-#include "run/TaskPrompt.h"
+#include "controllers/TaskPrompt.h"
 #include "widgets/ResultsPanel.h"
 
 #include <florence/paths.h>

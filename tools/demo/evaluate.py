@@ -51,7 +51,7 @@ INT8_TEXT_MAX_WIDTH = 768
 
 
 def apply_precision(modules, precision):
-    """The engine's --precision (engine/model/Engine.cpp): bfloat16 turns every linear layer's
+    """The engine's --precision (engine/runtime/ModelLoad.cpp): bfloat16 turns every linear layer's
     weight to bfloat16; int8 quantizes the decoder's (the LM head included, its own copy of the
     shared embedding) per output channel, symmetrically, which florence::linear_rows reads, and
     the encoders' to bfloat16, then their large ones (both sides >= 512, in code with
@@ -150,7 +150,7 @@ class Package:
         return text.replace("</s>", "").replace("<s>", "")
 
     def generate_beams(self, feats, prompt, beams, max_new=128, ngram=3, length_penalty=1.0):
-        """Beam search as engine/model/Generator.cpp's beamSearch (Hugging Face's, early_stopping
+        """Beam search as engine/decoding/Generator.cpp's beamSearch (Hugging Face's, early_stopping
         false as the demo model's generation_config): log-softmax, then no-repeat-ngram and the
         forced tokens, the best 2 x beams candidates, </s> candidates from the top `beams` ranks
         going to the finished hypotheses (scored sum / generated length ** length_penalty)."""

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Checks the ONNX export against the engine itself: greedy decoding on ONNX Runtime with the
-// engine's logits processors (engine/model/Generator.cpp processRow: no repeated 3-gram, the
+// engine's logits processors (engine/decoding/Generator.cpp processRow: no repeated 3-gram, the
 // forced first and last tokens, the end token banned in between) must choose the tokens, with
 // the same log-probabilities, that `florence-studio-cli run` chose on the speed demo.
 //

@@ -22,7 +22,7 @@ The model is the repository's own (engine/exporter/florence2/model.py) computing
 published code does (bench_eager.as_published: F.linear, matmul attention, NCHW convolutions),
 never Florence Studio's operator library, whose operators ONNX cannot express. Its weights are
 the speed demo's: every tensor drawn from its own generator seeded by mixSeed(seed, name), as
-engine/model/Engine.cpp fills an architecture package (the recipe from export.generation_recipe,
+engine/runtime/ModelLoad.cpp fills an architecture package (the recipe from export.generation_recipe,
 checked against --package's manifest when given). Needs the onnx package: apt install python3-onnx.
 """
 import argparse

@@ -7,7 +7,7 @@
 //   QString more = florence::ui::AboutDialog::details();           // "Runtime: LibTorch …"
 #pragma once
 
-#include "run/WorkerTypes.h"
+#include "controllers/WorkerTypes.h"
 
 #include <QString>
 

@@ -1,7 +1,7 @@
 #include "dialogs/ProcessFolderDialog.h"
 
 #include "Settings.h"
-#include "run/EngineWorker.h"
+#include "controllers/EngineWorker.h"
 
 #include <florence/tasks.h>
 

@@ -13,7 +13,7 @@
 //   dlg->show();
 #pragma once
 
-#include "run/FolderTypes.h"
+#include "controllers/FolderTypes.h"
 
 #include <QDialog>
 

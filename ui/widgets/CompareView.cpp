@@ -1,8 +1,8 @@
 #include "widgets/CompareView.h"
 
-#include "run/CompareMarks.h"
-#include "run/CompareVerdict.h"
-#include "run/StepStats.h"
+#include "presentation/CompareMarks.h"
+#include "presentation/CompareVerdict.h"
+#include "presentation/StepStats.h"
 #include "widgets/ChartStyle.h"
 #include "widgets/CumulativeChart.h"
 

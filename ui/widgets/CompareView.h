@@ -10,7 +10,7 @@
 //   view->setOutcome(compareOutcome);
 #pragma once
 
-#include "run/WorkerTypes.h"
+#include "controllers/WorkerTypes.h"
 
 #include <QWidget>
 

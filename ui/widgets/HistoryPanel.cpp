@@ -1,6 +1,6 @@
 #include "widgets/HistoryPanel.h"
 
-#include "run/History.h"
+#include "history/History.h"
 
 #include <QDir>
 #include <QFileDialog>

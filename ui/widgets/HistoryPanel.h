@@ -1,4 +1,4 @@
-// The History panel: the runs the app remembers (run/History), newest first, each with its
+// The History panel: the runs the app remembers (history/History), newest first, each with its
 // image's thumbnail, task, time and the first words of its answer. Choosing one emits
 // entryChosen so the window shows it again without rerunning; Export Selected writes the
 // selected runs as JSON; Clear History empties it, and Undo beside the note that says so puts

@@ -1,6 +1,6 @@
 #include "widgets/ImageView.h"
 
-#include "run/Scores.h"
+#include "presentation/Scores.h"
 
 #include <QApplication>
 #include <QBrush>

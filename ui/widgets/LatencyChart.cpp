@@ -1,6 +1,6 @@
 #include "widgets/LatencyChart.h"
 
-#include "run/StepStats.h"
+#include "presentation/StepStats.h"
 #include "widgets/ChartStyle.h"
 
 #include <QChart>

@@ -1,7 +1,7 @@
 #include "widgets/ResultsPanel.h"
 
-#include "run/AnswerDisplay.h"
-#include "run/Scores.h"
+#include "presentation/AnswerDisplay.h"
+#include "presentation/Scores.h"
 #include "widgets/ScoreControls.h"
 
 #include <QAction>

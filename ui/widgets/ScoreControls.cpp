@@ -1,6 +1,6 @@
 #include "widgets/ScoreControls.h"
 
-#include "run/Scores.h"
+#include "presentation/Scores.h"
 
 #include <QCheckBox>
 #include <QHBoxLayout>

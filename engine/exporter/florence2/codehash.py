@@ -10,8 +10,8 @@ code are dimensions of the model (channels, heads, features) that differ between
 family; they are replaced by 0 before hashing, so one digest stands for every model of a layer
 layout, and the allow-list holds one per module and layout (the bundled model, the tiny fixture,
 Florence-2 base and large). Anything else in the code (a call, a name, an operator) changes the
-digest. The engine computes the same digest (engine/model/CodeCheck.cpp); the allow-list is
-engine/model/code-allowlist.txt, regenerated and compared by tests/engine/TestCodeAllowlist.cpp.
+digest. The engine computes the same digest (engine/package/CodeCheck.cpp); the allow-list is
+engine/package/code-allowlist.txt, regenerated and compared by tests/engine/TestCodeAllowlist.cpp.
 """
 import argparse
 import copy

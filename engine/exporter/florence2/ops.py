@@ -26,7 +26,7 @@ class OpsLibraryError(Exception):
 
 
 def _candidates() -> list:
-    # The programs' data folder ($FLORENCE_STUDIO_DATA, as engine/host/Paths.cpp reads it), then the
+    # The programs' data folder ($FLORENCE_STUDIO_DATA, as engine/platform/Paths.cpp reads it), then the
     # one these tools are in (PREFIX/share/florence-studio/tools/florence2, installed or built),
     # then a source checkout's build/ (tools/run-app.sh and run-tests.sh build there).
     data_dirs = [os.environ.get("FLORENCE_STUDIO_DATA"), os.path.join(HERE, "..", "..")]

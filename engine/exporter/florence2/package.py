@@ -10,7 +10,7 @@ empty tensor in its place. Loading puts the decoder's tensor back into the text 
 tensor in memory, as in the engine). Packages without the entry load as before.
 
 An architecture package (format version 3, the speed demos) holds no weight data: its
-"generated_parameters" are filled here as the engine fills them (engine/model/Engine.cpp), one
+"generated_parameters" are filled here as the engine fills them (engine/runtime/ModelLoad.cpp), one
 seeded generator per tensor, so the Python baseline runs the weights the engine runs.
 """
 import os

@@ -1,7 +1,7 @@
 """The architectures an import may produce, checked from config.json before any weight is read.
 
 The engine runs only TorchScript code this exporter writes for a known model family
-(engine/model/code-allowlist.txt, made by codehash.py from the families' configs). Scripting
+(engine/package/code-allowlist.txt, made by codehash.py from the families' configs). Scripting
 unrolls every layer loop, so the code depends on the number of layers: a checkpoint with
 another layer layout would give a package the engine refuses, after minutes of export. It is
 refused here instead, saying what was found and what is supported. The table follows

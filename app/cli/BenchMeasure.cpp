@@ -1,0 +1,253 @@
+#include "BenchMeasure.h"
+
+#include "BenchPython.h"
+#include "BusyLoad.h"
+#include "Common.h"
+#include <florence/engine.h>
+#include <florence/image.h>
+#include <florence/machine.h>
+#include <florence/paths.h>
+#include <florence/process.h>
+#include <florence/stats.h>
+#include <florence/tasks.h>
+
+#include <cmath>
+#include <memory>
+#include <numeric>
+
+namespace florence::cli {
+
+namespace {
+
+double cosine(const std::vector<float>& a, const std::vector<float>& b, size_t begin, size_t n) {
+    double dot = 0, na = 0, nb = 0;
+    for (size_t i = begin; i < begin + n; ++i) {
+        dot += double(a[i]) * b[i];
+        na += double(a[i]) * a[i];
+        nb += double(b[i]) * b[i];
+    }
+    return dot / std::sqrt(na * nb);
+}
+
+Result generateFixed(Session& session, const Request& req, const Model& model, int tokens,
+                     bool cache, bool reuse = false) {
+    GenerationOptions o = model.defaultOptions();
+    o.numBeams = 1;
+    o.maxNewTokens = tokens;
+    o.ignoreEos = true;
+    o.useCache = cache;
+    o.reuseFeatures = reuse;
+    o.noRepeatNgramSize = 0; // a fixed token count: nothing may end or ban the run
+    return session.generate(req, o);
+}
+
+// ------------------------------------------------------------------------------------------
+// Measuring
+
+// What the float32 runs leave for the later stages.
+struct Float32Runs {
+    std::vector<int64_t> promptIds;
+    std::vector<int64_t> referenceIds; // the longest cached run's tokens
+};
+
+Float32Runs measureDecoding(Session& session, const Request& req, const BenchConfig& c,
+                            Progress& progress, BenchReport& report) {
+    const Model& model = session.model();
+    Float32Runs runs;
+    for (int len : c.lengths) {
+        Result r = generateFixed(session, req, model, len, true);
+        progress.step("cached decoding, " + std::to_string(len) + " tokens");
+        report.preprocessMs.push_back(r.timings.preprocessMs);
+        report.visionMs.push_back(r.timings.visionMs);
+        report.textEncoderMs.push_back(r.timings.textEncoderMs);
+        report.firstTokenMs.push_back(r.timings.preprocessMs + r.timings.visionMs +
+                                      r.timings.textEncoderMs);
+        runs.promptIds = r.promptIds;
+        if (len == c.maxLength())
+            runs.referenceIds = r.generatedIds;
+        LengthReport l;
+        l.length = len;
+        l.stepMs = r.timings.stepMs;
+        l.decodeMs = r.timings.decodeMs;
+        if (c.uncached) {
+            Result u = generateFixed(session, req, model, len, false);
+            progress.step("uncached decoding, " + std::to_string(len) + " tokens");
+            l.hasUncached = true;
+            l.uncachedDecodeMs = u.timings.decodeMs;
+            l.uncachedMedianStepMs = median(u.timings.stepMs);
+            l.uncachedSameTokens = u.generatedIds == r.generatedIds;
+        }
+        report.lengths.push_back(std::move(l));
+    }
+    return runs;
+}
+
+// A second task on the same image skips preprocessing and the vision encoder; a task whose
+// prompt was encoded ahead with the image (Session::encodeImage) skips the text encoder too.
+ReuseReport measureReuse(Session& session, const Request& req) {
+    GenerationOptions o = session.model().defaultOptions();
+    o.numBeams = 1;
+    o.maxNewTokens = 1;
+    Request second = req;
+    second.prompt = buildPrompt({"<OD>", "", std::nullopt}, req.image->width, req.image->height);
+    o.reuseFeatures = false;
+    const Result cold = session.generate(second, o);
+    o.reuseFeatures = true;
+    session.generate(req, o); // remembers the features
+    const Result warm = session.generate(second, o);
+    ReuseReport r;
+    r.withoutMs = cold.timings.preprocessMs + cold.timings.visionMs + cold.timings.textEncoderMs;
+    r.withMs = warm.timings.preprocessMs + warm.timings.visionMs + warm.timings.textEncoderMs;
+    r.reused = warm.timings.featuresReused;
+    session.encodeImage(*req.image, nullptr, req.prompt);
+    const Result ahead = session.generate(req, o);
+    r.aheadMs = ahead.timings.firstTokenMs;
+    r.promptReused = ahead.timings.promptReused;
+    return r;
+}
+
+// Four different images with a fixed number of tokens, together and one by one.
+BatchReport measureBatching(Session& session, Progress& progress) {
+    std::vector<Request> reqs;
+    for (const char* name : {"pier.png", "chelsea.png", "coffee.png", "rocket.jpg"}) {
+        Request r;
+        r.image = std::make_shared<const RgbImage>(loadImage(samplesDir() + "/" + name));
+        r.prompt = buildPrompt({"<CAPTION>", "", std::nullopt}, r.image->width, r.image->height);
+        reqs.push_back(r);
+    }
+    GenerationOptions o = session.model().defaultOptions();
+    o.numBeams = 1;
+    o.maxNewTokens = 32;
+    o.ignoreEos = true;
+    o.noRepeatNgramSize = 0;
+    o.reuseFeatures = false;
+    BatchReport b;
+    const auto t0 = Clock::now();
+    std::vector<Result> alone;
+    for (const Request& r : reqs)
+        alone.push_back(session.generate(r, o));
+    b.oneByOneMs = msSince(t0);
+    progress.step("batching: one by one");
+    const auto t1 = Clock::now();
+    const std::vector<Result> together = session.generateBatch(reqs, o);
+    b.batchedMs = msSince(t1);
+    progress.step("batching: together");
+    b.sameTokens = true;
+    for (size_t i = 0; i < reqs.size(); ++i)
+        b.sameTokens = b.sameTokens && alone[i].generatedIds == together[i].generatedIds;
+    b.images = int(reqs.size());
+    b.tokensEach = o.maxNewTokens;
+    return b;
+}
+
+// The float32 decoder logits the reduced-precision modes are compared with.
+struct LogitsReference {
+    std::vector<float> pixels;
+    std::vector<int64_t> promptIds, tokens;
+    FloatArray logits;
+};
+
+LogitsReference logitsReference(Session& session, const Request& req, const Float32Runs& runs) {
+    const Manifest m = session.model().manifest();
+    LogitsReference ref;
+    ref.pixels = preprocess(*req.image, m.imageWidth, m.imageHeight, m.imageMean, m.imageStd);
+    ref.promptIds = runs.promptIds;
+    ref.tokens.assign(runs.referenceIds.begin(),
+                      runs.referenceIds.begin() + std::min<size_t>(runs.referenceIds.size(), 65));
+    ref.logits = session.decoderLogits(ref.pixels, ref.promptIds, ref.tokens);
+    return ref;
+}
+
+// Speed, and agreement of the decoder logits with float32 over the same tokens. Replaces the
+// model in the session by the one of `precision`: one model in memory at a time.
+ReducedReport measureReduced(std::unique_ptr<Session>& session, const Request& req,
+                             const BenchConfig& c, const LogitsReference& reference,
+                             Precision precision, Progress& progress) {
+    const std::string name = precisionName(precision);
+    session.reset();
+    session =
+        std::make_unique<Session>(Model::load(c.package, LoadOptions{c.threads, precision}));
+    progress.step(name + " load");
+    const Model& bm = session->model();
+    generateFixed(*session, req, bm, 4, true);
+    const Result r = generateFixed(*session, req, bm, c.maxLength(), true);
+    progress.step(name + " decoding");
+    const FloatArray got =
+        session->decoderLogits(reference.pixels, reference.promptIds, reference.tokens);
+    progress.step(name + " logits");
+    const FloatArray& ref = reference.logits;
+    const size_t vocab = size_t(ref.shape[1]);
+    double minCos = 1, sumCos = 0;
+    for (int64_t row = 0; row < ref.shape[0]; ++row) {
+        const double cos = cosine(ref.data, got.data, row * vocab, vocab);
+        minCos = std::min(minCos, cos);
+        sumCos += cos;
+    }
+    ReducedReport b;
+    b.stepBytes = bm.decodeStepBytes(bm.manifest().imageTokens + int(reference.promptIds.size()));
+    b.firstTokenMs = r.timings.preprocessMs + r.timings.visionMs + r.timings.textEncoderMs;
+    b.visionMs = r.timings.visionMs;
+    b.textEncoderMs = r.timings.textEncoderMs;
+    b.medianStepMs = median(r.timings.stepMs);
+    b.logitsCosineMin = minCos;
+    b.logitsCosineMean = sumCos / ref.shape[0];
+    b.int8Modules = bm.int8Modules();
+    b.encoderPrecision = precisionName(bm.encoderPrecision());
+    return b;
+}
+
+} // namespace
+
+BenchReport measure(const BenchConfig& c) {
+    Progress progress(c.progressSteps());
+    BenchReport report;
+    // From the load to the last baseline, so every figure shares the same competition.
+    const BusyLoad busy(c.busy);
+    report.busyThreads = busy.threads();
+    const auto img = std::make_shared<const RgbImage>(loadImage(c.image));
+    LoadOptions lo;
+    lo.threads = c.threads;
+    auto session = std::make_unique<Session>(Model::load(c.package, lo));
+    progress.step("load");
+    const Manifest m = session->model().manifest(); // a copy: the float32 model goes for bf16
+    report.model = m.name;
+    report.package = c.package;
+    report.parameters = double(m.parameterCount);
+    report.loadMs = session->model().loadMs();
+    Request req;
+    req.image = img;
+    req.prompt = buildPrompt({"<CAPTION>", "", std::nullopt}, img->width, img->height);
+
+    // Warm-up: the first run of each module pays one-time costs (allocation, kernel selection).
+    generateFixed(*session, req, session->model(), 4, true);
+    generateFixed(*session, req, session->model(), 4, false);
+    progress.step("warm-up");
+
+    const Float32Runs runs = measureDecoding(*session, req, c, progress, report);
+    // Peak memory of single requests (the batch of four images below needs more).
+    report.peakBytes = peakResidentBytes();
+    report.reuse = measureReuse(*session, req);
+    progress.step("feature reuse");
+    if (c.batching && !samplesDir().empty())
+        report.batching = measureBatching(*session, progress);
+    report.peakWithBatchBytes = peakResidentBytes();
+    // After the peak is taken: the measurement's own 1 GiB buffer must not count.
+    report.bandwidth = measureReadBandwidth();
+    progress.step("memory bandwidth");
+    report.stepBytes = session->model().decodeStepBytes(m.imageTokens + int(runs.promptIds.size()));
+    report.runtime = runtimeSummary();
+    if (c.python)
+        measurePython(c, runs.promptIds, report, progress);
+    if (c.bf16 || c.int8) {
+        const LogitsReference reference = logitsReference(*session, req, runs);
+        if (c.bf16)
+            report.bf16 =
+                measureReduced(session, req, c, reference, Precision::BFloat16, progress);
+        if (c.int8)
+            report.int8 = measureReduced(session, req, c, reference, Precision::Int8, progress);
+    }
+    progress.done();
+    return report;
+}
+
+} // namespace florence::cli

@@ -1,0 +1,82 @@
+// Internal to the engine (includes LibTorch). What a loaded Model holds: the manifest, the
+// tokenizer and the three TorchScript modules, with the steps of Model::load that change them.
+// Loading is in ModelLoad.cpp, int8 quantization in Quantize.cpp, what a model reports of itself
+// (memory, precision) in ModelInfo.cpp; Session runs the modules.
+#pragma once
+
+#include <florence/engine.h>
+
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+namespace florence {
+
+struct Model::Impl {
+    Manifest manifest;
+    Tokenizer tokenizer;
+    LoadOptions options;
+    double loadMs = 0;
+    // Module methods are not const in the API, but running them changes no state.
+    mutable torch::jit::Module vision;
+    mutable torch::jit::Module textEncoder;
+    mutable torch::jit::Module decoder;
+    std::vector<std::string> int8Modules; // filled by the quantize functions
+    Precision encoderPrecision = Precision::Float32;
+    std::string precisionNote;
+
+    torch::Tensor imageFeatures(const torch::Tensor& pixels) const {
+        return vision.forward({pixels}).toTensor();
+    }
+    torch::Tensor encode(const torch::Tensor& features, const torch::Tensor& ids) const {
+        return textEncoder.forward({features, ids, torch::ones_like(ids)}).toTensor();
+    }
+
+    torch::jit::Module& module(const std::string& role) const {
+        return role == "vision" ? vision : role == "text_encoder" ? textEncoder : decoder;
+    }
+
+    // int8: the encoders' large linear layers (both sides >= 512: Florence-2-base's vision
+    // stages 2 and 3 and its text encoder, about 80% of an image's multiply-adds), when the
+    // package's code runs them with florence::linear_int8 (it has int8_products(); an earlier
+    // exporter's does not). oneDNN's int8 GEMM is ~1.8x its bfloat16 one on these shapes and
+    // slower on the smaller ones, which stay bfloat16 (README, Precision).
+    // An encoder wider than Florence-2-base's (vision: last stage 1024 channels, large 2048;
+    // text: d_model 768, large 1024) stays bfloat16: oneDNN quantizes each product's
+    // activations with one scale per tensor, and over large's wider layers that error grows
+    // (speed demo at large size, the decoder's logits cosine against float32: 0.9931 with both
+    // encoders int8, 0.9987 with the text encoder alone, 0.9989 with neither; image features
+    // 7.6-11% from float32 in int8 against 3% in bfloat16. At base, everything int8: 0.9998).
+    static constexpr int64_t kInt8VisionMaxWidth = 1024;
+    static constexpr int64_t kInt8TextMaxWidth = 768;
+    void quantizeEncoders(); // Quantize.cpp
+    // The vision encoder's last-stage width: the rows of its image projection.
+    int64_t visionWidth() const;
+    // Architecture packages: every parameter is an empty placeholder; fill each from a seeded
+    // normal distribution with the package's recipe. One generator per tensor, seeded by the
+    // package's seed and the tensor's name, so the weights do not depend on the list's order.
+    void generateParameters() const;
+    // int8: the decoder's linear layers (its decoding step and the LM head), once every
+    // parameter is in place.
+    // LibTorch quantizes on one thread: the layers are spread over the threads (base: about 1 s
+    // of work, the LM head 0.4 of it).
+    void quantizeDecoder();
+    // A parameter still empty once the package is loaded has no weights: a package that lists
+    // it neither as shared nor as generated is broken, and would fail in the middle of a run.
+    void checkNoEmptyParameters() const;
+    // Puts every tensor the package stores once (the text encoder's token embedding is the
+    // decoder's) into the module saved without it: one tensor in memory for both.
+    void shareParameters() const;
+};
+
+namespace detail {
+
+EngineError cancelledError(const Manifest& manifest);
+// The modules of type Linear in `m` and its submodules.
+std::vector<torch::jit::Module> linearModules(const torch::jit::Module& m);
+
+} // namespace detail
+
+} // namespace florence

@@ -1,0 +1,316 @@
+// Model::load: the package's files checked, its TorchScript code checked against the allow-list,
+// the modules loaded in the chosen precision and their shared and generated parameters filled.
+#include "runtime/ModelImpl.h"
+
+#include "KernelPath.h"
+#include "Ops.h"
+#include "package/CancellableFile.h"
+#include "package/CodeCheck.h"
+#include "runtime/TorchError.h"
+#include <florence/machine.h>
+#include <florence/process.h>
+#include <florence/stats.h>
+#include <florence/tasks.h>
+
+#include <torch/csrc/jit/runtime/graph_executor.h>
+
+#include <algorithm>
+
+namespace florence {
+
+namespace detail {
+
+EngineError cancelledError(const Manifest& manifest) {
+    return EngineError("loading " + manifest.dir + " was cancelled");
+}
+
+std::vector<torch::jit::Module> linearModules(const torch::jit::Module& m) {
+    std::vector<torch::jit::Module> found;
+    for (const auto& sub : m.named_modules()) {
+        const auto type = sub.value.type()->name();
+        if (type && type->name() == "Linear")
+            found.push_back(sub.value);
+    }
+    return found;
+}
+
+} // namespace detail
+
+using detail::cancelledError;
+using detail::linearModules;
+using detail::oneLine;
+
+namespace {
+
+torch::jit::Module loadModule(const std::string& path, const Manifest& manifest,
+                              Precision precision, const std::atomic<bool>* cancel) {
+    try {
+        torch::jit::Module m =
+            torch::jit::load(std::make_shared<detail::CancellableFile>(path, cancel), torch::kCPU);
+        m.eval();
+        if (manifest.storage == "float16")
+            m.to(torch::kFloat32);
+        if (precision == Precision::BFloat16) {
+            // Only the linear layers: they carry nearly all the work and bytes, and the model's
+            // linear() helper runs them with oneDNN's bf16 kernels.
+            for (torch::jit::Module lin : linearModules(m))
+                lin.setattr("weight", lin.attr("weight").toTensor().to(torch::kBFloat16));
+        }
+        return m;
+    } catch (const c10::Error& e) {
+        if (cancel && cancel->load()) // the archive reader failed on a short read
+            throw cancelledError(manifest);
+        throw EngineError(path +
+                          " cannot be loaded as a TorchScript module (damaged, or written "
+                          "by another exporter): " +
+                          oneLine(e));
+    } catch (const std::exception& e) {
+        if (cancel && cancel->load())
+            throw cancelledError(manifest);
+        throw EngineError(path + " cannot be loaded as a TorchScript module: " + oneLine(e.what()));
+    }
+}
+
+// The module, parameter name pair of a dotted path: ("encoder.embed_tokens", "weight").
+std::pair<torch::jit::Module, std::string> parameterSlot(torch::jit::Module m,
+                                                         const std::string& dotted) {
+    size_t start = 0;
+    for (size_t dot = dotted.find('.'); dot != std::string::npos; dot = dotted.find('.', start)) {
+        const std::string part = dotted.substr(start, dot - start);
+        if (!m.hasattr(part) || !m.attr(part).isModule())
+            throw std::runtime_error("has no submodule " + dotted.substr(0, dot));
+        m = m.attr(part).toModule();
+        start = dot + 1;
+    }
+    const std::string last = dotted.substr(start);
+    if (!m.hasattr(last) || !m.attr(last).isTensor())
+        throw std::runtime_error("has no tensor " + dotted);
+    return {m, last};
+}
+
+// A generator seed from the package's seed and a tensor's name (FNV-1a, then splitmix64's
+// finalizer, so neighbouring names give unrelated seeds).
+uint64_t mixSeed(uint64_t seed, const std::string& name) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : name)
+        h = (h ^ c) * 1099511628211ull;
+    uint64_t z = seed ^ h;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+} // namespace
+
+const char* precisionName(Precision p) {
+    switch (p) {
+    case Precision::BFloat16:
+        return "bfloat16";
+    case Precision::Int8:
+        return "int8";
+    default:
+        return "float32";
+    }
+}
+
+void Model::Impl::generateParameters() const {
+    for (const GeneratedParameter& p : manifest.generatedParameters) {
+        // Filling the large speed-demo package takes seconds: a load stops between tensors.
+        if (options.cancel && options.cancel->load())
+            throw cancelledError(manifest);
+        const std::string file = manifest.path(p.module);
+        const at::Generator generator = at::detail::createCPUGenerator(
+            mixSeed(manifest.generatedSeed, p.module + "/" + p.names.front()));
+        const torch::Tensor value =
+            at::normal(p.mean, p.std, p.shape, generator, torch::kFloat32);
+        for (const std::string& name : p.names) {
+            try {
+                auto [to, slot] = parameterSlot(module(p.module), name);
+                const torch::Tensor placeholder = to.attr(slot).toTensor();
+                if (placeholder.dim() != value.dim() || placeholder.size(0) != 0 ||
+                    !placeholder.sizes().slice(1).equals(value.sizes().slice(1)))
+                    throw std::runtime_error("has " + name + " of another shape than " +
+                                             "manifest.json generates");
+                // Linear weights are bfloat16 already when that precision was chosen.
+                to.setattr(slot, value.to(placeholder.scalar_type()));
+            } catch (const c10::Error& e) {
+                throw EngineError(file + ": cannot fill " + name + " (" +
+                                  std::string(e.what_without_backtrace()).substr(0, 200) + ")");
+            } catch (const std::exception& e) {
+                throw EngineError(file + " " + e.what());
+            }
+        }
+    }
+}
+
+void Model::Impl::checkNoEmptyParameters() const {
+    for (const char* role : {"vision", "text_encoder", "decoder"})
+        for (const auto& p : module(role).named_parameters(true))
+            if (p.value.numel() == 0)
+                throw EngineError(manifest.path(role) + " has no weights for " + p.name +
+                                  " (an incomplete package: re-export it)");
+}
+
+void Model::Impl::shareParameters() const {
+    for (const SharedParameter& p : manifest.sharedParameters) {
+        const std::string file = manifest.path(p.module);
+        const std::string fromFile = manifest.path(p.fromModule);
+        torch::Tensor value;
+        try {
+            auto [from, fromName] = parameterSlot(module(p.fromModule), p.fromName);
+            value = from.attr(fromName).toTensor();
+        } catch (const std::exception& e) {
+            throw EngineError(fromFile + " " + e.what() + ", which manifest.json says " +
+                              p.module + " shares");
+        }
+        try {
+            auto [to, name] = parameterSlot(module(p.module), p.name);
+            // The exporter leaves a [0, …] tensor in its place, the other sizes as shared.
+            const torch::Tensor placeholder = to.attr(name).toTensor();
+            const bool empty = placeholder.dim() > 0 && placeholder.size(0) == 0;
+            if (placeholder.dim() != value.dim() ||
+                (empty ? !placeholder.sizes().slice(1).equals(value.sizes().slice(1))
+                       : !placeholder.sizes().equals(value.sizes())))
+                throw std::runtime_error("has " + p.name + " of another shape than " +
+                                         p.fromName + " of " + fromFile);
+            to.setattr(name, value);
+        } catch (const c10::Error& e) {
+            throw EngineError(file + ": cannot share " + p.name + " (" + oneLine(e) + ")");
+        } catch (const std::exception& e) {
+            throw EngineError(file + " " + e.what());
+        }
+    }
+}
+
+Model::Model() : m_impl(std::make_unique<Impl>()) {}
+Model::~Model() = default;
+
+namespace {
+
+// A module is a program: run only the code this version's exporter writes, whatever the
+// manifest's checksums say (its author computed them). All three from one model family.
+void checkModuleCode(const Manifest& manifest) {
+    std::vector<std::string> families;
+    for (const char* role : {"vision", "text_encoder", "decoder"}) {
+        const std::string path = manifest.path(role);
+        std::vector<std::string> found;
+        try {
+            found = detail::codeFamilies(role, detail::torchScriptCodeDigest(path));
+        } catch (const detail::ArchiveError& e) {
+            throw EngineError(e.what());
+        }
+        if (found.empty())
+            throw EngineError(path +
+                              ": its TorchScript code is not code Florence Studio's exporter "
+                              "writes, so it is not run (the package was not made by this "
+                              "version's exporter, or was changed); re-import the model from its "
+                              "checkpoint (florence-studio-cli import --hf DIR --out PKG)");
+        if (std::string(role) == "vision") {
+            families = found;
+        } else {
+            std::vector<std::string> both;
+            for (const std::string& f : found)
+                if (std::find(families.begin(), families.end(), f) != families.end())
+                    both.push_back(f);
+            if (both.empty())
+                throw EngineError(path + ": its TorchScript code is of another model than " +
+                                  manifest.path("vision") +
+                                  "; re-import the model from its checkpoint");
+            families = both;
+        }
+    }
+}
+
+} // namespace
+
+std::shared_ptr<const Model> Model::load(const std::string& packageDir,
+                                         const LoadOptions& options) {
+    const auto start = Clock::now();
+    std::shared_ptr<Model> model(new Model());
+    Impl& d = *model->m_impl;
+    d.options = options;
+    d.options.beforeModules = nullptr; // the caller's, for this load only
+    try {
+        d.manifest = readManifest(packageDir);
+        verifyPackageFiles(d.manifest, true, options.cancel);
+        d.tokenizer = Tokenizer::fromFiles(d.manifest.path("vocab"), d.manifest.path("merges"));
+    } catch (const EngineError&) {
+        throw;
+    } catch (const std::exception& e) {
+        throw EngineError(e.what());
+    }
+    if (d.tokenizer.vocabSize() != d.manifest.vocabSize)
+        throw EngineError(d.manifest.path("vocab") + " has " +
+                          std::to_string(d.tokenizer.vocabSize()) +
+                          " tokens with Florence-2's added ones, the model expects " +
+                          std::to_string(d.manifest.vocabSize));
+    if (d.manifest.precision != "float32")
+        throw EngineError(d.manifest.dir + "/manifest.json: unknown precision " +
+                          d.manifest.precision);
+
+    checkModuleCode(d.manifest);
+    addPackageTasks(d.manifest.tasks); // a fine-tune's own tasks, for taskInfo and the parser
+
+    setThreads(options.threads);
+    tuneAllocator();
+    // The simple executor: the profiling one re-specializes graphs for every new sequence length
+    // during decoding, which costs more than it saves here.
+    torch::jit::getProfilingMode() = false;
+    auto checkCancel = [&] {
+        if (options.cancel && options.cancel->load())
+            throw cancelledError(d.manifest);
+    };
+    checkCancel();
+    if (options.beforeModules)
+        options.beforeModules();
+    // int8 loads the encoders in bfloat16 (README, Precision); their large linear layers and the
+    // decoder are quantized below.
+    // Both reduced precisions run the encoders' attention as bfloat16 batched products. Where
+    // LibTorch sums those in bfloat16 (CPUs without AVX-512), the image features drift enough to
+    // change the answers (a four-shape caption became "A yellow star."), so the encoders stay
+    // float32 there and only the decoder, whose activations stay float32, takes the precision.
+    const bool int8 = options.precision == Precision::Int8;
+    const bool reduced = options.precision != Precision::Float32;
+    const bool lowEncoders = reduced && bfloat16ProductsAccurate();
+    const Precision encoders = !lowEncoders ? Precision::Float32
+                               : int8       ? Precision::BFloat16
+                                            : options.precision;
+    const Precision decoder = int8 ? Precision::Float32 : options.precision;
+    d.encoderPrecision = lowEncoders ? options.precision : Precision::Float32;
+    if (reduced && !lowEncoders)
+        // With the row kernels (engine/ops/KernelPath.h) a step reads the smaller weights at
+        // memory speed; on the LibTorch path it is slower than float32's.
+        d.precisionNote =
+            std::string("the encoders run in float32 and only the decoder in ") +
+            precisionName(options.precision) +
+            ": without AVX-512, LibTorch's bfloat16 products sum in bfloat16, which changes the "
+            "answers" +
+            (ops::kernelPath() == ops::KernelPath::Torch
+                 ? std::string(", and its reduced-precision kernels are slower than float32's; "
+                               "float32 is the faster choice on this CPU")
+                 : "; its decoding steps read the smaller weights with the " +
+                       ops::rowKernelName() + " row kernels, faster than float32's");
+    d.vision = loadModule(d.manifest.path("vision"), d.manifest, encoders, options.cancel);
+    checkCancel();
+    d.textEncoder =
+        loadModule(d.manifest.path("text_encoder"), d.manifest, encoders, options.cancel);
+    checkCancel();
+    d.decoder = loadModule(d.manifest.path("decoder"), d.manifest, decoder, options.cancel);
+    checkCancel();
+    d.generateParameters();
+    d.shareParameters();
+    d.checkNoEmptyParameters();
+    if (int8) {
+        if (lowEncoders)
+            d.quantizeEncoders();
+        d.quantizeDecoder();
+    }
+    for (const char* method : {"step", "cross_kv", "new_cache", "forward_full"})
+        if (!d.decoder.find_method(method))
+            throw EngineError(d.manifest.path("decoder") + " has no " + method +
+                              " method: it was not exported by this project's exporter");
+    d.loadMs = msSince(start);
+    return model;
+}
+
+} // namespace florence

@@ -1,0 +1,335 @@
+// The engine on the fixture checkpoint as the app and the CLI drive it: streamed text that is
+// always whole characters, cancel at every stage, a callback that stops, feature reuse,
+// encoding ahead of a run, batches that equal one-by-one runs.
+#include "TestEngine.h"
+
+void TestEngine::streamingTextIsUtf8Safe() {
+    // Task 4's answer has a character split across tokens ("の�").
+    Session s(m_models[0]);
+    Request req;
+    req.pixelValues = m_pixels;
+    req.prompt = m_tasks[4].prompt;
+    GenerationOptions o = model(0).defaultOptions();
+    o.numBeams = 1;
+    o.maxNewTokens = 24;
+    std::string streamed;
+    const Result r = s.generate(req, o, [&](const TokenEvent& e) {
+        if (e.rewound)
+            streamed.clear();
+        streamed += e.textDelta;
+        // Every delta is whole UTF-8: a QString round trip keeps it byte for byte.
+        const QString q = QString::fromUtf8(e.textDelta.data(), int(e.textDelta.size()));
+        if (q.toUtf8().toStdString() != e.textDelta)
+            return false;
+        return true;
+    });
+    QVERIFY(!r.cancelled);
+    QCOMPARE(streamed, r.text);
+}
+
+void TestEngine::cancelMidRun_data() {
+    QTest::addColumn<bool>("cache");
+    QTest::addColumn<int>("beams");
+    QTest::newRow("greedy cached") << true << 1;
+    QTest::newRow("greedy uncached") << false << 1;
+    QTest::newRow("beams cached") << true << 3;
+    QTest::newRow("beams uncached") << false << 3;
+}
+
+void TestEngine::cancelMidRun() {
+    QFETCH(bool, cache);
+    QFETCH(int, beams);
+    Session s(m_models[0]);
+    Request req;
+    req.pixelValues = m_pixels;
+    req.prompt = m_tasks[0].prompt;
+    GenerationOptions o = model(0).defaultOptions();
+    o.numBeams = beams;
+    o.maxNewTokens = 1024;
+    o.ignoreEos = true; // would run 1024 steps if the cancel were ignored
+    o.useCache = cache;
+    std::atomic<bool> cancel{false};
+    const Result r = s.generate(
+        req, o,
+        [&](const TokenEvent& e) {
+            if (e.step == 4)
+                cancel = true;
+            return true;
+        },
+        &cancel);
+    QVERIFY(r.cancelled);
+    QCOMPARE(r.timings.stepMs.size(), size_t(5));
+    // Promptly: the step after the cancel is not run (the count, not wall time, which depends on
+    // the machine's load).
+    QCOMPARE(r.generatedIds.size(), size_t(6)); // start token + the 5 generated before cancel
+}
+
+void TestEngine::callbackStops() {
+    Session s(m_models[0]);
+    Request req;
+    req.pixelValues = m_pixels;
+    req.prompt = m_tasks[1].prompt;
+    GenerationOptions o = model(0).defaultOptions();
+    o.numBeams = 1;
+    const Result r = s.generate(req, o, [](const TokenEvent& e) { return e.step < 2; });
+    QVERIFY(r.cancelled);
+    QCOMPARE(r.generatedIds.size(), size_t(4));
+    QCOMPARE(r.generatedIds,
+             std::vector<int64_t>(m_tasks[1].generated.begin(), m_tasks[1].generated.begin() + 4));
+}
+
+void TestEngine::cancelBeforeDecoding() {
+    // A cancel that arrives while the image is being prepared skips the encoders.
+    Session s(m_models[0]);
+    Request req;
+    req.image = std::make_shared<const RgbImage>(loadImage(FLORENCE_SAMPLES_DIR "/pier.png"));
+    req.prompt = m_tasks[0].prompt;
+    std::atomic<bool> cancel{true};
+    int events = 0;
+    const Result r = s.generate(
+        req, model(0).defaultOptions(),
+        [&](const TokenEvent&) {
+            ++events;
+            return true;
+        },
+        &cancel);
+    QVERIFY(r.cancelled);
+    QVERIFY(r.generatedIds.empty());
+    QCOMPARE(r.timings.visionMs, 0.0);
+    QCOMPARE(events, 0);
+}
+
+void TestEngine::verifiedRecordKeepsRecentEntries() {
+    // The record of verified files (so a load does not rehash a 1 GB package) is capped at 200
+    // entries; the cap must drop the oldest, never the one just added, or a package in use is
+    // hashed again on every load once the record is full.
+    QTemporaryDir cache;
+    QVERIFY(cache.isValid());
+    const QByteArray oldCache = qgetenv("XDG_CACHE_HOME");
+    qputenv("XDG_CACHE_HOME", cache.path().toUtf8());
+    const QString dir = m_tmp.path() + "/record-pkg";
+    QVERIFY(QDir().mkpath(dir));
+    const QString file = dir + "/weights.bin";
+    {
+        QFile f(file);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("hello");
+    }
+    Manifest m;
+    m.dir = dir.toStdString();
+    PackageFile pf;
+    pf.name = "weights.bin";
+    pf.size = 5;
+    pf.sha256 = sha256File(file.toStdString());
+    m.files["vision"] = pf;
+    // 250 older entries that sort after any hex digest.
+    const QString record = cache.path() + "/florence-studio/verified-files.txt";
+    QVERIFY(QDir().mkpath(cache.path() + "/florence-studio"));
+    {
+        QFile f(record);
+        QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Text));
+        for (int i = 0; i < 250; ++i)
+            f.write(QStringLiteral("~old %1\n").arg(i, 3, 10, QLatin1Char('0')).toUtf8());
+    }
+    verifyPackageFiles(m);
+    QFile f(record);
+    QVERIFY(f.open(QIODevice::ReadOnly | QIODevice::Text));
+    const QStringList lines = QString::fromUtf8(f.readAll()).split('\n', Qt::SkipEmptyParts);
+    f.close();
+    QCOMPARE(lines.size(), 200);
+    QCOMPARE(lines.first(), QStringLiteral("~old 051"));
+    QVERIFY2(lines.last().endsWith(QFileInfo(file).absoluteFilePath()), qPrintable(lines.last()));
+    // Verified again unchanged: the record stays as it was (nothing rehashed or added).
+    verifyPackageFiles(m);
+    {
+        QFile again(record);
+        QVERIFY(again.open(QIODevice::ReadOnly | QIODevice::Text));
+        QCOMPARE(QString::fromUtf8(again.readAll()).split('\n', Qt::SkipEmptyParts), lines);
+    }
+    // Changed in place, same size, and its modification time set back to the nanosecond (after
+    // the bytes are on disk: the write is closed first): the status-change time moved, so the
+    // record no longer matches, the file is hashed again and refused.
+    struct stat before {};
+    QCOMPARE(::stat(QFile::encodeName(file).constData(), &before), 0);
+    {
+        QFile w(file);
+        QVERIFY(w.open(QIODevice::ReadWrite));
+        QCOMPARE(w.write("HELLO"), qint64(5));
+    }
+    const struct timespec times[2] = {before.st_atim, before.st_mtim};
+    QCOMPARE(::utimensat(AT_FDCWD, QFile::encodeName(file).constData(), times, 0), 0);
+    struct stat after {};
+    QCOMPARE(::stat(QFile::encodeName(file).constData(), &after), 0);
+    QCOMPARE(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+    QCOMPARE(after.st_size, before.st_size);
+    QVERIFY_THROWS_EXCEPTION(PackageError, verifyPackageFiles(m));
+    QVERIFY_THROWS_EXCEPTION(PackageError, verifyPackageFiles(m, false));
+    if (oldCache.isNull())
+        qunsetenv("XDG_CACHE_HOME");
+    else
+        qputenv("XDG_CACHE_HOME", oldCache);
+}
+
+void TestEngine::featureReuse() {
+    Session s(m_models[0]);
+    Request req;
+    req.image = std::make_shared<const RgbImage>(loadImage(FLORENCE_SAMPLES_DIR "/pier.png"));
+    req.prompt = m_tasks[0].prompt;
+    GenerationOptions o = model(0).defaultOptions();
+    o.numBeams = 1;
+    o.maxNewTokens = 24;
+    const Result first = s.generate(req, o);
+    QVERIFY(!first.timings.featuresReused);
+    QVERIFY(first.timings.visionMs > 0);
+    req.prompt = m_tasks[1].prompt;
+    const Result second = s.generate(req, o);
+    QVERIFY(second.timings.featuresReused);
+    QCOMPARE(second.timings.visionMs, 0.0);
+    QCOMPARE(second.generatedIds, m_tasks[1].generated);
+    // Without reuse the same answer comes out of a fresh vision pass.
+    o.reuseFeatures = false;
+    const Result third = s.generate(req, o);
+    QVERIFY(!third.timings.featuresReused);
+    QCOMPARE(third.generatedIds, second.generatedIds);
+}
+
+void TestEngine::encodeImageAheadOfRun() {
+    // The app's encode on open: features computed before the request are what the run uses,
+    // and its answer is the one a run that encodes itself gives.
+    Session s(m_models[0]);
+    const RgbImage pier = loadImage(FLORENCE_SAMPLES_DIR "/pier.png");
+    std::atomic<bool> cancel{true};
+    const ImageEncoding skipped = s.encodeImage(pier, &cancel);
+    QVERIFY(skipped.cancelled);
+    const ImageEncoding done = s.encodeImage(pier);
+    QVERIFY(!done.cancelled && !done.alreadyEncoded);
+    QVERIFY(done.visionMs > 0);
+    QVERIFY(s.encodeImage(pier).alreadyEncoded);
+    Request req;
+    req.image = std::make_shared<const RgbImage>(pier);
+    req.prompt = m_tasks[1].prompt;
+    GenerationOptions o = model(0).defaultOptions();
+    o.numBeams = 1;
+    o.maxNewTokens = 24;
+    const Result ahead = s.generate(req, o);
+    QVERIFY(ahead.timings.featuresReused);
+    QCOMPARE(ahead.timings.visionMs, 0.0);
+    QCOMPARE(ahead.generatedIds, m_tasks[1].generated);
+}
+
+void TestEngine::encodePromptAheadOfRun_data() {
+    QTest::addColumn<bool>("cache");
+    QTest::addColumn<int>("beams");
+    QTest::newRow("cache, greedy") << true << 1;
+    QTest::newRow("no cache, greedy") << false << 1;
+    QTest::newRow("cache, 3 beams") << true << 3;
+}
+
+void TestEngine::encodePromptAheadOfRun() {
+    // The app's encode on open with the chosen task's prompt: the text encoder's output (and
+    // the cross-attention keys and values) made before Run is what a run of that prompt on that
+    // image uses, with the answer of a run that encodes everything itself; any other prompt or
+    // image runs the text encoder as before.
+    QFETCH(bool, cache);
+    QFETCH(int, beams);
+    const RgbImage pier = loadImage(FLORENCE_SAMPLES_DIR "/pier.png");
+    Request req;
+    req.image = std::make_shared<const RgbImage>(pier);
+    req.prompt = m_tasks[1].prompt;
+    GenerationOptions o = model(0).defaultOptions();
+    o.numBeams = beams;
+    o.maxNewTokens = 24;
+    o.useCache = cache;
+    const Result fresh = Session(m_models[0]).generate(req, o);
+    if (beams == 1)
+        QCOMPARE(fresh.generatedIds, m_tasks[1].generated);
+
+    Session s(m_models[0]);
+    std::atomic<bool> cancel{true};
+    QVERIFY(s.encodeImage(pier, &cancel, req.prompt).cancelled);
+    const ImageEncoding done = s.encodeImage(pier, nullptr, req.prompt);
+    QVERIFY(done.promptEncoded && !done.promptAlreadyEncoded && !done.alreadyEncoded);
+    QVERIFY(done.visionMs > 0 && done.textEncoderMs > 0);
+    const ImageEncoding again = s.encodeImage(pier, nullptr, req.prompt);
+    QVERIFY(again.alreadyEncoded && again.promptAlreadyEncoded);
+    QCOMPARE(again.textEncoderMs, 0.0);
+
+    const Result ahead = s.generate(req, o);
+    QVERIFY(ahead.timings.promptReused && ahead.timings.featuresReused);
+    QCOMPARE(ahead.timings.textEncoderMs, 0.0);
+    QCOMPARE(ahead.timings.visionMs, 0.0);
+    QCOMPARE(ahead.promptIds, fresh.promptIds);
+    QCOMPARE(ahead.generatedIds, fresh.generatedIds);
+    QCOMPARE(s.generate(req, o).generatedIds, fresh.generatedIds); // kept for the next run
+
+    // Another prompt on the same image: the features are reused, the text encoder runs.
+    Request other = req;
+    other.prompt = m_tasks[2].prompt;
+    const Result second = s.generate(other, o);
+    QVERIFY(second.timings.featuresReused && !second.timings.promptReused);
+    QVERIFY(second.timings.textEncoderMs > 0);
+    if (beams == 1)
+        QCOMPARE(second.generatedIds, m_tasks[2].generated);
+    // Another image with the same prompt, and a run that asks for no reuse: nothing reused.
+    Request flipped = req;
+    flipped.image = std::make_shared<const RgbImage>(loadImage(FLORENCE_SAMPLES_DIR "/coffee.png"));
+    QVERIFY(!s.generate(flipped, o).timings.promptReused);
+    o.reuseFeatures = false;
+    const Result without = s.generate(req, o);
+    QVERIFY(!without.timings.promptReused && !without.timings.featuresReused);
+    QCOMPARE(without.generatedIds, fresh.generatedIds);
+}
+
+void TestEngine::batchEqualsOneByOne_data() {
+    QTest::addColumn<bool>("cache");
+    QTest::newRow("cache") << true;
+    QTest::newRow("no cache") << false;
+}
+
+void TestEngine::batchEqualsOneByOne() {
+    QFETCH(bool, cache);
+    // The five reference tasks as one batch: prompts of 8 to 18 tokens, padded to the longest.
+    // Padding that leaked into attention would change the tokens.
+    Session s(m_models[0]);
+    GenerationOptions o = model(0).defaultOptions();
+    o.numBeams = 1;
+    o.maxNewTokens = 24;
+    o.useCache = cache;
+    std::vector<Request> reqs;
+    for (const TaskRef& t : m_tasks) {
+        Request r;
+        r.pixelValues = m_pixels;
+        r.prompt = t.prompt;
+        reqs.push_back(r);
+    }
+    std::vector<int> events(reqs.size(), 0);
+    const std::vector<Result> results = s.generateBatch(reqs, o, [&](size_t i, const TokenEvent&) {
+        ++events[i];
+        return true;
+    });
+    QCOMPARE(results.size(), m_tasks.size());
+    for (size_t i = 0; i < results.size(); ++i) {
+        QCOMPARE(results[i].generatedIds, m_tasks[i].generated);
+        QCOMPARE(results[i].text, m_tasks[i].text);
+        QCOMPARE(events[i], int(m_tasks[i].generated.size()) - 1);
+    }
+
+    // Different images, tasks of different lengths, ending at different steps.
+    std::vector<Request> mixed;
+    for (const char* name : {"pier.png", "chelsea.png", "coffee.png"}) {
+        Request r;
+        r.image = std::make_shared<const RgbImage>(
+            loadImage(std::string(FLORENCE_SAMPLES_DIR "/") + name));
+        mixed.push_back(r);
+    }
+    mixed[0].prompt = m_tasks[3].prompt;
+    mixed[1].prompt = m_tasks[0].prompt;
+    mixed[2].prompt = m_tasks[1].prompt;
+    o.maxNewTokens = 40;
+    o.reuseFeatures = false;
+    const std::vector<Result> batched = s.generateBatch(mixed, o);
+    for (size_t i = 0; i < mixed.size(); ++i) {
+        const Result alone = s.generate(mixed[i], o);
+        QCOMPARE(batched[i].generatedIds, alone.generatedIds);
+    }
+}

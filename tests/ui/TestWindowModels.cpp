@@ -1,0 +1,378 @@
+// The real main window's models: loading, switching, refusing a bad package, the About box,
+// the speed demos, settings that persist, File › Import.
+#include "MainWindow.h"
+#include "MainWindowTester.h"
+#include "ModelCatalog.h"
+#include "WindowFixture.h"
+#include "controllers/EngineWorker.h"
+#include "dialogs/AboutDialog.h"
+#include "dialogs/ImportDialog.h"
+#include "presentation/AnswerDisplay.h"
+#include "presentation/CompareMarks.h"
+#include "presentation/CompareVerdict.h"
+#include "widgets/ChartStyle.h"
+#include "widgets/CompareView.h"
+#include "widgets/CumulativeChart.h"
+#include "widgets/ImageView.h"
+#include "widgets/LatencyChart.h"
+#include "widgets/ResultsPanel.h"
+#include <florence/machine.h>
+#include <florence/paths.h>
+#include <florence/tasks.h>
+
+#include <QAbstractButton>
+#include <QAction>
+#include <QApplication>
+#include <QChart>
+#include <QChartView>
+#include <QCheckBox>
+#include <QClipboard>
+#include <QComboBox>
+#include <QDir>
+#include <QDockWidget>
+#include <QDropEvent>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLineSeries>
+#include <QMimeData>
+#include <QPlainTextEdit>
+#include <QProcess>
+#include <QProgressBar>
+#include <QRadioButton>
+#include <QRegularExpression>
+#include <QScopeGuard>
+#include <QSemaphore>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTimer>
+#include <QUrl>
+#include <QValueAxis>
+
+#include <atomic>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <sys/stat.h>
+#include <thread>
+#include <vector>
+
+using florence::ui::EngineWorker;
+using florence::ui::MainWindow;
+using florence::ui::MainWindowTester;
+
+class TestWindowModels : public QObject, protected WindowFixture {
+    Q_OBJECT
+
+private slots:
+    void initTestCase() { setUpTestCase(); }
+    void init() { setUpWindow(); }
+    void cleanup() { m_w.reset(); }
+
+    void badModelFolderKeepsCurrentModel();
+    void settingsPersist();
+    void runDisabledWhileModelLoads();
+    void oldModelReleasedOnlyForAPackageThatPassedItsChecks();
+    void closeDuringASlowModelLoadStopsIt();
+    void aboutExplainsBundledModel();
+    void speedDemoModelsListed();
+    void ignoreEosFollowsTheModel();
+    void randomModelIsDescribedFromItsManifest();
+    void importDialogCancelsAndImports();
+};
+
+void TestWindowModels::badModelFolderKeepsCurrentModel() {
+    const QString name = m_w->modelInfo().name();
+    QSignalSpy failed(m_w.get(), &MainWindow::modelFailed);
+    m_w->openModelPackage(m_tmp.path()); // no manifest.json
+    QCOMPARE(failed.count(), 1);
+    QVERIFY(m_w->messageText().contains("manifest"));
+    QVERIFY(m_w->isModelReady());
+    QCOMPARE(m_w->modelInfo().name(), name);
+    // The model still runs.
+    QVERIFY(openImage(samplePath("pier.png")));
+    setSpin("maxTokensSpin", 3);
+    QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
+    QVERIFY(m_w->startRun());
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, kRunTimeoutMs);
+}
+
+void TestWindowModels::settingsPersist() {
+    QVERIFY(openImage(samplePath("coffee.png")));
+    m_w->setTask("<OD>");
+    setSpin("beamsSpin", 2);
+    setSpin("maxTokensSpin", 77);
+    child<QAbstractButton>(m_w.get(), "cacheCheck")->setChecked(false);
+    QSignalSpy reloaded(m_w.get(), &MainWindow::modelReady);
+    m_w->setPrecision(florence::Precision::BFloat16);
+    QTRY_COMPARE_WITH_TIMEOUT(reloaded.count(), 1, 60'000);
+    m_w->close();
+    m_w.reset();
+    m_w = makeWindow();
+    QCOMPARE(m_w->currentTask(), QString("<OD>"));
+    QCOMPARE(child<QSpinBox>(m_w.get(), "beamsSpin")->value(), 2);
+    QCOMPARE(child<QSpinBox>(m_w.get(), "maxTokensSpin")->value(), 77);
+    QVERIFY(!child<QAbstractButton>(m_w.get(), "cacheCheck")->isChecked());
+    // The model is loaded in the saved precision from the start.
+    QCOMPARE(child<QComboBox>(m_w.get(), "precisionCombo")->currentText(), QString("bfloat16"));
+    QCOMPARE(m_w->modelInfo().precision(), QString("bfloat16"));
+    QVERIFY(m_w->imagePath().endsWith("coffee.png"));
+    QVERIFY(m_w->recentFiles().value(0).endsWith("coffee.png"));
+}
+
+void TestWindowModels::oldModelReleasedOnlyForAPackageThatPassedItsChecks() {
+    // Loading a model keeps one model in memory, not two; a package its checks refuse
+    // leaves the model in use working.
+    EngineWorker* worker = MainWindowTester(m_w.get()).engineWorker();
+    QObject context; // the connections end with this test
+    QStringList events;
+    connect(worker, &EngineWorker::modelReleased, &context, [&] { events << "released"; });
+    connect(worker, &EngineWorker::modelLoaded, &context, [&] { events << "loaded"; });
+    connect(worker, &EngineWorker::modelFailed, &context, [&] { events << "failed"; });
+    const QString damaged = copyBundledPackage(m_tmp.filePath("damaged-package"), [](auto&) {});
+    {
+        QFile decoder(damaged + "/decoder.pt");
+        QVERIFY(decoder.open(QIODevice::ReadWrite));
+        QVERIFY(decoder.seek(decoder.size() / 2));
+        const char byte = decoder.peek(1).at(0);
+        QCOMPARE(decoder.write(QByteArray(1, char(byte ^ 0x5a))), 1);
+    }
+    m_w->openModelPackage(damaged);
+    QTRY_COMPARE_WITH_TIMEOUT(events, QStringList{"failed"}, 60'000);
+    QVERIFY2(m_w->messageText().contains("checksum"), qPrintable(m_w->messageText()));
+    QVERIFY(m_w->isModelReady());
+
+    events.clear();
+    m_w->setPrecision(florence::Precision::BFloat16);
+    QTRY_COMPARE_WITH_TIMEOUT(events, (QStringList{"released", "loaded"}), 60'000);
+    QTRY_VERIFY(m_w->isModelReady());
+    QCOMPARE(m_w->modelInfo().precision(), QString("bfloat16"));
+    QVERIFY(openImage(samplePath("pier.png")));
+    setSpin("maxTokensSpin", 3);
+    QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
+    QVERIFY(m_w->startRun());
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, kRunTimeoutMs);
+    QCOMPARE(done.at(0).at(0).toBool(), false);
+}
+
+void TestWindowModels::closeDuringASlowModelLoadStopsIt() {
+    // A package whose vision.pt is 256 GB (sparse: nothing is written); hashing it would take
+    // minutes. Closing the window stops the load, which ends at once with "cancelled": the
+    // wait below fails if it does not stop.
+    const qint64 huge = qint64(256) << 30;
+    const QString slow =
+        copyBundledPackage(m_tmp.filePath("slow-package"), [huge](QJsonObject& files) {
+            QJsonObject vision = files["vision"].toObject();
+            vision["size"] = huge;
+            vision["sha256"] = QString(64, QLatin1Char('0'));
+            files["vision"] = vision;
+        });
+    {
+        QFile vision(slow + "/vision.pt");
+        QVERIFY(vision.open(QIODevice::ReadWrite));
+        QVERIFY(vision.resize(huge));
+    }
+    QSignalSpy failed(m_w.get(), &MainWindow::modelFailed);
+    m_w->openModelPackage(slow);
+    // The engine thread has started on it.
+    QTRY_VERIFY_WITH_TIMEOUT(
+        child<QLabel>(m_w.get(), "statusModel")->text().startsWith("Loading model"), 60'000);
+    m_w->close();
+    QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 60'000);
+    QVERIFY2(failed.at(0).at(0).toString().contains("cancelled"),
+             qPrintable(failed.at(0).at(0).toString()));
+    m_w.reset();
+    QFile::remove(slow + "/vision.pt");
+}
+
+void TestWindowModels::runDisabledWhileModelLoads() {
+    // A run started during a load would use the old model and its defaults.
+    QVERIFY(openImage(samplePath("pier.png")));
+    auto* run = child<QAbstractButton>(m_w.get(), "runButton");
+    QVERIFY(run->isEnabled());
+    QSignalSpy reloaded(m_w.get(), &MainWindow::modelReady);
+    m_w->setPrecision(florence::Precision::BFloat16);
+    QVERIFY(!run->isEnabled());
+    QTRY_COMPARE_WITH_TIMEOUT(reloaded.count(), 1, 60'000);
+    QVERIFY(run->isEnabled());
+}
+
+void TestWindowModels::speedDemoModelsListed() {
+    // The build installs Florence-2-base and -large as speed demos (weights generated at load):
+    // the model list offers them next to the bundled model, named and explained as such.
+    auto* combo = child<QComboBox>(m_w.get(), "modelCombo");
+    QStringList speedDemos;
+    for (int i = 0; i < combo->count(); ++i)
+        if (combo->itemText(i).contains("speed demo"))
+            speedDemos << combo->itemText(i);
+    QCOMPARE(speedDemos.size(), 2);
+    QVERIFY2(speedDemos[0].startsWith("Florence-2-base"), qPrintable(speedDemos.join(", ")));
+    QVERIFY2(speedDemos[1].startsWith("Florence-2-large"), qPrintable(speedDemos.join(", ")));
+    const QString why = florence::ui::ModelCatalog::explainModelWeights(speedDemos[0], QString());
+    QVERIFY2(why.contains("published size") && why.contains("noise") && why.contains("Compare"),
+             qPrintable(why));
+    QVERIFY(!why.contains("synthetic scenes"));
+}
+
+void TestWindowModels::ignoreEosFollowsTheModel() {
+    auto* check = child<QCheckBox>(m_w.get(), "ignoreEosCheck");
+    QVERIFY(!check->isChecked()); // off by default, with the bundled model
+    // A package whose manifest asks for it, as the speed demos' do: a copy of the bundled model
+    // (it loads in a moment) with "ignore_eos" set.
+    const QDir bundled(QString::fromStdString(florence::bundledModelDir()));
+    const QString speedLike = m_tmp.filePath("speed-like");
+    QVERIFY(QDir().mkpath(speedLike));
+    for (const QString& f : bundled.entryList(QDir::Files | QDir::Hidden)) {
+        QFile::remove(speedLike + "/" + f);
+        QVERIFY(QFile::copy(bundled.filePath(f), speedLike + "/" + f));
+    }
+    QFile manifest(speedLike + "/manifest.json");
+    QVERIFY(manifest.open(QIODevice::ReadOnly));
+    QJsonObject root = QJsonDocument::fromJson(manifest.readAll()).object();
+    manifest.close();
+    QJsonObject generation = root["generation"].toObject();
+    generation["ignore_eos"] = true;
+    root["generation"] = generation;
+    QVERIFY(manifest.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    manifest.write(QJsonDocument(root).toJson());
+    manifest.close();
+
+    const auto load = [this](const QString& dir) {
+        QSignalSpy ready(m_w.get(), &MainWindow::modelReady);
+        m_w->openModelPackage(dir);
+        return ready.wait(60'000);
+    };
+    QVERIFY(load(speedLike));
+    QVERIFY(check->isChecked());
+    // The run lasts exactly Max new tokens.
+    QVERIFY(openImage(samplePath("pier.png")));
+    setSpin("maxTokensSpin", 6);
+    setSpin("beamsSpin", 1);
+    QSignalSpy tokens(m_w.get(), &MainWindow::tokenArrived);
+    QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
+    QVERIFY(m_w->startRun());
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, kRunTimeoutMs);
+    QCOMPARE(tokens.count(), 6);
+    QVERIFY(m_w->lastOptions().ignoreEos);
+
+    // Another model: the user's choice (off) again.
+    QVERIFY(load(bundled.path()));
+    QVERIFY(!check->isChecked());
+    QVERIFY(m_w->startRun());
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 2, kRunTimeoutMs);
+    QVERIFY(!m_w->lastOptions().ignoreEos);
+    // The user's choice for real models outlives a speed demo, whatever was done with it there.
+    setIgnoreEos(true);
+    QVERIFY(load(speedLike));
+    setIgnoreEos(false);
+    QVERIFY(load(bundled.path()));
+    QVERIFY(check->isChecked());
+}
+
+void TestWindowModels::aboutExplainsBundledModel() {
+    // The bundled model is the demo model: the About box and the model panel say what it was
+    // trained on, what not to expect, and how to get a real checkpoint.
+    const QString about = m_w->aboutText();
+    QVERIFY(about.contains(QStringLiteral(FLORENCE_VERSION_FOR_TEST)));
+    QVERIFY(about.contains("The bundled model"));
+    QVERIFY2(about.contains("florence2-demo-shapes"), qPrintable(about));
+    QVERIFY(about.contains("trained only on synthetic scenes of simple shapes"));
+    QVERIFY(about.contains("meaningless"));
+    QVERIFY(!about.contains("random weights"));
+    QVERIFY(about.contains("Import Hugging Face Model"));
+    QVERIFY(about.contains("python3-torch"));
+    // The runtime and the command line are behind Show Details.
+    QVERIFY(!about.contains("LibTorch"));
+    QVERIFY(florence::ui::AboutDialog::details().contains(
+        "florence-studio-cli import --hf DIR --out PKG"));
+    QVERIFY(florence::ui::AboutDialog::details().contains("LibTorch"));
+    // The model panel says the same where the model is shown.
+    const QString tip = child<QLabel>(m_w.get(), "modelLabel")->toolTip();
+    QVERIFY2(tip.contains("trained only on synthetic scenes"), qPrintable(tip));
+    QVERIFY(tip.contains("photographs"));
+    QVERIFY(tip.contains("florence-studio-cli import --hf DIR --out PKG"));
+    QVERIFY(tip.contains("python3-torch"));
+}
+
+void TestWindowModels::randomModelIsDescribedFromItsManifest() {
+    // The bundled package's files under a manifest that names random weights, as the exporter's
+    // --random-init packages do.
+    const QDir bundled(QString::fromStdString(florence::bundledModelDir()));
+    const QString dir = m_tmp.filePath("random-package");
+    QVERIFY(QDir().mkpath(dir));
+    for (const QString& f : bundled.entryList(QDir::Files))
+        if (f != "manifest.json")
+            QVERIFY(QFile::link(bundled.filePath(f), QDir(dir).filePath(f)));
+    QFile in(bundled.filePath("manifest.json"));
+    QVERIFY(in.open(QIODevice::ReadOnly));
+    QJsonObject manifest = QJsonDocument::fromJson(in.readAll()).object();
+    manifest["name"] = "florence2-tiny (random weights, seed 1234)";
+    manifest["source"] = "random init, seed 1234";
+    QFile out(QDir(dir).filePath("manifest.json"));
+    QVERIFY(out.open(QIODevice::WriteOnly));
+    out.write(QJsonDocument(manifest).toJson());
+    out.close();
+
+    QSignalSpy ready(m_w.get(), &MainWindow::modelReady);
+    m_w->openModelPackage(dir);
+    QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 1, 60'000);
+    QCOMPARE(m_w->modelInfo().name(), QString("florence2-tiny (random weights, seed 1234)"));
+    const QString tip = child<QLabel>(m_w.get(), "modelLabel")->toolTip();
+    QVERIFY2(tip.contains("random weights"), qPrintable(tip));
+    QVERIFY(tip.contains("nonsense"));
+    QVERIFY(!tip.contains("synthetic scenes"));
+    QVERIFY(tip.contains("florence-studio-cli import --hf DIR --out PKG"));
+    const QString about = m_w->aboutText();
+    QVERIFY(about.contains("The loaded model"));
+    QVERIFY(about.contains("nonsense"));
+    QVERIFY(!about.contains("synthetic scenes"));
+    QVERIFY(about.contains("Import Hugging Face Model"));
+}
+
+void TestWindowModels::importDialogCancelsAndImports() {
+    QVERIFY(QString::fromStdString(florence::userModelsDir()).startsWith(m_tmp.path()));
+    florence::ui::ImportDialog* dlg = m_w->showImportDialog();
+    QVERIFY(dlg);
+    QTRY_VERIFY(dlg->isVisible());
+    child<QRadioButton>(dlg, "randomRadio")->setChecked(true);
+    auto* name = child<QLineEdit>(dlg, "packageNameEdit");
+    auto* start = child<QAbstractButton>(dlg, "importStartButton");
+
+    // Cancel: the exporter stops, nothing is left behind, the dialog says so.
+    name->setText("cancelled-import");
+    QTest::mouseClick(start, Qt::LeftButton);
+    QVERIFY(dlg->isRunning());
+    QTest::mouseClick(child<QAbstractButton>(dlg, "importCancelButton"), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(!dlg->isRunning(), 60'000);
+    QVERIFY2(dlg->lastMessage().contains("cancelled"), qPrintable(dlg->lastMessage()));
+    QVERIFY(!QFileInfo::exists(QString::fromStdString(florence::userModelsDir()) +
+                               "/cancelled-import"));
+    QVERIFY(dlg->isVisible()); // cancelling the job does not close the dialog
+
+    // Import: the new package is loaded and selectable.
+    name->setText("imported-tiny");
+    QSignalSpy imported(dlg, &florence::ui::ImportDialog::imported);
+    QSignalSpy ready(m_w.get(), &MainWindow::modelReady);
+    QTest::mouseClick(start, Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(imported.count(), 1, 600'000);
+    QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 1, 120'000);
+    const QString dir = imported.at(0).at(0).toString();
+    QVERIFY(dir.endsWith("imported-tiny"));
+    QCOMPARE(QDir::cleanPath(m_w->modelInfo().dir), QDir::cleanPath(dir));
+    auto* combo = child<QComboBox>(m_w.get(), "modelCombo");
+    QVERIFY(combo->count() >= 2);
+    QCOMPARE(QDir::cleanPath(combo->currentData().toString()), QDir::cleanPath(dir));
+}
+
+QTEST_MAIN(TestWindowModels)
+#include "TestWindowModels.moc"

@@ -1,0 +1,270 @@
+#include "controllers/EngineWorker.h"
+
+#include "presentation/CompareVerdict.h"
+
+#include <florence/answer.h>
+#include <florence/engine.h>
+#include <florence/stats.h>
+
+#include <algorithm>
+#include <ctime>
+#include <pthread.h>
+
+namespace florence::ui {
+
+EngineWorker::EngineWorker(QObject* parent) : QObject(parent) {
+    // Made on the GUI thread: its clock lets a comparison leave out the time spent drawing.
+    clockid_t clock{};
+    if (pthread_getcpuclockid(pthread_self(), &clock) == 0)
+        m_guiClock = clock;
+}
+
+EngineWorker::~EngineWorker() = default;
+
+void EngineWorker::loadModel(const QString& packageDir, Precision precision) {
+    emit modelLoading(packageDir);
+    bool released = false;
+    QString error;
+    try {
+        LoadOptions options;
+        options.precision = precision;
+        options.cancel = &m_stopLoading;
+        // Peak memory is one model, not two. A package that its checks refuse (damaged, not
+        // ours) never gets here, and the model in use keeps working.
+        options.beforeModules = [this, &released] {
+            m_session.reset();
+            m_model.reset();
+            released = true;
+            emit modelReleased();
+        };
+        install(Model::load(packageDir.toStdString(), options), packageDir);
+        return;
+    } catch (const std::exception& e) {
+        error = QString::fromStdString(e.what());
+    } catch (...) {
+        error = tr("unknown error while loading the model");
+    }
+    if (released) {
+        emit modelUnloaded();
+        error += tr(" (the model in use had been released to make room; none is loaded now)");
+    }
+    emit modelFailed(packageDir, error);
+}
+
+void EngineWorker::install(std::shared_ptr<const Model> model, const QString& packageDir) {
+    m_model = std::move(model);
+    m_session = std::make_unique<Session>(m_model);
+    const Manifest& m = m_model->manifest();
+    ModelInfo info;
+    info.dir = QString::fromStdString(m.dir.empty() ? packageDir.toStdString() : m.dir);
+    info.manifest = m;
+    // The precision the weights run in, not the manifest's (which is how they are stored).
+    info.precisionMode = m_model->loadOptions().precision;
+    info.encoderPrecision = m_model->encoderPrecision();
+    info.precisionNote = QString::fromStdString(m_model->precisionNote());
+    info.loadMs = m_model->loadMs();
+    info.defaults = m_model->defaultOptions();
+    emit modelLoaded(info);
+}
+
+RunOutcome EngineWorker::runPass(const RunRequest& request, const GenerationOptions& options,
+                                 int pass, Report report) {
+    Request req;
+    req.image = request.image; // the window's pixels, shared
+    req.prompt = request.prompt;
+    const auto start = Clock::now();
+    qint64 lastProgressMs = -1;
+    const quint64 runId = request.runId;
+    RunOutcome out;
+    out.runId = runId;
+    out.pass = pass;
+    out.task = request.task;
+    out.useCache = options.useCache;
+    out.numBeams = options.numBeams;
+    out.imageWidth = request.image->width;
+    out.imageHeight = request.image->height;
+    out.result = m_session->generate(
+        req, options,
+        [&](const TokenEvent& e) {
+            TokenUpdate u;
+            u.runId = runId;
+            u.pass = pass;
+            u.event = e;
+            u.elapsedMs = msSince(start);
+            if (report == Report::Tokens)
+                emit tokenReady(u);
+            // An uncached repeat at base size takes half a minute: say how far it is.
+            if (report == Report::Progress &&
+                (lastProgressMs < 0 || msSince(start) - lastProgressMs >= 100)) {
+                lastProgressMs = static_cast<qint64>(msSince(start));
+                emit compareTokens(runId, pass, e.step + 1);
+            }
+            return true;
+        },
+        request.cancel.get());
+    // Scores need the tokens and the tokenizer, which only this thread has.
+    if (!out.result.generatedIds.empty())
+        out.scored = parseResult(m_model->tokenizer(), request.task.toStdString(), out.result,
+                                 out.imageWidth, out.imageHeight);
+    return out;
+}
+
+namespace {
+
+double clockMs(clockid_t clock) {
+    timespec ts{};
+    if (clock_gettime(clock, &ts) != 0)
+        return 0;
+    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+// Repeats beyond those asked for, while a busy machine keeps them from agreeing.
+constexpr int kExtraRepeats = 2;
+
+} // namespace
+
+CompareOutcome EngineWorker::compare(const RunRequest& request) {
+    // The features are recomputed in every pass so the totals measure the same work and differ
+    // only by the cache. One pass each is not a measurement on a machine where anything else
+    // runs: a warm-up first (allocator, page faults, caches), then the two alternate, so a
+    // busy spell slows both rather than one; the window reports medians and their spread.
+    GenerationOptions cached = request.options;
+    cached.useCache = true;
+    cached.reuseFeatures = false;
+    GenerationOptions uncached = cached;
+    uncached.useCache = false;
+    const int asked = std::max(1, request.compareRepeats);
+    int repeats = asked;
+    int total = repeats * 2 + (request.compareWarmup ? 1 : 0);
+    int done = 0;
+    CompareOutcome cmp;
+    cmp.runId = request.runId;
+    cmp.cached.runId = cmp.uncached.runId = request.runId;
+    cmp.uncached.pass = 1;
+    auto cancelled = [&] { return request.cancel && request.cancel->load(); };
+    if (request.compareWarmup) {
+        GenerationOptions warm = cached;
+        // Short: it only has to touch what the measured passes will use.
+        warm.maxNewTokens = std::min(warm.maxNewTokens, 8);
+        runPass(request, warm, 0, Report::Nothing);
+        emit compareProgress(request.runId, ++done, total);
+    }
+    bool identical = true;
+    for (int rep = 0; rep < repeats && !cancelled(); ++rep) {
+        for (int pass = 0; pass < 2 && !cancelled(); ++pass) {
+            // The first measured pass of each kind streams to the chart and shows the answer.
+            // The engine's threads and OpenMP's do the work; the GUI thread draws the streamed
+            // tokens of the first repeat only, so it is left out.
+            const auto workCpuMs = [this] {
+                return clockMs(CLOCK_PROCESS_CPUTIME_ID) -
+                       (m_guiClock ? clockMs(*m_guiClock) : 0.0);
+            };
+            const double cpuStart = workCpuMs();
+            const RunOutcome o = runPass(request, pass == 0 ? cached : uncached, pass,
+                                         rep == 0 ? Report::Tokens : Report::Progress);
+            const double cpuMs = workCpuMs() - cpuStart;
+            if (o.cancelled())
+                break;
+            RunOutcome& kept = pass == 0 ? cmp.cached : cmp.uncached;
+            if (rep == 0) {
+                kept = o;
+                emit runFinished(o);
+            } else {
+                identical = identical && o.result.generatedIds == kept.result.generatedIds;
+            }
+            (pass == 0 ? cmp.cachedTotalsMs : cmp.uncachedTotalsMs)
+                .push_back(o.result.timings.totalMs);
+            (pass == 0 ? cmp.cachedDecodeMs : cmp.uncachedDecodeMs)
+                .push_back(o.result.timings.decodeMs);
+            (pass == 0 ? cmp.cachedStepMs : cmp.uncachedStepMs).push_back(o.result.timings.stepMs);
+            (pass == 0 ? cmp.cachedFirstTokenMs : cmp.uncachedFirstTokenMs)
+                .push_back(o.result.timings.firstTokenMs);
+            (pass == 0 ? cmp.cachedCpuMs : cmp.uncachedCpuMs).push_back(cpuMs);
+            emit compareProgress(request.runId, ++done, total);
+        }
+        // A tenfold gap needs no third repeat; a busy spell that spoiled the figures needs
+        // another, rather than no answer.
+        if (rep + 1 >= 2 && rep + 1 < repeats && !cancelled() && comparisonSettled(cmp)) {
+            repeats = rep + 1;
+            emit compareProgress(request.runId, done, done);
+            break;
+        }
+        if (rep + 1 == repeats && repeats < asked + kExtraRepeats && !cancelled() &&
+            !comparisonConcludes(cmp)) {
+            ++repeats;
+            total += 2;
+        }
+    }
+    cmp.cancelled = cancelled() || static_cast<int>(cmp.uncachedTotalsMs.size()) < repeats;
+    if (cmp.cancelled)
+        cmp.uncached.result.cancelled = cmp.cached.result.cancelled = true;
+    cmp.identical = !cmp.cancelled && identical &&
+                    cmp.cached.result.generatedIds == cmp.uncached.result.generatedIds;
+    return cmp;
+}
+
+void EngineWorker::run(const RunRequest& request) {
+    // A run cancelled while still queued (the user pressed Cancel, or started another run) is
+    // reported as cancelled without touching the model.
+    if (request.cancel && request.cancel->load()) {
+        RunOutcome out;
+        out.runId = request.runId;
+        out.task = request.task;
+        out.result.cancelled = true;
+        emit runFinished(out);
+        if (request.kind == RunKind::Compare) {
+            // The window ends a comparison on compareFinished only.
+            CompareOutcome cmp;
+            cmp.runId = request.runId;
+            cmp.cached = out;
+            cmp.uncached = out;
+            cmp.uncached.pass = 1;
+            cmp.cancelled = true;
+            emit compareFinished(cmp);
+        }
+        return;
+    }
+    if (!m_session) {
+        emit runFailed(request.runId, tr("No model is loaded: open a model package first."));
+        return;
+    }
+    if (!request.image || request.image->empty()) {
+        emit runFailed(request.runId, tr("No image: open an image first."));
+        return;
+    }
+    emit runStarted(request.runId);
+    // Everything is caught here, at the thread boundary: an exception escaping a slot would end
+    // the program, and the user should see the engine's own message instead.
+    try {
+        if (request.kind == RunKind::Single) {
+            emit runFinished(runPass(request, request.options, 0));
+            return;
+        }
+        emit compareFinished(compare(request));
+    } catch (const std::exception& e) {
+        emit runFailed(request.runId, QString::fromStdString(e.what()));
+    } catch (...) {
+        emit runFailed(request.runId, tr("unknown error in the engine"));
+    }
+}
+
+void EngineWorker::encodeImage(const EncodeRequest& request) {
+    EncodeOutcome out;
+    out.imageId = request.imageId;
+    // No model yet: the window asks again once one is loaded.
+    if (!m_session || !request.image || (request.cancel && request.cancel->load())) {
+        out.encoding.cancelled = true;
+        emit imageEncoded(out);
+        return;
+    }
+    try {
+        out.encoding = m_session->encodeImage(*request.image, request.cancel.get(), request.prompt);
+    } catch (const std::exception& e) {
+        out.error = QString::fromStdString(e.what());
+    } catch (...) {
+        out.error = tr("unknown error in the vision encoder");
+    }
+    emit imageEncoded(out);
+}
+
+} // namespace florence::ui

@@ -1,0 +1,173 @@
+#include "controllers/ModelController.h"
+
+#include "ModelCatalog.h"
+#include "controllers/EngineWorker.h"
+#include "widgets/ControlPanel.h"
+
+#include <florence/package.h>
+#include <florence/paths.h>
+
+#include <QComboBox>
+#include <QDir>
+#include <QLabel>
+
+namespace florence::ui {
+
+namespace {
+
+QString ms(double v) {
+    return v >= 1000 ? QStringLiteral("%1 s").arg(v / 1000.0, 0, 'f', 2)
+                     : QStringLiteral("%1 ms").arg(v, 0, 'f', 0);
+}
+
+} // namespace
+
+ModelController::ModelController(ModelCatalog* catalog, ControlPanel* panel, QLabel* status,
+                                 EngineWorker* worker, QObject* parent)
+    : QObject(parent), m_catalog(catalog), m_panel(panel), m_status(status), m_worker(worker) {
+    connect(m_panel, &ControlPanel::modelActivated, this, &ModelController::onActivated);
+    connect(m_panel, &ControlPanel::precisionChanged, this, &ModelController::onPrecisionChanged);
+    connect(worker, &EngineWorker::modelLoading, this, &ModelController::onLoading);
+    connect(worker, &EngineWorker::modelLoaded, this, &ModelController::onLoaded);
+    connect(worker, &EngineWorker::modelFailed, this, &ModelController::onFailed);
+    connect(worker, &EngineWorker::modelUnloaded, this, &ModelController::onUnloaded);
+}
+
+std::optional<ModelInfo> ModelController::loaded() const {
+    return m_ready ? std::optional<ModelInfo>(m_info) : std::nullopt;
+}
+
+void ModelController::select(const QString& dir, const QString& manifestName) {
+    m_panel->modelCombo()->setCurrentIndex(m_catalog->add(dir, manifestName));
+}
+
+void ModelController::onActivated(int row) {
+    const QString dir = m_catalog->dirAt(row);
+    if (ModelCatalog::cleanDir(dir) != ModelCatalog::cleanDir(m_info.dir) || !m_ready)
+        open(dir);
+}
+
+void ModelController::onPrecisionChanged() {
+    // Before the first model request (settings being restored) there is nothing to reload: the
+    // first load uses the chosen precision.
+    if (m_requestedDir.isEmpty())
+        return;
+    if (m_ready && !m_loading && m_info.precisionMode == m_panel->precision() &&
+        ModelCatalog::cleanDir(m_info.dir) == ModelCatalog::cleanDir(m_requestedDir))
+        return;
+    open(m_requestedDir);
+}
+
+void ModelController::openBundled() {
+    const QString dir = QString::fromStdString(bundledModelDir());
+    if (dir.isEmpty()) {
+        emit message(tr("The bundled model was not found next to this program (share/"
+                        "florence-studio/models/default). Open a model package with File > "
+                        "Open Model Package."),
+                     true);
+        return;
+    }
+    open(dir);
+}
+
+void ModelController::open(const QString& dir) {
+    if (dir.isEmpty())
+        return;
+    // Read the manifest here first: a wrong folder is reported at once, and the current model
+    // stays loaded.
+    Manifest m;
+    try {
+        m = readManifest(dir.toStdString());
+    } catch (const std::exception& e) {
+        emit message(tr("Cannot open the model package: %1").arg(QString::fromStdString(e.what())),
+                     true);
+        emit failed(QString::fromStdString(e.what()));
+        // Point the combo back at the model that is still loaded.
+        if (m_ready)
+            select(m_info.dir, m_info.name());
+        return;
+    }
+    emit switching();
+    select(dir, QString::fromStdString(m.name));
+    m_catalog->rememberFolder(dir);
+    m_loading = true;
+    m_requestedDir = dir;
+    // Queued behind any run still finishing on the engine thread; the worker never runs two
+    // things at once.
+    QMetaObject::invokeMethod(
+        m_worker,
+        [w = m_worker, dir, precision = m_panel->precision()] { w->loadModel(dir, precision); },
+        Qt::QueuedConnection);
+    emit stateChanged();
+}
+
+void ModelController::onLoading(const QString& dir) {
+    m_status->setText(tr("Loading model from %1…").arg(QDir::toNativeSeparators(dir)));
+    m_panel->setModelText(tr("Loading (%1)…").arg(QString::fromLatin1(precisionName(m_panel->precision()))));
+}
+
+void ModelController::onLoaded(const ModelInfo& info) {
+    m_info = info;
+    m_ready = true;
+    m_loading = false;
+    const QString desc = ModelCatalog::describeModel(info);
+    QString loaded = tr("%1\nloaded in %2").arg(desc, ms(info.loadMs));
+    QString explained =
+        tr("%1\n\n%2\n\nPackage: %3")
+            .arg(ModelCatalog::explainModelWeights(info), ModelCatalog::importCheckpointHint(),
+                 QDir::toNativeSeparators(info.dir));
+    if (!info.precisionNote.isEmpty()) {
+        // The precision the user chose does not hold everywhere on this CPU: say so where the
+        // model is named, and in a message once it is loaded.
+        loaded +=
+            tr(" (encoders %1)").arg(QString::fromLatin1(precisionName(info.encoderPrecision)));
+        explained = tr("Precision: %1.\n\n%2").arg(info.precisionNote, explained);
+    }
+    m_panel->setModelText(loaded, explained);
+    std::optional<QStringList> trained;
+    if (info.manifest.trainedTasks) {
+        trained.emplace();
+        for (const std::string& t : *info.manifest.trainedTasks)
+            trained->append(QString::fromStdString(t));
+    }
+    m_panel->setTrainedTasks(trained);
+    // A fine-tune's own tasks join the task list (and the parser's table), then Custom prompt.
+    addPackageTasks(info.manifest.tasks);
+    m_panel->setPackageTasks(info.manifest.tasks);
+    m_panel->setModelPurpose(QString::fromStdString(info.manifest.purpose));
+    m_status->setText(desc);
+    m_panel->setModelDefaults(info.defaults, info.manifest.maxPositions);
+    select(info.dir, info.name());
+    emit stateChanged();
+    emit ready(info.name());
+    if (!info.precisionNote.isEmpty())
+        emit message(tr("%1 loaded; %2.").arg(info.name(), info.precisionNote), false);
+}
+
+void ModelController::onUnloaded() {
+    m_ready = false;
+    m_info = ModelInfo();
+}
+
+void ModelController::onFailed(const QString& dir, const QString& text) {
+    m_loading = false;
+    emit message(tr("Could not load the model in %1: %2").arg(QDir::toNativeSeparators(dir), text),
+                 true);
+    if (m_ready && ModelCatalog::cleanDir(dir) == ModelCatalog::cleanDir(m_requestedDir)) {
+        // The model in use stays, and so does the precision it runs in.
+        m_requestedDir = m_info.dir;
+        m_panel->setPrecision(m_info.precisionMode, true);
+    }
+    if (m_ready) {
+        m_panel->setModelText(ModelCatalog::describeModel(m_info));
+        m_status->setText(ModelCatalog::describeModel(m_info));
+        m_panel->modelCombo()->setCurrentIndex(m_catalog->indexOf(m_info.dir));
+    } else {
+        m_panel->setModelText(tr("No model loaded"));
+        m_status->setText(tr("No model"));
+    }
+    emit stateChanged();
+    emit failed(text);
+}
+
+} // namespace florence::ui
