@@ -1,8 +1,8 @@
 #include <florence/image.h>
 
-#include "platform/RegularFile.h"
 #include "image/JpegCheck.h"
 #include "image/Orientation.h"
+#include "platform/RegularFile.h"
 
 #include <QFileInfo>
 
