@@ -2,27 +2,27 @@
 
 #include "ExportDocument.h"
 #include "HistoryDock.h"
-#include "images/ImageFiles.h"
 #include "MainActions.h"
 #include "ModelCatalog.h"
-#include "controllers/ModelController.h"
 #include "RecentFiles.h"
 #include "RunView.h"
 #include "ScreenFit.h"
 #include "Settings.h"
 #include "StatusLabels.h"
 #include "Theme.h"
+#include "controllers/EncodeAhead.h"
+#include "controllers/EngineWorker.h"
+#include "controllers/ModelController.h"
+#include "controllers/RunController.h"
+#include "controllers/TaskPrompt.h"
 #include "dialogs/AboutDialog.h"
 #include "dialogs/ImportDialog.h"
 #include "dialogs/ProcessFolderDialog.h"
-#include "presentation/AnswerDisplay.h"
-#include "controllers/EngineWorker.h"
-#include "controllers/EncodeAhead.h"
+#include "images/ImageFiles.h"
 #include "images/ImageOpener.h"
-#include "controllers/RunController.h"
-#include "presentation/Scores.h"
 #include "images/StartupReopen.h"
-#include "controllers/TaskPrompt.h"
+#include "presentation/AnswerDisplay.h"
+#include "presentation/Scores.h"
 #include "widgets/CompareView.h"
 #include "widgets/ControlPanel.h"
 #include "widgets/ImageView.h"
@@ -117,7 +117,7 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_modelCtl, &ModelController::ready, this, &MainWindow::modelReady);
     connect(m_modelCtl, &ModelController::failed, this, &MainWindow::modelFailed);
     m_runView->follow(m_worker.get());
-    connectImageEncoder();
+    connectEncodeAhead();
     m_thread->start();
 
     restoreSettings();

@@ -173,7 +173,7 @@ private:
     void connectActions();
     void createCentral();
     void connectImageOpener();
-    void connectImageEncoder();
+    void connectEncodeAhead();
     void restoreSettings();
     void saveSettings() const;
     void onTaskInputChanged();
@@ -203,7 +203,7 @@ private:
     RecentFiles* m_recent = nullptr;
     ModelController* m_modelCtl = nullptr; // the model in use
     ImageOpener* m_opener = nullptr;       // images decoded off the GUI thread
-    EncodeAhead* m_encoder = nullptr;     // the encoders run ahead of Run
+    EncodeAhead* m_encoder = nullptr;      // the encoders run ahead of Run
     QTimer* m_promptEncodeTimer = nullptr; // a new task's prompt, encoded once input settles
     std::unique_ptr<MainActions> m_actions;
 

@@ -4,14 +4,14 @@
 #include "MainWindow.h"
 
 #include "HistoryDock.h"
-#include "images/ImageFiles.h"
 #include "MainActions.h"
-#include "controllers/ModelController.h"
 #include "RecentFiles.h"
 #include "ScreenFit.h"
-#include "dialogs/AboutDialog.h"
-#include "images/ImageOpener.h"
+#include "controllers/ModelController.h"
 #include "controllers/RunController.h"
+#include "dialogs/AboutDialog.h"
+#include "images/ImageFiles.h"
+#include "images/ImageOpener.h"
 #include "widgets/ControlPanel.h"
 
 namespace florence::ui {

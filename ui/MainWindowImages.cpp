@@ -4,14 +4,14 @@
 #include "MainWindow.h"
 
 #include "FileDialogs.h"
-#include "images/ImageFiles.h"
-#include "controllers/ModelController.h"
 #include "RecentFiles.h"
 #include "RunView.h"
-#include "controllers/EngineWorker.h"
 #include "controllers/EncodeAhead.h"
-#include "images/ImageOpener.h"
+#include "controllers/EngineWorker.h"
+#include "controllers/ModelController.h"
 #include "controllers/RunController.h"
+#include "images/ImageFiles.h"
+#include "images/ImageOpener.h"
 #include "widgets/ImageView.h"
 #include "widgets/LatencyChart.h"
 
@@ -49,7 +49,7 @@ void MainWindow::connectImageOpener() {
     });
 }
 
-void MainWindow::connectImageEncoder() {
+void MainWindow::connectEncodeAhead() {
     m_encoder = new EncodeAhead(m_worker.get(), this);
     // A new model has a new session without the features: encode again once it is loaded,
     // unless the image was opened during the load (its encode, queued behind the load, is for

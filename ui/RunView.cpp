@@ -1,8 +1,8 @@
 #include "RunView.h"
 
-#include "presentation/AnswerDisplay.h"
 #include "controllers/EngineWorker.h"
 #include "controllers/RunController.h"
+#include "presentation/AnswerDisplay.h"
 #include "presentation/Scores.h"
 #include "presentation/StepStats.h"
 #include "widgets/ChartStyle.h"

@@ -165,8 +165,7 @@ ReducedReport measureReduced(std::unique_ptr<Session>& session, const Request& r
                              Precision precision, Progress& progress) {
     const std::string name = precisionName(precision);
     session.reset();
-    session =
-        std::make_unique<Session>(Model::load(c.package, LoadOptions{c.threads, precision}));
+    session = std::make_unique<Session>(Model::load(c.package, LoadOptions{c.threads, precision}));
     progress.step(name + " load");
     const Model& bm = session->model();
     generateFixed(*session, req, bm, 4, true);
@@ -241,8 +240,7 @@ BenchReport measure(const BenchConfig& c) {
     if (c.bf16 || c.int8) {
         const LogitsReference reference = logitsReference(*session, req, runs);
         if (c.bf16)
-            report.bf16 =
-                measureReduced(session, req, c, reference, Precision::BFloat16, progress);
+            report.bf16 = measureReduced(session, req, c, reference, Precision::BFloat16, progress);
         if (c.int8)
             report.int8 = measureReduced(session, req, c, reference, Precision::Int8, progress);
     }

@@ -5,6 +5,7 @@
 #include <florence/paths.h>
 #include <florence/process.h>
 
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>

@@ -62,7 +62,7 @@ struct PythonReport {
 struct ReducedReport {
     double firstTokenMs = 0, visionMs = 0, textEncoderMs = 0, medianStepMs = 0;
     double logitsCosineMin = 1, logitsCosineMean = 1;
-    int64_t stepBytes = 0; // what one cached step reads in this mode
+    int64_t stepBytes = 0;                // what one cached step reads in this mode
     std::vector<std::string> int8Modules; // Model::int8Modules()
     std::string encoderPrecision;         // precisionName(Model::encoderPrecision())
 };

@@ -91,8 +91,7 @@ std::unique_ptr<DecodeBackend> makeCachedBackend(torch::jit::Module& decoder, to
 std::unique_ptr<DecodeBackend> makeFullBackend(torch::jit::Module& decoder,
                                                torch::Tensor encoderHidden,
                                                torch::Tensor encoderMask) {
-    return std::make_unique<FullBackend>(decoder, std::move(encoderHidden),
-                                         std::move(encoderMask));
+    return std::make_unique<FullBackend>(decoder, std::move(encoderHidden), std::move(encoderMask));
 }
 
 } // namespace florence::detail

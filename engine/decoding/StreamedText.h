@@ -1,7 +1,7 @@
-// Internal to the engine. The text of one row's best hypothesis as it grows. A step that appends one token to the
-// hypothesis reported before decodes only that token; a switch to another beam decodes the new
-// hypothesis from the start. Bytes of a character split over tokens are held back until it is
-// complete, so streamed text never shows half a character.
+// Internal to the engine. The text of one row's best hypothesis as it grows. A step that appends
+// one token to the hypothesis reported before decodes only that token; a switch to another beam
+// decodes the new hypothesis from the start. Bytes of a character split over tokens are held back
+// until it is complete, so streamed text never shows half a character.
 //
 //   StreamedText text(tokenizer);
 //   text.update(bestHypothesis, event); // sets event.textDelta, event.rewound and event.text

@@ -1,10 +1,10 @@
 #include <florence/image.h>
 
-#include "platform/RegularFile.h"
 #include "image/DecoderMessages.h"
 #include "image/JpegCheck.h"
 #include "image/Orientation.h"
 #include "image/Png.h"
+#include "platform/RegularFile.h"
 
 #include <QFileInfo>
 

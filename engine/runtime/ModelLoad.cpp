@@ -121,8 +121,7 @@ void Model::Impl::generateParameters() const {
         const std::string file = manifest.path(p.module);
         const at::Generator generator = at::detail::createCPUGenerator(
             mixSeed(manifest.generatedSeed, p.module + "/" + p.names.front()));
-        const torch::Tensor value =
-            at::normal(p.mean, p.std, p.shape, generator, torch::kFloat32);
+        const torch::Tensor value = at::normal(p.mean, p.std, p.shape, generator, torch::kFloat32);
         for (const std::string& name : p.names) {
             try {
                 auto [to, slot] = parameterSlot(module(p.module), name);
@@ -160,8 +159,8 @@ void Model::Impl::shareParameters() const {
             auto [from, fromName] = parameterSlot(module(p.fromModule), p.fromName);
             value = from.attr(fromName).toTensor();
         } catch (const std::exception& e) {
-            throw EngineError(fromFile + " " + e.what() + ", which manifest.json says " +
-                              p.module + " shares");
+            throw EngineError(fromFile + " " + e.what() + ", which manifest.json says " + p.module +
+                              " shares");
         }
         try {
             auto [to, name] = parameterSlot(module(p.module), p.name);
@@ -171,8 +170,8 @@ void Model::Impl::shareParameters() const {
             if (placeholder.dim() != value.dim() ||
                 (empty ? !placeholder.sizes().slice(1).equals(value.sizes().slice(1))
                        : !placeholder.sizes().equals(value.sizes())))
-                throw std::runtime_error("has " + p.name + " of another shape than " +
-                                         p.fromName + " of " + fromFile);
+                throw std::runtime_error("has " + p.name + " of another shape than " + p.fromName +
+                                         " of " + fromFile);
             to.setattr(name, value);
         } catch (const c10::Error& e) {
             throw EngineError(file + ": cannot share " + p.name + " (" + oneLine(e) + ")");

@@ -212,9 +212,8 @@ detail::SearchCallbacks streamingCallbacks(const Tokenizer& tokenizer, std::vect
                                            const BatchTokenCallback& onToken,
                                            const std::atomic<bool>* cancel,
                                            Clock::time_point start) {
-    auto streams =
-        std::make_shared<std::vector<detail::StreamedText>>(results.size(),
-                                                         detail::StreamedText(tokenizer));
+    auto streams = std::make_shared<std::vector<detail::StreamedText>>(
+        results.size(), detail::StreamedText(tokenizer));
     detail::SearchCallbacks callbacks;
     callbacks.cancel = cancel;
     callbacks.onStep = [&results, &stages, &onToken, streams,

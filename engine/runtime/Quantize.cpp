@@ -61,8 +61,7 @@ void Model::Impl::quantizeDecoder() {
     at::parallel_for(0, int64_t(layers.size()), 1, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i)
             if (!(options.cancel && options.cancel->load()))
-                quantized[size_t(i)] =
-                    quantizeInt8(layers[size_t(i)].attr("weight").toTensor());
+                quantized[size_t(i)] = quantizeInt8(layers[size_t(i)].attr("weight").toTensor());
     });
     if (options.cancel && options.cancel->load())
         throw cancelledError(manifest);

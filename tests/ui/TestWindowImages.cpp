@@ -278,26 +278,6 @@ void TestWindowImages::hostileImagesGiveOneClearMessage() {
     QVERIFY(m_w->imagePath().endsWith("pier.png"));
 }
 
-// A copy of the bundled package in the test's folder, with `edit` applied to its manifest.
-static QString copyBundledPackage(const QString& to,
-                                  const std::function<void(QJsonObject& files)>& edit) {
-    QDir(to).removeRecursively();
-    QDir().mkpath(to);
-    const QString bundled = QString::fromStdString(florence::bundledModelDir());
-    for (const QFileInfo& fi : QDir(bundled).entryInfoList(QDir::Files))
-        QFile::copy(fi.filePath(), to + "/" + fi.fileName());
-    QFile file(to + "/manifest.json");
-    file.open(QIODevice::ReadOnly);
-    QJsonObject manifest = QJsonDocument::fromJson(file.readAll()).object();
-    file.close();
-    QJsonObject files = manifest["files"].toObject();
-    edit(files);
-    manifest["files"] = files;
-    file.open(QIODevice::WriteOnly | QIODevice::Truncate);
-    file.write(QJsonDocument(manifest).toJson());
-    return to;
-}
-
 void TestWindowImages::encodeOnOpenAndRunReusesIt() {
     // Opening an image starts the vision encoder; Run, clicked at once, waits for it
     // on the engine thread and reuses its features rather than encoding a second time.

@@ -91,6 +91,26 @@ private slots:
     void importDialogCancelsAndImports();
 };
 
+// A copy of the bundled package in the test's folder, with `edit` applied to its manifest.
+static QString copyBundledPackage(const QString& to,
+                                  const std::function<void(QJsonObject& files)>& edit) {
+    QDir(to).removeRecursively();
+    QDir().mkpath(to);
+    const QString bundled = QString::fromStdString(florence::bundledModelDir());
+    for (const QFileInfo& fi : QDir(bundled).entryInfoList(QDir::Files))
+        QFile::copy(fi.filePath(), to + "/" + fi.fileName());
+    QFile file(to + "/manifest.json");
+    file.open(QIODevice::ReadOnly);
+    QJsonObject manifest = QJsonDocument::fromJson(file.readAll()).object();
+    file.close();
+    QJsonObject files = manifest["files"].toObject();
+    edit(files);
+    manifest["files"] = files;
+    file.open(QIODevice::WriteOnly | QIODevice::Truncate);
+    file.write(QJsonDocument(manifest).toJson());
+    return to;
+}
+
 void TestWindowModels::badModelFolderKeepsCurrentModel() {
     const QString name = m_w->modelInfo().name();
     QSignalSpy failed(m_w.get(), &MainWindow::modelFailed);

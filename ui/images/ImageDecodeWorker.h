@@ -38,7 +38,7 @@ class ImageDecodeWorker : public QObject {
 public:
     // `latest`: the id of the newest request, set by the requester before queueing it.
     explicit ImageDecodeWorker(std::shared_ptr<const std::atomic<quint64>> latest,
-                         QObject* parent = nullptr);
+                               QObject* parent = nullptr);
 
 public slots:
     // `exifRotate`: turn a photo upright by its EXIF orientation (DecodeOptions::exifRotate).

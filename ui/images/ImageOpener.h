@@ -10,8 +10,8 @@
 //   opener.whenSettled([] { startRun(); }); // after pier.png has opened (or failed)
 #pragma once
 
-#include "images/ImageDecodeWorker.h"
 #include "controllers/WorkerThread.h"
+#include "images/ImageDecodeWorker.h"
 
 #include <QObject>
 
