@@ -38,7 +38,7 @@ def main() -> int:
     if not check_supported_layouts():
         return 1
     ops = sys.argv[sys.argv.index("--ops-library") + 1] if "--ops-library" in sys.argv else None
-    committed_path = os.path.join(ROOT, "engine", "model", "code-allowlist.txt")
+    committed_path = os.path.join(ROOT, "engine", "package", "code-allowlist.txt")
     with tempfile.TemporaryDirectory() as tmp:
         fresh_path = os.path.join(tmp, "code-allowlist.txt")
         args = ["--allowlist", fresh_path, "--root", ROOT]
