@@ -5,6 +5,7 @@
 // shown again in its own frame. The real MainWindow offscreen, no model needed: the answer is
 // shown through the window's run path (MainWindowTester).
 #include "MainWindow.h"
+#include "WindowSuite.h"
 #include "MainWindowTester.h"
 #include "history/History.h"
 
@@ -61,20 +62,6 @@ QByteArray sidewaysPng() {
     return png;
 }
 
-bool openAndWait(MainWindow* w, const QString& path) {
-    if (!w->openImageFile(path))
-        return false;
-    if (!QTest::qWaitFor([w] { return !w->isOpeningImage(); }, 60'000))
-        return false;
-    return w->hasImage() && w->imagePath() == QFileInfo(path).absoluteFilePath();
-}
-
-QJsonObject readJson(const QString& path) {
-    QFile f(path);
-    return f.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(f.readAll()).object()
-                                       : QJsonObject();
-}
-
 QAction* rotateAction(MainWindow* w) {
     return w->findChild<QAction*>(QStringLiteral("exifRotateAction"));
 }
@@ -107,13 +94,7 @@ private:
 
 void TestExifOrientation::initTestCase() {
     QVERIFY(m_tmp.isValid());
-    qputenv("HOME", m_tmp.filePath("home").toUtf8());
-    QDir().mkpath(m_tmp.filePath("home"));
-    QStandardPaths::setTestModeEnabled(true);
-    QSettings::setDefaultFormat(QSettings::IniFormat);
-    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, m_tmp.filePath("settings"));
-    QCoreApplication::setOrganizationName("FlorenceStudioTest");
-    QCoreApplication::setApplicationName("florence-studio-exif-test");
+    isolateUserState(m_tmp, "florence-studio-exif-test");
     QVERIFY2(History::defaultPath().startsWith(m_tmp.path()), qPrintable(History::defaultPath()));
     m_photo = m_tmp.filePath("phone.png");
     QFile f(m_photo);

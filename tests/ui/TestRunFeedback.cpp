@@ -4,6 +4,7 @@
 // words with the details behind a disclosure, the Keyboard Shortcuts as a table, and the model
 // Process Folder will use. The real MainWindow offscreen, with the bundled model.
 #include "MainWindow.h"
+#include "WindowSuite.h"
 #include "dialogs/AboutDialog.h"
 #include "dialogs/ProcessFolderDialog.h"
 #include "controllers/TaskPrompt.h"
@@ -95,15 +96,7 @@ private:
 
 void TestRunFeedback::initTestCase() {
     QVERIFY(m_tmp.isValid());
-    qputenv("HOME", m_tmp.filePath("home").toUtf8());
-    QDir().mkpath(m_tmp.filePath("home"));
-    QStandardPaths::setTestModeEnabled(true);
-    QSettings::setDefaultFormat(QSettings::IniFormat);
-    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, m_tmp.filePath("settings"));
-    QCoreApplication::setOrganizationName("FlorenceStudioTest");
-    QCoreApplication::setApplicationName("florence-studio-feedback-test");
-    if (qEnvironmentVariableIsEmpty("FLORENCE_STUDIO_DATA"))
-        qputenv("FLORENCE_STUDIO_DATA", FLORENCE_BUILD_DATA_DIR);
+    isolateUserState(m_tmp, "florence-studio-feedback-test");
     QVERIFY2(!florence::bundledModelDir().empty(), "build the florence_data target first");
 }
 
