@@ -114,6 +114,13 @@ Preferences Settings::load() {
     return p;
 }
 
+QString defaultPrecision() {
+    const QString env = qEnvironmentVariable("FLORENCE_PRECISION");
+    if (env.isEmpty() || env == QLatin1String("auto"))
+        return QStringLiteral("automatic");
+    return env;
+}
+
 void Settings::save(const Preferences& p) {
     QSettings s;
     s.setValue(kGeometry, p.geometry);

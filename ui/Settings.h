@@ -21,6 +21,10 @@ struct FolderPreferences {
     unsigned formats = 7; // florence::SidecarFormat bits: text, JSON, COCO
 };
 
+// The precision box's setting when none is saved: $FLORENCE_PRECISION ("auto" or a
+// precision's name), else "automatic".
+QString defaultPrecision();
+
 struct Preferences {
     // Window layout, as QMainWindow and QSplitter save it (empty: the default layout).
     QByteArray geometry;
@@ -39,7 +43,8 @@ struct Preferences {
     int beams = 3;
     int maxNewTokens = 1024;
     bool useCache = true;
-    QString precision = QStringLiteral("float32");
+    // "automatic" (the default; $FLORENCE_PRECISION when set), "float32", "bfloat16", "int8".
+    QString precision = defaultPrecision();
     // Appearance: "system" (follow the desktop), "light" or "dark".
     QString theme = QStringLiteral("system");
     // Confidence scores in the overlay's labels.

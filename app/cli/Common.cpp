@@ -1,6 +1,7 @@
 #include "Common.h"
 
 #include <florence/answer_json.h>
+#include <florence/auto_precision.h>
 #include <florence/machine.h>
 #include <florence/package.h>
 #include <florence/paths.h>
@@ -10,6 +11,7 @@
 #include <QJsonDocument>
 
 #include <cerrno>
+#include <cstdlib>
 #include <csignal>
 #include <cstring>
 #include <iostream>
@@ -68,21 +70,41 @@ florence::TaskRequest taskRequest(const Args& a) {
     return {florence::kCustomPromptTask, a.get("prompt"), std::nullopt};
 }
 
-florence::Precision parsePrecision(const std::string& s) {
-    if (s == "float32" || s == "fp32")
-        return florence::Precision::Float32;
-    if (s == "bfloat16" || s == "bf16")
-        return florence::Precision::BFloat16;
-    if (s == "int8")
-        return florence::Precision::Int8;
-    throw UsageError("--precision takes float32, bfloat16 or int8, not '" + s + "'");
+std::optional<florence::Precision> parsePrecision(const std::string& s) {
+    try {
+        return florence::parsePrecisionSetting(s);
+    } catch (const florence::EngineError&) {
+        throw UsageError("--precision takes auto, float32, bfloat16 or int8, not '" + s + "'");
+    }
+}
+
+std::string defaultPrecision() {
+    const char* env = std::getenv("FLORENCE_PRECISION");
+    return env && *env ? env : "auto";
 }
 
 std::shared_ptr<const florence::Model> loadModel(const Args& a) {
     florence::LoadOptions lo;
     lo.threads = threadsOption(a);
-    lo.precision = parsePrecision(a.get("precision", "float32"));
-    std::shared_ptr<const florence::Model> model = florence::Model::load(modelDir(a), lo);
+    const std::string dir = modelDir(a);
+    const std::optional<florence::Precision> fixed =
+        parsePrecision(a.get("precision", defaultPrecision()));
+    if (fixed) {
+        lo.precision = *fixed;
+    } else {
+        // Measured once per CPU and package (a few seconds, each precision loaded in turn),
+        // then read from the user's cache folder.
+        const florence::PrecisionChoice choice = florence::automaticPrecision(
+            dir, lo.threads, &g_cancel, [&](const std::string& stage) {
+                std::cerr << "automatic precision: " << stage
+                          << " (once for this CPU and model)\n";
+            });
+        lo.precision = choice.precision;
+        std::cerr << "note: " << choice.reason << " ("
+                  << (choice.probed ? "measured now" : "measured before") << "; kept in "
+                  << florence::precisionProbeCachePath() << ")\n";
+    }
+    std::shared_ptr<const florence::Model> model = florence::Model::load(dir, lo);
     if (!model->precisionNote().empty())
         std::cerr << "note: " << model->precisionNote() << "\n";
     return model;

@@ -27,13 +27,17 @@ std::string modelDir(const Args& a);
 // --threads: 0 (every core) when absent; UsageError when zero or negative; more than the
 // usable cores is clamped to them with a note on stderr.
 int threadsOption(const Args& a);
-// --precision float32|bfloat16|int8 (fp32, bf16).
-florence::Precision parsePrecision(const std::string& s);
+// --precision auto|float32|bfloat16|int8 (automatic, fp32, bf16): nullopt for auto.
+std::optional<florence::Precision> parsePrecision(const std::string& s);
+// What --precision is when not given: $FLORENCE_PRECISION, else "auto".
+std::string defaultPrecision();
 // The task of --task (default <CAPTION>) with --text, or the free prompt of --prompt, checked:
 // the package's own tasks are known first (its manifest is read, the model not loaded), so an
 // unknown task fails before anything loads. The region is the caller's.
 florence::TaskRequest taskRequest(const Args& a);
-// The model of modelDir() with --threads and --precision.
+// The model of modelDir() with --threads and --precision; with auto (the default) in the
+// precision automaticPrecision() picks for this CPU and package (<florence/auto_precision.h>),
+// said on stderr.
 std::shared_ptr<const florence::Model> loadModel(const Args& a);
 // The model's generation defaults with --beams, --max-new-tokens and --no-cache.
 florence::GenerationOptions runOptions(const Args& a, const florence::Model& model);

@@ -156,10 +156,17 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
     createIgnoreEosCheck(genBox);
     m_precisionCombo = new QComboBox(genBox);
     m_precisionCombo->setObjectName(QStringLiteral("precisionCombo"));
-    for (const Precision p : {Precision::Float32, Precision::BFloat16, Precision::Int8})
+    m_precisionCombo->addItem(tr("Automatic"), kAutomaticPrecision);
+    m_precisionCombo->setItemData(0, QStringLiteral("automatic"), kPrecisionNameRole);
+    for (const Precision p : {Precision::Float32, Precision::BFloat16, Precision::Int8}) {
         m_precisionCombo->addItem(QString::fromLatin1(precisionName(p)), static_cast<int>(p));
+        m_precisionCombo->setItemData(m_precisionCombo->count() - 1,
+                                      QString::fromLatin1(precisionName(p)), kPrecisionNameRole);
+    }
     m_precisionCombo->setToolTip(
-        tr("bfloat16 runs the linear layers with oneDNN's AVX512-BF16 kernels: faster on CPUs "
+        tr("Automatic (the default) picks the fastest of the three whose answers hold on this "
+           "CPU: the first load of a model measures each (a few seconds at base size, once; "
+           "kept in the cache folder), then each item says what it costs here. bfloat16 runs the linear layers with oneDNN's AVX512-BF16 kernels: faster on CPUs "
            "that have them, and the answers can differ slightly from float32. int8 runs the "
            "decoder's linear layers and the encoders' large ones with int8 weights (quantized "
            "when the model loads; Florence-2-large's encoders stay bfloat16, where int8 loses "
@@ -421,26 +428,58 @@ void ControlPanel::setModelIgnoresEos(bool on) {
     m_ignoreEosCheck->setChecked(on || m_userIgnoreEos);
 }
 
-Precision ControlPanel::precision() const {
-    return static_cast<Precision>(m_precisionCombo->currentData().toInt());
+std::optional<Precision> ControlPanel::precision() const {
+    const int data = m_precisionCombo->currentData().toInt();
+    if (data == kAutomaticPrecision)
+        return std::nullopt;
+    return static_cast<Precision>(data);
 }
 
 QString ControlPanel::precisionText() const {
-    return m_precisionCombo->currentText();
+    return m_precisionCombo->currentData(kPrecisionNameRole).toString();
 }
 
-void ControlPanel::setPrecision(Precision p, bool silently) {
+void ControlPanel::setPrecision(std::optional<Precision> p, bool silently) {
     const QSignalBlocker block(silently ? m_precisionCombo : nullptr);
-    const int index = m_precisionCombo->findData(static_cast<int>(p));
+    const int index = m_precisionCombo->findData(p ? static_cast<int>(*p) : kAutomaticPrecision);
     if (index >= 0)
         m_precisionCombo->setCurrentIndex(index);
 }
 
 bool ControlPanel::setPrecisionText(const QString& name) {
-    const int index = m_precisionCombo->findText(name);
+    const int index = m_precisionCombo->findData(name, kPrecisionNameRole);
     if (index >= 0)
         m_precisionCombo->setCurrentIndex(index);
     return index >= 0;
+}
+
+void ControlPanel::setPrecisionCosts(Precision picked,
+                                     const std::vector<PrecisionOption>& options) {
+    if (options.empty())
+        return;
+    m_precisionCombo->setItemText(
+        0, tr("Automatic (%1)").arg(QString::fromLatin1(precisionName(picked))));
+    for (const PrecisionOption& o : options) {
+        const int index = m_precisionCombo->findData(static_cast<int>(o.precision));
+        if (index < 0)
+            continue;
+        const QString name = QString::fromLatin1(precisionName(o.precision));
+        QString text = name;
+        if (o.precision == Precision::Float32)
+            ; // the reference the others are measured against
+        else if (!o.note.empty() && o.cost <= 0)
+            text = tr("%1 (cannot run here)").arg(name);
+        else if (!o.accurate)
+            text = tr("%1 (answers differ here)").arg(name);
+        else if (o.cost > 1.0 / kAutomaticMaxCost)
+            text = tr("%1 (%2x slower here)").arg(name).arg(o.cost, 0, 'f', 1);
+        else if (o.cost < kAutomaticMaxCost)
+            text = tr("%1 (%2x the time)").arg(name).arg(o.cost, 0, 'f', 2);
+        else
+            text = tr("%1 (as fast as float32 here)").arg(name);
+        m_precisionCombo->setItemText(index, text);
+        m_precisionCombo->setItemData(index, QString::fromStdString(o.note), Qt::ToolTipRole);
+    }
 }
 
 void ControlPanel::restorePreferences(const Preferences& p) {

@@ -9,6 +9,7 @@
 
 #include "Settings.h"
 
+#include <florence/auto_precision.h>
 #include <florence/engine.h>
 #include <florence/tasks.h>
 
@@ -75,11 +76,19 @@ public:
     // A package that asks for it (the speed demos, whose answers are noise) switches the option
     // on; any other package gets back what the user last chose with such a package loaded.
     void setModelIgnoresEos(bool on);
-    Precision precision() const;
+    // The precision chosen: nullopt for Automatic (the default).
+    std::optional<Precision> precision() const;
+    // Its name, as kept in the settings: "automatic", "float32", "bfloat16" or "int8".
     QString precisionText() const;
-    // Emits precisionChanged unless `silently`.
-    void setPrecision(Precision p, bool silently = false);
+    // Emits precisionChanged unless `silently`; nullopt selects Automatic.
+    void setPrecision(std::optional<Precision> p, bool silently = false);
+    // By the name precisionText() gives (the words on the items are longer once measured).
     bool setPrecisionText(const QString& name);
+    // What Automatic measured for the loaded package: its item names the precision it picked,
+    // and each mode says what it costs on this CPU ("int8 (2.1x slower here)"), so that a mode
+    // slower than float32 is never taken for a speed-up. An empty list (a precision chosen by
+    // hand, before any measurement) leaves the items as they were.
+    void setPrecisionCosts(Precision picked, const std::vector<PrecisionOption>& options);
     // The task and generation settings kept between sessions.
     void restorePreferences(const Preferences& p);
     void savePreferences(Preferences& p) const;
@@ -124,6 +133,9 @@ private:
     bool m_modelIgnoresEos = false; // the loaded package asked for it
     bool m_userIgnoreEos = false;   // the user's choice for the other packages
     QComboBox* m_precisionCombo = nullptr;
+    // The Automatic item's data, and the role holding each item's name (its text changes).
+    static constexpr int kAutomaticPrecision = -1;
+    static constexpr int kPrecisionNameRole = Qt::UserRole + 1;
     QPushButton* m_runButton = nullptr;
     QPushButton* m_cancelButton = nullptr;
     QPushButton* m_compareButton = nullptr;
