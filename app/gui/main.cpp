@@ -198,6 +198,10 @@ int main(int argc, char** argv) {
         }
         plan.alsoDark = parser.isSet(options.alsoDark);
         plan.also720p = parser.isSet(options.also720p);
+        // A comparison at Florence-2-base size runs uncached passes of several minutes each on
+        // a busy 2-core machine (a 256-token pass took 7 minutes beside a busy loop).
+        if (parser.isSet(options.compare))
+            plan.timeoutMs = 45 * 60'000;
         scheduleScreenshot(&window, plan);
         // Once the image has opened and the model has loaded: a run takes the model's settings
         // (the speed demos switch "ignore the end token" on).
