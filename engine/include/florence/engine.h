@@ -184,7 +184,8 @@ public:
     std::vector<std::string> int8Modules() const;
     // How the encoders run: the chosen precision, except float32 when the CPU's bfloat16
     // products are inaccurate (bfloat16ProductsAccurate() in <florence/machine.h>); the decoder
-    // always runs in the chosen one.
+    // always runs in the chosen one. In int8 on the AVX2 kernel class the encoders stay float32
+    // but their large products run in int8 (int8Modules() names them): Int8, with a note.
     Precision encoderPrecision() const;
     // Empty when everything runs in the chosen precision; otherwise one sentence for the user
     // saying what runs differently and why ("the encoders run in float32 and only …").
