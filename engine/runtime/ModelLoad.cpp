@@ -126,8 +126,10 @@ std::string floatEncodersNote(const Model::Impl& d, Precision precision) {
                 : !d.hasFloatActivationInt8()
                     ? ", and this package's encoder code predates int8 products with float32 "
                       "activations"
-                    : ", and encoders wider than Florence-2-base's lose too much accuracy with "
-                      "int8 products";
+                : d.visionWidth() > Model::Impl::kInt8VisionMaxWidth
+                    ? ", and encoders wider than Florence-2-base's lose too much accuracy with "
+                      "int8 products"
+                    : ", and none of their products is large enough to gain from int8";
     if (path == ops::KernelPath::Torch)
         note += "; its reduced-precision kernels are slower than float32's: float32 is the "
                 "faster choice on this CPU";
