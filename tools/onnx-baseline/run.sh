@@ -63,7 +63,8 @@ trap 'rm -rf "$runs"' EXIT
 if [ -n "$package" ]; then
     echo "checking the export against the engine (32 tokens of <CAPTION>, greedy)" >&2
     "$cli" run --model "$package" --pixel-values "$dir/pixels.safetensors" --task '<CAPTION>' \
-        --beams 1 --ignore-eos --max-new-tokens 32 --json --quiet > "$runs/cli-run.json"
+        --beams 1 --ignore-eos --max-new-tokens 32 --precision float32 --json --quiet \
+        > "$runs/cli-run.json"
     node "$here/check_cli.js" --dir "$dir" --cli-json "$runs/cli-run.json" ||
         echo "run.sh: WARNING: ONNX Runtime's fp32 tokens differ from the engine's" >&2
     node "$here/check_cli.js" --dir "$dir" --cli-json "$runs/cli-run.json" --variant int8 || true
