@@ -1,7 +1,7 @@
 // florence::linear_int8: the encoders' large products with int8 weights (the engine's int8 mode)
 // on oneDNN's dynamic int8 GEMM through LibTorch's quantized engine: the activations are
-// quantized per tensor at run time, the products run u8 x s8 with AVX512-VNNI, and the weights
-// are prepacked once and kept while the weight tensor lives. See Ops.h.
+// quantized per tensor at run time, the products run u8 x s8 (AVX512-VNNI, or AVX2 without
+// AVX-512), and the weights are prepacked once and kept while the weight tensor lives. See Ops.h.
 #include "Ops.h"
 
 #include <ATen/ATen.h>
@@ -80,6 +80,11 @@ at::Tensor linearInt8(const at::Tensor& x, const at::Tensor& weight,
 }
 
 } // namespace
+
+bool int8GemmAvailable() {
+    return oneDnnQuantized();
+}
+
 } // namespace florence::ops
 
 TORCH_LIBRARY_FRAGMENT(florence, m) {

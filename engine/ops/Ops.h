@@ -44,4 +44,9 @@ namespace florence::ops {
 // (KernelPath.h: the CPU's best, or what FLORENCE_KERNELS asked for).
 std::string rowKernelName();
 
+// Whether linear_int8 runs oneDNN's int8 GEMM: LibTorch's quantized engines include oneDNN's
+// (Debian 12's LibTorch 1.13 and Debian 13's 2.6 do; without it linear_int8 computes in float32
+// from the dequantized weights, slower than the float32 model).
+bool int8GemmAvailable();
+
 } // namespace florence::ops

@@ -73,6 +73,10 @@ std::string runtimeSummary() {
     else
         s += ", BLAS: not OpenBLAS";
     s += ", row kernels " + ops::rowKernelName();
+    // The AVX2 class runs int8's encoder products on oneDNN's int8 GEMM (ModelLoad.cpp).
+    if (ops::rowKernelName() == "AVX2+FMA")
+        s += ops::int8GemmAvailable() ? ", int8 encoder products oneDNN"
+                                      : ", no int8 encoder products (no oneDNN quantized engine)";
     if (!bfloat16ProductsAccurate())
         s += ", bfloat16 products sum in bfloat16";
     if (const char* wait = std::getenv("OMP_WAIT_POLICY"))

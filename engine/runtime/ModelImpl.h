@@ -51,7 +51,18 @@ struct Model::Impl {
     // 7.6-11% from float32 in int8 against 3% in bfloat16. At base, everything int8: 0.9998).
     static constexpr int64_t kInt8VisionMaxWidth = 1024;
     static constexpr int64_t kInt8TextMaxWidth = 768;
-    void quantizeEncoders(); // Quantize.cpp
+    // `floatActivations`: the encoders stay float32 and only their large products take int8
+    // weights (CPUs without AVX-512, where LibTorch sums bfloat16 products in bfloat16, or
+    // FLORENCE_KERNELS=avx2): both sides >= kInt8FloatMinSide, since oneDNN's AVX2 int8 GEMM
+    // also beats the float32 one on the vision encoder's stage 1 (256 -> 1024: 0.7x its time;
+    // stages 2 and 3 and the text encoder 0.5-0.6x); the blocks' low_activations attribute is
+    // cleared, so activations and attention stay float32. Call only when
+    // hasFloatActivationInt8() says the package's code can.
+    static constexpr int64_t kInt8FloatMinSide = 256;
+    void quantizeEncoders(bool floatActivations); // Quantize.cpp
+    // Whether both encoders' code runs int8 products with float32 activations (int8_products()
+    // and blocks with low_activations; an earlier exporter's do not).
+    bool hasFloatActivationInt8() const;
     // The vision encoder's last-stage width: the rows of its image projection.
     int64_t visionWidth() const;
     // Architecture packages: every parameter is an empty placeholder; fill each from a seeded

@@ -100,6 +100,45 @@ uint64_t mixSeed(uint64_t seed, const std::string& name) {
     return z ^ (z >> 31);
 }
 
+bool hasModule(const Model::Impl& d, const char* role) {
+    return std::find(d.int8Modules.begin(), d.int8Modules.end(), role) != d.int8Modules.end();
+}
+
+// What runs where the encoders do not take the chosen precision (Model::precisionNote).
+std::string floatEncodersNote(const Model::Impl& d, Precision precision) {
+    const ops::KernelPath path = ops::kernelPath();
+    const bool vision8 = hasModule(d, "vision"), text8 = hasModule(d, "text_encoder");
+    std::string note;
+    if (vision8 || text8)
+        note = std::string("the encoders run in float32 except the large products of ") +
+               (vision8 && text8 ? "both" : vision8 ? "the vision encoder" : "the text encoder") +
+               ", which run in int8 (oneDNN, AVX2), as the decoder does";
+    else
+        note = std::string("the encoders run in float32 and only the decoder in ") +
+               precisionName(precision);
+    note += bfloat16ProductsAccurate()
+                ? ": the AVX2 kernels were asked for (FLORENCE_KERNELS=avx2)"
+                : ": without AVX-512, LibTorch's bfloat16 products sum in bfloat16, which "
+                  "changes the answers";
+    if (precision == Precision::Int8 && path == ops::KernelPath::Avx2 && !vision8 && !text8)
+        note += !ops::int8GemmAvailable()
+                    ? ", and this LibTorch has no oneDNN quantized engine for their int8 products"
+                : !d.hasFloatActivationInt8()
+                    ? ", and this package's encoder code predates int8 products with float32 "
+                      "activations"
+                : d.visionWidth() > Model::Impl::kInt8VisionMaxWidth
+                    ? ", and encoders wider than Florence-2-base's lose too much accuracy with "
+                      "int8 products"
+                    : ", and none of their products is large enough to gain from int8";
+    if (path == ops::KernelPath::Torch)
+        note += "; its reduced-precision kernels are slower than float32's: float32 is the "
+                "faster choice on this CPU";
+    else
+        note += "; its decoding steps read the smaller weights with the " + ops::rowKernelName() +
+                " row kernels, faster than float32's";
+    return note;
+}
+
 } // namespace
 
 const char* precisionName(Precision p) {
@@ -268,27 +307,19 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
     // LibTorch sums those in bfloat16 (CPUs without AVX-512), the image features drift enough to
     // change the answers (a four-shape caption became "A yellow star."), so the encoders stay
     // float32 there and only the decoder, whose activations stay float32, takes the precision.
+    // int8 on the AVX2 kernel class (FLORENCE_KERNELS=avx2 on an AVX-512 machine too) keeps the
+    // encoders float32 but runs their large products on oneDNN's int8 GEMM with float32
+    // activations in and out (Quantize.cpp), about half the float32 products' time there.
     const bool int8 = options.precision == Precision::Int8;
     const bool reduced = options.precision != Precision::Float32;
-    const bool lowEncoders = reduced && bfloat16ProductsAccurate();
+    const bool avx2 = ops::kernelPath() == ops::KernelPath::Avx2;
+    const bool int8Avx2 = int8 && avx2;
+    const bool lowEncoders = reduced && bfloat16ProductsAccurate() && !int8Avx2;
     const Precision encoders = !lowEncoders ? Precision::Float32
                                : int8       ? Precision::BFloat16
                                             : options.precision;
     const Precision decoder = int8 ? Precision::Float32 : options.precision;
     d.encoderPrecision = lowEncoders ? options.precision : Precision::Float32;
-    if (reduced && !lowEncoders)
-        // With the row kernels (engine/ops/KernelPath.h) a step reads the smaller weights at
-        // memory speed; on the LibTorch path it is slower than float32's.
-        d.precisionNote =
-            std::string("the encoders run in float32 and only the decoder in ") +
-            precisionName(options.precision) +
-            ": without AVX-512, LibTorch's bfloat16 products sum in bfloat16, which changes the "
-            "answers" +
-            (ops::kernelPath() == ops::KernelPath::Torch
-                 ? std::string(", and its reduced-precision kernels are slower than float32's; "
-                               "float32 is the faster choice on this CPU")
-                 : "; its decoding steps read the smaller weights with the " +
-                       ops::rowKernelName() + " row kernels, faster than float32's");
     d.vision = loadModule(d.manifest.path("vision"), d.manifest, encoders, options.cancel);
     checkCancel();
     d.textEncoder =
@@ -301,9 +332,15 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
     d.checkNoEmptyParameters();
     if (int8) {
         if (lowEncoders)
-            d.quantizeEncoders();
+            d.quantizeEncoders(false);
+        else if (int8Avx2 && ops::int8GemmAvailable() && d.hasFloatActivationInt8())
+            d.quantizeEncoders(true);
         d.quantizeDecoder();
     }
+    if (hasModule(d, "vision") || hasModule(d, "text_encoder"))
+        d.encoderPrecision = Precision::Int8;
+    if (reduced && !lowEncoders)
+        d.precisionNote = floatEncodersNote(d, options.precision);
     for (const char* method : {"step", "cross_kv", "new_cache", "forward_full"})
         if (!d.decoder.find_method(method))
             throw EngineError(d.manifest.path("decoder") + " has no " + method +

@@ -25,9 +25,29 @@ torch::Tensor quantizeInt8(const torch::Tensor& weight) {
 
 } // namespace
 
-void Model::Impl::quantizeEncoders() {
+namespace {
+
+constexpr const char* kLowActivations = "low_activations";
+
+} // namespace
+
+bool Model::Impl::hasFloatActivationInt8() const {
+    for (const torch::jit::Module* m : {&vision, &textEncoder}) {
+        if (!m->find_method("int8_products"))
+            return false;
+        bool blocks = false;
+        for (const torch::jit::Module& sub : m->modules())
+            blocks = blocks || sub.hasattr(kLowActivations);
+        if (!blocks)
+            return false;
+    }
+    return true;
+}
+
+void Model::Impl::quantizeEncoders(bool floatActivations) {
+    const int64_t minSide = floatActivations ? kInt8FloatMinSide : 512;
     for (const char* role : {"vision", "text_encoder"}) {
-        const torch::jit::Module& m = module(role);
+        torch::jit::Module& m = module(role);
         if (!m.find_method("int8_products"))
             continue;
         if (&m == &vision ? visionWidth() > kInt8VisionMaxWidth
@@ -36,11 +56,15 @@ void Model::Impl::quantizeEncoders() {
         bool any = false;
         for (torch::jit::Module lin : linearModules(m)) {
             const torch::Tensor w = lin.attr("weight").toTensor();
-            if (w.dim() == 2 && w.size(0) >= 512 && w.size(1) >= 512) {
+            if (w.dim() == 2 && w.size(0) >= minSide && w.size(1) >= minSide) {
                 lin.setattr("weight", quantizeInt8(w));
                 any = true;
             }
         }
+        if (any && floatActivations)
+            for (torch::jit::Module sub : m.modules())
+                if (sub.hasattr(kLowActivations))
+                    sub.setattr(kLowActivations, false);
         if (any)
             int8Modules.push_back(role);
         if (options.cancel && options.cancel->load())

@@ -131,8 +131,9 @@ void ModelController::onLoaded(const ModelInfo& info) {
     if (!info.precisionNote.isEmpty()) {
         // The precision the user chose does not hold everywhere on this CPU: say so where the
         // model is named, and in a message once it is loaded.
-        loaded +=
-            tr(" (encoders %1)").arg(QString::fromLatin1(precisionName(info.encoderPrecision)));
+        const QString encoders = QString::fromLatin1(precisionName(info.encoderPrecision));
+        if (encoders != info.precision())
+            loaded += tr(" (encoders %1)").arg(encoders);
         explained = tr("Precision: %1.\n\n%2").arg(info.precisionNote, explained);
     }
     if (info.automatic) {

@@ -124,10 +124,14 @@ def out_low(weight: Tensor) -> bool:
 
 
 def feed_forward(x: Tensor, w1: Tensor, b1: Optional[Tensor], w2: Tensor,
-                 b2: Optional[Tensor], encoder: bool = False) -> Tensor:
-    """fc1, GELU, fc2 (the original uses exact GELU in both towers)."""
+                 b2: Optional[Tensor], encoder: bool = False, low: bool = True) -> Tensor:
+    """fc1, GELU, fc2 (the original uses exact GELU in both towers). `low`: an encoder's
+    low_activations (below)."""
     k = x.shape[-1]
     rows = x.numel() // k if k > 0 else 0
+    if encoder and not low and w1.dtype != torch.float32 and not 0 < rows <= 4:
+        # int8 weights with float32 activations: linear_int8 for the int8 products.
+        return project(F.gelu(project(x, w1, b1, False)), w2, b2, False)
     if w1.dtype != torch.float32 and not 0 < rows <= 4 and (encoder or w1.dtype == torch.bfloat16):
         # The hidden layer is four times wider than the input: it stays bfloat16 between the two
         # products instead of going to float32 and back (a decoding step's few rows go through
@@ -143,6 +147,13 @@ def feed_forward(x: Tensor, w1: Tensor, b1: Optional[Tensor], w2: Tensor,
 # --------------------------------------------------------------------------------------------
 # Vision tower (DaViT)
 # --------------------------------------------------------------------------------------------
+
+# The encoders' blocks (Mlp, WindowAttention, ChannelAttention, EncoderLayer) have a
+# low_activations attribute: with reduced-precision weights they run bfloat16 activations from
+# the normalized input to the output projection (oneDNN's bfloat16 batched products). The engine
+# clears it where LibTorch sums bfloat16 products in bfloat16 (CPUs without AVX-512), so that
+# int8 weights there run with float32 activations and float32 attention: the encoders stay
+# float32 except for their int8 products (linear_int8).
 
 
 class ConvEmbed(nn.Module):
@@ -203,10 +214,11 @@ class Mlp(nn.Module):
         self.net.add_module("fc1", nn.Linear(dim, hidden))
         self.net.add_module("act", nn.GELU())
         self.net.add_module("fc2", nn.Linear(hidden, dim))
+        self.low_activations = True
 
     def forward(self, x: Tensor) -> Tensor:
         return feed_forward(x, self.net.fc1.weight, self.net.fc1.bias, self.net.fc2.weight,
-                            self.net.fc2.bias, True)
+                            self.net.fc2.bias, True, self.low_activations)
 
 
 class ResidualMlp(nn.Module):
@@ -227,6 +239,7 @@ class WindowAttention(nn.Module):
         self.scale = float((dim // num_heads) ** -0.5)
         self.qkv = nn.Linear(dim, dim * 3)
         self.proj = nn.Linear(dim, dim)
+        self.low_activations = True
 
     def forward(self, x: Tensor, h: int, w: int) -> Tensor:
         b, n, c = x.shape
@@ -235,7 +248,7 @@ class WindowAttention(nn.Module):
         # input to the output projection everything stays bfloat16, so the per-window products
         # run on oneDNN's bfloat16 batched kernels (3-13x faster here than OpenBLAS's float32
         # GEMM per window and head) and nothing is converted between the products.
-        low = self.qkv.weight.dtype != torch.float32
+        low = self.qkv.weight.dtype != torch.float32 and self.low_activations
         if low:
             x = x.to(torch.bfloat16)
         x = x.view(b, h, w, c)
@@ -281,11 +294,12 @@ class ChannelAttention(nn.Module):
         self.groups = groups
         self.qkv = nn.Linear(dim, dim * 3)
         self.proj = nn.Linear(dim, dim)
+        self.low_activations = True
 
     def forward(self, x: Tensor) -> Tensor:
         b, n, c = x.shape
         # Reduced-precision weights: bfloat16 from input to output projection, as WindowAttention.
-        low = self.qkv.weight.dtype != torch.float32
+        low = self.qkv.weight.dtype != torch.float32 and self.low_activations
         if low:
             x = x.to(torch.bfloat16)
         qkv = project(x, self.qkv.weight, self.qkv.bias, low).reshape(
@@ -481,13 +495,16 @@ class EncoderLayer(nn.Module):
         self.fc1 = nn.Linear(dim, ffn)
         self.fc2 = nn.Linear(ffn, dim)
         self.final_layer_norm = nn.LayerNorm(dim)
+        self.low_activations = True
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
-        if self.self_attn.q_proj.weight.dtype != torch.float32:
-            a = self.attention_low(x, mask)
-        else:
+        if self.self_attn.q_proj.weight.dtype == torch.float32:
             k, v = self.self_attn.keys_values(x)
             a = self.self_attn.output(attend(self.self_attn.query(x), k, v, mask))
+        elif self.low_activations:
+            a = self.attention_low(x, mask)
+        else:
+            a = self.attention_int8(x, mask)
         x = self.self_attn_layer_norm(x + a)
         return self.final_layer_norm(x + self.ffn(x))
 
@@ -505,9 +522,19 @@ class EncoderLayer(nn.Module):
         # bfloat16: the residual sum promotes it (float32 + bfloat16 -> float32) as it reads it.
         return project(a, at.out_proj.weight, at.out_proj.bias, out_low(at.out_proj.weight))
 
+    def attention_int8(self, x: Tensor, mask: Tensor) -> Tensor:
+        """Self-attention with int8 weights and float32 activations (low_activations cleared):
+        the products on linear_int8, the attention as with float32 weights."""
+        at = self.self_attn
+        q = at.split(project(x, at.q_proj.weight, at.q_proj.bias, False) * at.scaling)
+        k = at.split(project(x, at.k_proj.weight, at.k_proj.bias, False))
+        v = at.split(project(x, at.v_proj.weight, at.v_proj.bias, False))
+        a = at.merge(attend(q, k, v, mask))
+        return project(a, at.out_proj.weight, at.out_proj.bias, False)
+
     def ffn(self, x: Tensor) -> Tensor:
         return feed_forward(x, self.fc1.weight, self.fc1.bias, self.fc2.weight, self.fc2.bias,
-                            True)
+                            True, self.low_activations)
 
 
 class DecoderLayer(nn.Module):

@@ -38,7 +38,8 @@ enum class Precision {
     // encoders run as in BFloat16 except their large linear layers, int8 through oneDNN (both
     // sides >= 512; encoders wider than Florence-2-base's stay bfloat16: README, int8).
     // On CPUs whose bfloat16 products are inaccurate, the encoders stay float32 in both reduced
-    // precisions (Model::encoderPrecision).
+    // precisions (Model::encoderPrecision); in int8 on the AVX2 kernel class their large linear
+    // layers (both sides >= 256) still run in int8 through oneDNN, with float32 activations.
     Int8,
 };
 
@@ -184,7 +185,8 @@ public:
     std::vector<std::string> int8Modules() const;
     // How the encoders run: the chosen precision, except float32 when the CPU's bfloat16
     // products are inaccurate (bfloat16ProductsAccurate() in <florence/machine.h>); the decoder
-    // always runs in the chosen one.
+    // always runs in the chosen one. In int8 on the AVX2 kernel class the encoders stay float32
+    // but their large products run in int8 (int8Modules() names them): Int8, with a note.
     Precision encoderPrecision() const;
     // Empty when everything runs in the chosen precision; otherwise one sentence for the user
     // saying what runs differently and why ("the encoders run in float32 and only …").
