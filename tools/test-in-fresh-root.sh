@@ -123,7 +123,7 @@ for size in base large; do
 done
 in_root /usr/bin/florence-studio-cli run --model /usr/share/florence-studio/models/speed-demo-base \
     --image /usr/share/florence-studio/samples/scenes/scene_00.png --beams 1 --ignore-eos \
-    --max-new-tokens 8 --json --quiet > "$rootfs/tmp/speed-demo.json" ||
+    --max-new-tokens 8 --precision float32 --json --quiet > "$rootfs/tmp/speed-demo.json" ||
     { echo "FAILED: a run of speed-demo-base" >&2; exit 1; }
 # The decoder start token and exactly 8 more, one per line of the indented JSON.
 ids=$(awk '/"generated_ids"/ { on = 1; next } on && /]/ { exit } on { n++ } END { print n + 0 }' \

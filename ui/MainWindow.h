@@ -94,7 +94,8 @@ public:
     // Help › Keyboard Shortcuts, as plain text.
     QString shortcutsText() const;
     // The precision chosen in the Generation group (the model in use may still be loading it).
-    Precision chosenPrecision() const;
+    // nullopt: Automatic.
+    std::optional<Precision> chosenPrecision() const;
     std::optional<QRectF> region() const { return m_region; }
     // The image a first start shows: the first PNG of `samplesDir`/scenes (sample scenes the
     // bundled demo model understands) when that folder has one, else `samplesDir`/pier.png;

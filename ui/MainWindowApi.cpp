@@ -36,7 +36,7 @@ const ModelInfo& MainWindow::modelInfo() const {
     return m_modelCtl->info();
 }
 
-Precision MainWindow::chosenPrecision() const {
+std::optional<Precision> MainWindow::chosenPrecision() const {
     return m_panel->precision();
 }
 

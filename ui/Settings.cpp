@@ -1,5 +1,6 @@
 #include "Settings.h"
 
+#include <florence/error.h>
 #include <florence/files.h>
 #include <florence/generation_settings.h>
 
@@ -52,7 +53,8 @@ void readGeneration(const QSettings& s, GenerationSettings& g) {
         g.maxNewTokens = tokens;
     if (s.contains(kUseCache))
         g.useCache = s.value(kUseCache).toBool();
-    g.precision = parsePrecision(s.value(kPrecision).toString().toStdString());
+    if (s.contains(kPrecision)) // else the default's (defaultGenerationSettings)
+        g.precision = parsePrecision(s.value(kPrecision).toString().toStdString()); // "auto": unset
 }
 
 // A setting left alone is removed, so the package's default applies again.
@@ -68,13 +70,22 @@ void writeGeneration(QSettings& s, const GenerationSettings& g) {
     writeOptional(s, kBeams, g.beams);
     writeOptional(s, kMaxNewTokens, g.maxNewTokens);
     writeOptional(s, kUseCache, g.useCache);
-    writeOptional(s, kPrecision,
-                  g.precision
-                      ? std::optional<QString>(QString::fromLatin1(precisionName(*g.precision)))
-                      : std::nullopt);
+    // Automatic is written too: with none saved, $FLORENCE_PRECISION would apply.
+    s.setValue(kPrecision, g.precision ? QString::fromLatin1(precisionName(*g.precision))
+                                       : QStringLiteral("auto"));
 }
 
 } // namespace
+
+GenerationSettings defaultGenerationSettings() {
+    GenerationSettings g;
+    try {
+        g.precision = defaultPrecisionSetting();
+    } catch (const EngineError&) {
+        // A wrong $FLORENCE_PRECISION: Automatic.
+    }
+    return g;
+}
 
 QString Settings::setAsideIfUnusable() {
     constexpr int64_t kMaxSettingsBytes = 4 << 20; // a few KB in practice

@@ -23,6 +23,10 @@ struct FolderPreferences {
     unsigned formats = 7; // florence::SidecarFormat bits: text, JSON, COCO
 };
 
+// Nothing changed, and the precision nothing chose: $FLORENCE_PRECISION when it names one (the
+// test suites set float32), else Automatic.
+GenerationSettings defaultGenerationSettings();
+
 struct Preferences {
     // Window layout, as QMainWindow and QSplitter save it (empty: the default layout).
     QByteArray geometry;
@@ -39,8 +43,9 @@ struct Preferences {
     QString task = QStringLiteral("<CAPTION>");
     QString taskText;
     // What the user changed from the packages' generation defaults, and nothing else; the
-    // precision by its stable name (precisionName). "Ignore the end token" is not kept.
-    GenerationSettings generation;
+    // precision by its stable name (precisionName, or "auto"; none saved: $FLORENCE_PRECISION,
+    // else Automatic). "Ignore the end token" is not kept.
+    GenerationSettings generation = defaultGenerationSettings();
     // Appearance: "system" (follow the desktop), "light" or "dark".
     QString theme = QStringLiteral("system");
     // Confidence scores in the overlay's labels.

@@ -1,6 +1,7 @@
 #include "Common.h"
 
 #include <florence/answer_json.h>
+#include <florence/auto_precision.h>
 #include <florence/describe_run.h>
 #include <florence/machine.h>
 #include <florence/package.h>
@@ -79,11 +80,16 @@ florence::GenerationSettings generationSettings(const Args& a) {
         settings.useCache = false;
     if (a.has("ignore-eos"))
         settings.ignoreEos = true;
-    if (a.has("precision")) {
-        settings.precision = florence::parsePrecision(a.get("precision"));
-        if (!settings.precision)
-            throw UsageError("--precision takes " + florence::precisionNames() + ", not '" +
-                             a.get("precision") + "'");
+    // Unset: $FLORENCE_PRECISION, else Automatic.
+    const std::string precision = a.get("precision");
+    try {
+        settings.precision = a.has("precision") ? florence::parsePrecisionSetting(precision)
+                                                : florence::defaultPrecisionSetting();
+    } catch (const florence::EngineError&) {
+        if (!a.has("precision"))
+            throw;
+        throw UsageError("--precision takes auto, " + florence::precisionNames() + ", not '" +
+                         precision + "'");
     }
     return settings;
 }
@@ -91,8 +97,23 @@ florence::GenerationSettings generationSettings(const Args& a) {
 std::shared_ptr<const florence::Model> loadModel(const Args& a) {
     florence::LoadOptions lo;
     lo.threads = threadsOption(a);
-    lo.precision = generationSettings(a).loadPrecision();
-    std::shared_ptr<const florence::Model> model = florence::Model::load(modelDir(a), lo);
+    const std::string dir = modelDir(a);
+    if (const std::optional<florence::Precision> fixed = generationSettings(a).precision) {
+        lo.precision = *fixed;
+    } else {
+        // Measured once per CPU and package (a few seconds, each precision loaded in turn),
+        // then read from the user's cache folder.
+        const florence::PrecisionChoice choice = florence::automaticPrecision(
+            dir, lo.threads, &g_cancel, [&](const std::string& stage) {
+                std::cerr << "automatic precision: " << stage
+                          << " (once for this CPU and model)\n";
+            });
+        lo.precision = choice.precision;
+        std::cerr << "note: " << choice.reason << " ("
+                  << (choice.probed ? "measured now" : "measured before") << "; kept in "
+                  << florence::precisionProbeCachePath() << ")\n";
+    }
+    std::shared_ptr<const florence::Model> model = florence::Model::load(dir, lo);
     if (!model->precisionNote().empty())
         std::cerr << "note: " << model->precisionNote() << "\n";
     return model;

@@ -30,13 +30,16 @@ std::string modelDir(const Args& a);
 int threadsOption(const Args& a);
 // What --beams, --max-new-tokens, --no-cache, --ignore-eos and --precision change from the
 // package's defaults (nothing else: the CLI and the app answer alike with the same settings).
-// UsageError for an unknown precision.
+// --precision auto (or unset, unless $FLORENCE_PRECISION names one) leaves the precision
+// unset: Automatic. UsageError for an unknown precision.
 florence::GenerationSettings generationSettings(const Args& a);
 // The task of --task (default <CAPTION>) with --text, or the free prompt of --prompt, checked:
 // the package's own tasks are known first (its manifest is read, the model not loaded), so an
 // unknown task fails before anything loads. The region is the caller's.
 florence::TaskRequest taskRequest(const Args& a);
-// The model of modelDir() with --threads and --precision.
+// The model of modelDir() with --threads and --precision; with auto (the default) in the
+// precision automaticPrecision() picks for this CPU and package (<florence/auto_precision.h>),
+// said on stderr.
 std::shared_ptr<const florence::Model> loadModel(const Args& a);
 // The model's generation defaults with generationSettings() applied.
 florence::GenerationOptions runOptions(const Args& a, const florence::Model& model);

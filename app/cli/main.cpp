@@ -64,10 +64,13 @@ Commands:
                                   (speed measurements; the speed-demo models always do)
               --no-cache          recompute the whole prefix every step (as a traced model)
               --threads N         intra-op threads (default: all cores)
-              --precision P       float32 (default), bfloat16 (faster, AVX512-BF16) or int8
-                                  (decoder and the encoders' large products in int8,
-                                  but not encoders wider than base's; the rest
-                                  bfloat16: fastest)
+              --precision P       auto (default, or $FLORENCE_PRECISION): the fastest of
+                                  the three whose answers hold on this CPU, measured
+                                  once per model and kept in the cache folder;
+                                  float32; bfloat16 (faster with AVX512-BF16 or the
+                                  AVX2 kernels); int8 (decoder and the encoders' large
+                                  products in int8, but not encoders wider than
+                                  base's; the rest bfloat16: fastest)
               --json              print one JSON object with ids, text, result and timings
               --annotate OUT.png  write the image with the answer drawn on it
               --coco OUT.json     write the answer as COCO annotations

@@ -1,5 +1,9 @@
 #include <florence/generation_settings.h>
 
+#include <florence/error.h>
+
+#include <cstdlib>
+
 namespace florence {
 
 GenerationOptions GenerationSettings::applyTo(GenerationOptions o) const {
@@ -45,6 +49,25 @@ std::string precisionNames() {
                                         : ", ") +
                  std::string(precisionName(all[i]));
     return names;
+}
+
+std::optional<Precision> parsePrecisionSetting(const std::string& name) {
+    if (name == "auto" || name == "automatic")
+        return std::nullopt;
+    if (const std::optional<Precision> p = parsePrecision(name))
+        return p;
+    throw EngineError("precision '" + name + "' is not auto, " + precisionNames());
+}
+
+std::optional<Precision> defaultPrecisionSetting() {
+    const char* env = std::getenv("FLORENCE_PRECISION");
+    if (!env || !*env)
+        return std::nullopt;
+    try {
+        return parsePrecisionSetting(env);
+    } catch (const EngineError& e) {
+        throw EngineError(std::string("FLORENCE_PRECISION: ") + e.what());
+    }
 }
 
 } // namespace florence

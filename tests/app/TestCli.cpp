@@ -86,6 +86,7 @@ private slots:
     void badArguments_data();
     void badArguments();
     void threadsBeyondTheCoresAreClamped();
+    void automaticPrecisionIsMeasuredOnceAndSaid();
     void exifOrientationInTheAnswer();
     void version();
 };
@@ -401,6 +402,9 @@ void TestCli::badArguments_data() {
                                 << "--threads must be at least 1";
     QTest::newRow("negative threads") << QStringList{"batch", "--dir", kSamples, "--threads", "-1"}
                                       << 2 << "--threads must be at least 1";
+    QTest::newRow("unknown precision")
+        << QStringList{"run", "--image", pier, "--precision", "int4"} << 2
+        << "--precision takes auto, float32, bfloat16 or int8, not 'int4'";
     QTest::newRow("parse without size")
         << QStringList{"parse", "--task", "<OD>", "x"} << 2 << "--image-size";
     QTest::newRow("import without source")
@@ -429,6 +433,78 @@ void TestCli::threadsBeyondTheCoresAreClamped() {
                              "--beams", "1", "--max-new-tokens", "8"});
     QVERIFY2(o.exitCode == 0, o.err.constData());
     QVERIFY2(o.err.contains("--threads 1000 is more than the"), o.err.constData());
+}
+
+void TestCli::automaticPrecisionIsMeasuredOnceAndSaid() {
+    // auto is the default without FLORENCE_PRECISION (which the suites set to float32): the
+    // first run measures the three precisions on the bundled model and keeps the figures in
+    // the cache folder, the next reads them; both say which precision they picked, and the
+    // answer runs in it.
+    QTemporaryDir cache;
+    QVERIFY(cache.isValid());
+    const QStringList args{"run",     "--image", kSamples + "/scenes/scene_00.png",
+                           "--beams", "1",       "--max-new-tokens",
+                           "4",       "--json",  "--quiet"};
+    const auto runWith = [&](const QStringList& extra, const QString& envPrecision) {
+        QProcess p;
+        QProcessEnvironment env = cliEnvironment();
+        env.insert("XDG_CACHE_HOME", cache.path());
+        env.remove("FLORENCE_PRECISION");
+        if (!envPrecision.isEmpty())
+            env.insert("FLORENCE_PRECISION", envPrecision);
+        p.setProcessEnvironment(env);
+        p.start(kCli, args + extra);
+        return finishProcess(p, 300000);
+    };
+    static const QRegularExpression said(
+        QStringLiteral("note: Automatic precision: (float32|bfloat16|int8)[,;]"));
+    const Output first = runWith({}, QString());
+    QVERIFY2(first.exitCode == 0, first.err.constData());
+    const QString firstErr = QString::fromUtf8(first.err);
+    for (const char* p : {"float32", "bfloat16", "int8"})
+        QVERIFY2(firstErr.contains(QString("automatic precision: measuring %1").arg(p)),
+                 qPrintable(firstErr));
+    QVERIFY2(firstErr.contains("measured now; kept in " + cache.path() +
+                               "/florence-studio/precision-probes.json"),
+             qPrintable(firstErr));
+    const QRegularExpressionMatch picked = said.match(firstErr);
+    QVERIFY2(picked.hasMatch(), qPrintable(firstErr));
+    const QJsonObject answer = QJsonDocument::fromJson(first.out).object();
+    QCOMPARE(answer["generation"]["precision"].toString(), picked.captured(1));
+
+    // The kept figures: float32 first, every mode timed and, where it ran, compared.
+    QFile kept(cache.path() + "/florence-studio/precision-probes.json");
+    QVERIFY(kept.open(QIODevice::ReadOnly));
+    const QJsonArray probes = QJsonDocument::fromJson(kept.readAll()).object()["probes"].toArray();
+    QCOMPARE(probes.size(), 1);
+    const QJsonArray trials = probes[0]["trials"].toArray();
+    QCOMPARE(trials.size(), 3);
+    QCOMPARE(trials[0]["precision"].toString(), QString("float32"));
+    QVERIFY(probes[0]["cpu"].toString().contains("row kernels"));
+    for (const QJsonValue& t : trials) {
+        if (!t["error"].toString().isEmpty())
+            continue;
+        QVERIFY(t["step_ms"].toDouble() > 0 && t["first_token_ms"].toDouble() > 0);
+        QVERIFY(t["logits_cosine"].toDouble() > 0.9 && t["logits_cosine"].toDouble() <= 1.0001);
+    }
+
+    // Measured once: the second run reads the figures and picks the same.
+    const Output second = runWith({"--precision", "auto"}, QString());
+    QVERIFY2(second.exitCode == 0, second.err.constData());
+    const QString secondErr = QString::fromUtf8(second.err);
+    QVERIFY2(!secondErr.contains("measuring"), qPrintable(secondErr));
+    QVERIFY2(secondErr.contains("measured before"), qPrintable(secondErr));
+    QCOMPARE(said.match(secondErr).captured(1), picked.captured(1));
+
+    // A fixed precision, from the flag or the environment, measures and says nothing.
+    for (const auto& [extra, env] : {std::pair<QStringList, QString>{{"--precision", "int8"}, ""},
+                                     std::pair<QStringList, QString>{{}, "int8"}}) {
+        const Output fixed = runWith(extra, env);
+        QVERIFY2(fixed.exitCode == 0, fixed.err.constData());
+        QVERIFY2(!fixed.err.contains("Automatic precision"), fixed.err.constData());
+        const QJsonObject doc = QJsonDocument::fromJson(fixed.out).object();
+        QCOMPARE(doc["generation"]["precision"].toString(), QString("int8"));
+    }
 }
 
 void TestCli::exifOrientationInTheAnswer() {

@@ -3,6 +3,7 @@
 #include "presentation/CompareVerdict.h"
 
 #include <florence/answer.h>
+#include <florence/auto_precision.h>
 #include <florence/engine.h>
 #include <florence/stats.h>
 
@@ -21,13 +22,23 @@ EngineWorker::EngineWorker(QObject* parent) : QObject(parent) {
 
 EngineWorker::~EngineWorker() = default;
 
-void EngineWorker::loadModel(const QString& packageDir, Precision precision) {
+void EngineWorker::loadModel(const QString& packageDir, Precision precision, bool automatic) {
     emit modelLoading(packageDir);
     bool released = false;
     QString error;
     try {
         LoadOptions options;
         options.precision = precision;
+        std::optional<PrecisionChoice> choice;
+        if (automatic) {
+            // Measured once per CPU and package (each precision loaded in turn beside the
+            // model in use), then read from the user's cache folder.
+            choice = automaticPrecision(packageDir.toStdString(), 0, &m_stopLoading,
+                                        [this](const std::string& stage) {
+                                            emit precisionMeasuring(QString::fromStdString(stage));
+                                        });
+            options.precision = choice->precision;
+        }
         options.cancel = &m_stopLoading;
         options.onProgress = [this, packageDir](LoadStage stage, double fraction) {
             emit modelLoadProgress(packageDir, static_cast<int>(stage), fraction);
@@ -40,7 +51,8 @@ void EngineWorker::loadModel(const QString& packageDir, Precision precision) {
             released = true;
             emit modelReleased();
         };
-        install(Model::load(packageDir.toStdString(), options), packageDir);
+        install(Model::load(packageDir.toStdString(), options), packageDir,
+                choice ? &*choice : nullptr);
         return;
     } catch (const std::exception& e) {
         error = QString::fromStdString(e.what());
@@ -54,7 +66,8 @@ void EngineWorker::loadModel(const QString& packageDir, Precision precision) {
     emit modelFailed(packageDir, error);
 }
 
-void EngineWorker::install(std::shared_ptr<const Model> model, const QString& packageDir) {
+void EngineWorker::install(std::shared_ptr<const Model> model, const QString& packageDir,
+                           const PrecisionChoice* choice) {
     m_model = std::move(model);
     m_session = std::make_unique<Session>(m_model);
     const Manifest& m = m_model->manifest();
@@ -65,6 +78,11 @@ void EngineWorker::install(std::shared_ptr<const Model> model, const QString& pa
     info.precisionMode = m_model->loadOptions().precision;
     info.encoderPrecision = m_model->encoderPrecision();
     info.precisionNote = QString::fromStdString(m_model->precisionNote());
+    if (choice) {
+        info.automatic = true;
+        info.automaticReason = QString::fromStdString(choice->reason);
+        info.precisionOptions = choice->options;
+    }
     info.loadMs = m_model->loadMs();
     info.defaults = m_model->defaultOptions();
     emit modelLoaded(info);

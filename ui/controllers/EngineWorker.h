@@ -45,9 +45,12 @@ public slots:
     // package has passed its checks, before its modules are read, so two models are never in
     // memory at once: a package refused by the checks leaves the current model in use; one that
     // fails later (or a cancelled load) leaves none, and modelUnloaded() says so.
-    // Reloading the same package with another precision takes the same path.
+    // Reloading the same package with another precision takes the same path. With
+    // `automatic` the precision is the one automaticPrecision() picks for this CPU and package
+    // (measured once, before the current model is released; precisionMeasuring() says so).
     void loadModel(const QString& packageDir,
-                   florence::Precision precision = florence::Precision::Float32);
+                   florence::Precision precision = florence::Precision::Float32,
+                   bool automatic = false);
     // Runs a single request or a cached/uncached comparison.
     void run(const florence::ui::RunRequest& request);
     // Answers a task on a folder of images, one at a time, writing each image's sidecars as it
@@ -63,6 +66,8 @@ signals:
     // How far the load of packageDir is: `stage` a florence::LoadStage, `fraction` of the whole
     // load (0..1, 1 once it is loaded), at most about once per percent.
     void modelLoadProgress(const QString& packageDir, int stage, double fraction);
+    // Automatic precision is measuring one mode ("measuring int8") before the load.
+    void precisionMeasuring(const QString& stage);
     void modelLoaded(const florence::ui::ModelInfo& info);
     // The previous model was released to make room for the one being loaded.
     void modelReleased();
@@ -93,7 +98,8 @@ private:
     // (compareTokens: a comparison's repeats), or nothing (its warm-up).
     enum class Report { Tokens, Progress, Nothing };
 
-    void install(std::shared_ptr<const Model> model, const QString& packageDir);
+    void install(std::shared_ptr<const Model> model, const QString& packageDir,
+                 const PrecisionChoice* choice = nullptr);
     RunOutcome runPass(const RunRequest& request, const GenerationOptions& options, int pass,
                        Report report = Report::Tokens);
     CompareOutcome compare(const RunRequest& request);

@@ -31,6 +31,10 @@ ModelController::ModelController(ModelCatalog* catalog, ControlPanel* panel, QLa
     connect(m_panel, &ControlPanel::precisionChanged, this, &ModelController::onPrecisionChanged);
     connect(worker, &EngineWorker::modelLoading, this, &ModelController::onLoading);
     connect(worker, &EngineWorker::modelLoadProgress, this, &ModelController::onLoadProgress);
+    connect(worker, &EngineWorker::precisionMeasuring, this, [this](const QString& stage) {
+        m_status->setText(
+            tr("Automatic precision: %1 on this CPU (once for this model)…").arg(stage));
+    });
     connect(worker, &EngineWorker::modelLoaded, this, &ModelController::onLoaded);
     connect(worker, &EngineWorker::modelFailed, this, &ModelController::onFailed);
     connect(worker, &EngineWorker::modelUnloaded, this, &ModelController::onUnloaded);
@@ -55,7 +59,10 @@ void ModelController::onPrecisionChanged() {
     // first load uses the chosen precision.
     if (m_requestedDir.isEmpty())
         return;
-    if (m_ready && !m_loading && m_info.precisionMode == m_panel->precision() &&
+    // The model already runs as asked: Automatic's pick, or the precision chosen by hand.
+    const std::optional<Precision> chosen = m_panel->precision();
+    const bool same = chosen ? m_info.precisionMode == *chosen : m_info.automatic;
+    if (m_ready && !m_loading && same &&
         ModelCatalog::cleanDir(m_info.dir) == ModelCatalog::cleanDir(m_requestedDir))
         return;
     open(m_requestedDir);
@@ -100,15 +107,19 @@ void ModelController::open(const QString& dir) {
     // things at once.
     QMetaObject::invokeMethod(
         m_worker,
-        [w = m_worker, dir, precision = m_panel->precision()] { w->loadModel(dir, precision); },
+        [w = m_worker, dir, precision = m_panel->precision()] {
+            w->loadModel(dir, precision.value_or(Precision::Float32), !precision);
+        },
         Qt::QueuedConnection);
     emit stateChanged();
 }
 
 void ModelController::onLoading(const QString& dir) {
     m_status->setText(tr("Loading model from %1…").arg(QDir::toNativeSeparators(dir)));
+    const std::optional<Precision> chosen = m_panel->precision();
     m_panel->setModelText(
-        tr("Loading (%1)…").arg(QString::fromLatin1(precisionName(m_panel->precision()))));
+        tr("Loading (%1)…")
+            .arg(chosen ? QString::fromLatin1(precisionName(*chosen)) : tr("automatic precision")));
 }
 
 void ModelController::onLoadProgress(const QString& dir, int stage, double fraction) {
@@ -160,6 +171,10 @@ void ModelController::onLoaded(const ModelInfo& info) {
             tr(" (encoders %1)").arg(QString::fromLatin1(precisionName(info.encoderPrecision)));
         explained = tr("Precision: %1.\n\n%2").arg(info.precisionNote, explained);
     }
+    if (info.automatic) {
+        explained = tr("%1.\n\n%2").arg(info.automaticReason, explained);
+        m_panel->setPrecisionCosts(info.precisionMode, info.precisionOptions);
+    }
     m_panel->setModelText(loaded, explained);
     std::optional<QStringList> trained;
     if (info.manifest.trainedTasks) {
@@ -177,7 +192,9 @@ void ModelController::onLoaded(const ModelInfo& info) {
     select(info.dir, info.name());
     emit stateChanged();
     emit ready(info.name());
-    if (!info.precisionNote.isEmpty())
+    if (info.automatic)
+        emit message(tr("%1 loaded. %2.").arg(info.name(), info.automaticReason), false);
+    else if (!info.precisionNote.isEmpty())
         emit message(tr("%1 loaded; %2.").arg(info.name(), info.precisionNote), false);
 }
 
@@ -193,7 +210,8 @@ void ModelController::onFailed(const QString& dir, const QString& text) {
     if (m_ready && ModelCatalog::cleanDir(dir) == ModelCatalog::cleanDir(m_requestedDir)) {
         // The model in use stays, and so does the precision it runs in.
         m_requestedDir = m_info.dir;
-        m_panel->setPrecision(m_info.precisionMode, true);
+        m_panel->setPrecision(
+            m_info.automatic ? std::nullopt : std::optional<Precision>(m_info.precisionMode), true);
     }
     if (m_ready) {
         m_panel->setModelText(ModelCatalog::describeModel(m_info));

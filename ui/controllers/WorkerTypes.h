@@ -9,6 +9,7 @@
 #pragma once
 
 #include <florence/answer.h>
+#include <florence/auto_precision.h>
 #include <florence/describe_run.h>
 #include <florence/engine.h>
 #include <florence/package.h>
@@ -111,6 +112,11 @@ struct ModelInfo {
     // engine's sentence saying so (Model::precisionNote); empty when all runs in precisionMode.
     Precision encoderPrecision = Precision::Float32;
     QString precisionNote;
+    // The precision was picked by Automatic (<florence/auto_precision.h>): its sentence, and
+    // what each mode costs on this CPU as measured for this package.
+    bool automatic = false;
+    QString automaticReason;
+    std::vector<PrecisionOption> precisionOptions;
     double loadMs = 0;
     GenerationOptions defaults;
 

@@ -156,10 +156,14 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
     createIgnoreEosCheck(genBox);
     m_precisionCombo = new QComboBox(genBox);
     m_precisionCombo->setObjectName(QStringLiteral("precisionCombo"));
+    m_precisionCombo->addItem(tr("Automatic"), kAutomaticPrecision);
     for (const Precision p : knownPrecisions())
         m_precisionCombo->addItem(QString::fromLatin1(precisionName(p)), static_cast<int>(p));
     m_precisionCombo->setToolTip(
-        tr("bfloat16 runs the linear layers with oneDNN's AVX512-BF16 kernels: faster on CPUs "
+        tr("Automatic (the default) picks the fastest of the three whose answers hold on this "
+           "CPU: the first load of a model measures each (a few seconds at base size, once; "
+           "kept in the cache folder), then each item says what it costs here. bfloat16 runs "
+           "the linear layers with oneDNN's AVX512-BF16 kernels: faster on CPUs "
            "that have them, and the answers can differ slightly from float32. int8 runs the "
            "decoder's linear layers and the encoders' large ones with int8 weights (quantized "
            "when the model loads; Florence-2-large's encoders stay bfloat16, where int8 loses "
@@ -181,8 +185,7 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
            "settings apply again"));
     connect(m_defaultsButton, &QPushButton::clicked, this, &ControlPanel::useModelDefaults);
     genLayout->addRow(m_defaultsButton);
-    m_precisionCombo->setCurrentIndex(
-        m_precisionCombo->findData(static_cast<int>(GenerationSettings::kDefaultPrecision)));
+    m_precisionCombo->setCurrentIndex(0); // Automatic, until the preferences are restored
     connect(m_precisionCombo, qOverload<int>(&QComboBox::currentIndexChanged), this,
             &ControlPanel::precisionChanged);
     recordChanges();
@@ -494,21 +497,53 @@ GenerationSettings ControlPanel::settings() const {
 void ControlPanel::setSettings(const GenerationSettings& settings) {
     m_settings = settings;
     m_userIgnoreEos = settings.ignoreEos;
-    setPrecision(settings.loadPrecision(), true);
+    setPrecision(settings.precision, true);
     showSettings();
 }
 
-Precision ControlPanel::precision() const {
-    return static_cast<Precision>(m_precisionCombo->currentData().toInt());
+std::optional<Precision> ControlPanel::precision() const {
+    const int data = m_precisionCombo->currentData().toInt();
+    if (data == kAutomaticPrecision)
+        return std::nullopt;
+    return static_cast<Precision>(data);
 }
 
-void ControlPanel::setPrecision(Precision p, bool silently) {
+void ControlPanel::setPrecision(std::optional<Precision> p, bool silently) {
     const QSignalBlocker block(silently ? m_precisionCombo : nullptr);
-    const int index = m_precisionCombo->findData(static_cast<int>(p));
+    const int index = m_precisionCombo->findData(p ? static_cast<int>(*p) : kAutomaticPrecision);
     if (index >= 0)
         m_precisionCombo->setCurrentIndex(index);
     if (silently && m_settings.precision) // the choice that could not load is taken back
         m_settings.precision = p;
+}
+
+void ControlPanel::setPrecisionCosts(Precision picked,
+                                     const std::vector<PrecisionOption>& options) {
+    if (options.empty())
+        return;
+    m_precisionCombo->setItemText(
+        0, tr("Automatic (%1)").arg(QString::fromLatin1(precisionName(picked))));
+    for (const PrecisionOption& o : options) {
+        const int index = m_precisionCombo->findData(static_cast<int>(o.precision));
+        if (index < 0)
+            continue;
+        const QString name = QString::fromLatin1(precisionName(o.precision));
+        QString text = name;
+        if (o.precision == Precision::Float32)
+            ; // the reference the others are measured against
+        else if (!o.note.empty() && o.cost <= 0)
+            text = tr("%1 (cannot run here)").arg(name);
+        else if (!o.accurate)
+            text = tr("%1 (answers differ here)").arg(name);
+        else if (o.cost > 1.0 / kAutomaticMaxCost)
+            text = tr("%1 (%2x slower here)").arg(name).arg(o.cost, 0, 'f', 1);
+        else if (o.cost < kAutomaticMaxCost)
+            text = tr("%1 (%2x the time)").arg(name).arg(o.cost, 0, 'f', 2);
+        else
+            text = tr("%1 (as fast as float32 here)").arg(name);
+        m_precisionCombo->setItemText(index, text);
+        m_precisionCombo->setItemData(index, QString::fromStdString(o.note), Qt::ToolTipRole);
+    }
 }
 
 void ControlPanel::restorePreferences(const Preferences& p) {

@@ -9,6 +9,7 @@
 
 #include "Settings.h"
 
+#include <florence/auto_precision.h>
 #include <florence/engine.h>
 #include <florence/generation_settings.h>
 #include <florence/tasks.h>
@@ -85,10 +86,17 @@ public:
     // Forgets the user's changes to beams, Max new tokens, the cache and Ignore the end token:
     // the loaded package's own settings apply again (the precision stays: changing it reloads).
     void useModelDefaults();
-    Precision precision() const;
+    // The precision chosen: nullopt for Automatic (the default).
+    std::optional<Precision> precision() const;
     // Emits precisionChanged unless `silently` (then also taken as the user's choice, if any:
-    // the precision the model in use runs in after another could not load).
-    void setPrecision(Precision p, bool silently = false);
+    // the precision the model in use runs in after another could not load); nullopt selects
+    // Automatic.
+    void setPrecision(std::optional<Precision> p, bool silently = false);
+    // What Automatic measured for the loaded package: its item names the precision it picked,
+    // and each mode says what it costs on this CPU ("int8 (2.1x slower here)"), so that a mode
+    // slower than float32 is never taken for a speed-up. An empty list (a precision chosen by
+    // hand, before any measurement) leaves the items as they were.
+    void setPrecisionCosts(Precision picked, const std::vector<PrecisionOption>& options);
     // The task and generation settings kept between sessions.
     void restorePreferences(const Preferences& p);
     void savePreferences(Preferences& p) const;
@@ -138,6 +146,7 @@ private:
     std::optional<bool> m_userIgnoreEos; // the user's choice for packages that do not ask
     bool m_showing = false;              // showSettings() is filling the widgets
     QComboBox* m_precisionCombo = nullptr;
+    static constexpr int kAutomaticPrecision = -1; // the Automatic item's data
     QPushButton* m_runButton = nullptr;
     QPushButton* m_cancelButton = nullptr;
     QPushButton* m_compareButton = nullptr;

@@ -8,6 +8,7 @@
 //   const florence::GenerationOptions opts = settings.applyTo(model->defaultOptions());
 //   // opts.maxNewTokens, the n-gram ban, … are still the package's
 //   const auto p = florence::parsePrecision("bf16");     // Precision::BFloat16
+//   settings.precision = florence::parsePrecisionSetting("auto"); // nullopt: Automatic
 #pragma once
 
 #include <florence/engine.h>
@@ -23,17 +24,15 @@ struct GenerationSettings {
     std::optional<int> maxNewTokens; // GenerationOptions::maxNewTokens
     std::optional<bool> useCache;    // GenerationOptions::useCache
     std::optional<bool> ignoreEos;   // GenerationOptions::ignoreEos
-    // How the weights run (LoadOptions::precision); unset: the default precision.
+    // How the weights run (LoadOptions::precision): the precision the user chose, or unset for
+    // Automatic, the fastest whose answers hold on this CPU (<florence/auto_precision.h>).
     std::optional<Precision> precision;
 
     // `defaults` (Model::defaultOptions: the package's) with every setting that was changed.
     GenerationOptions applyTo(GenerationOptions defaults) const;
-    // The precision to load with: the one chosen, else the default.
-    Precision loadPrecision() const { return precision.value_or(kDefaultPrecision); }
     // Nothing changed.
     bool isDefault() const;
 
-    static constexpr Precision kDefaultPrecision = Precision::Float32;
     bool operator==(const GenerationSettings& o) const;
     bool operator!=(const GenerationSettings& o) const { return !(*this == o); }
 };
@@ -44,5 +43,12 @@ const std::vector<Precision>& knownPrecisions();
 std::optional<Precision> parsePrecision(const std::string& name);
 // "float32, bfloat16 or int8": the names parsePrecision takes, for a message.
 std::string precisionNames();
+// A precision setting as a person or $FLORENCE_PRECISION writes it: "auto" (or "automatic")
+// gives nullopt, Automatic; a name parsePrecision takes gives that precision. Throws
+// EngineError naming the accepted words for anything else.
+std::optional<Precision> parsePrecisionSetting(const std::string& name);
+// The precision setting nothing chose: $FLORENCE_PRECISION when set (the test suites set
+// float32, whose answers they expect), else Automatic. Throws EngineError for a wrong value.
+std::optional<Precision> defaultPrecisionSetting();
 
 } // namespace florence

@@ -1,0 +1,215 @@
+// The measuring half of <florence/auto_precision.h>: the keys of the cache, the probe that loads
+// a package in each precision, and automaticPrecision() which puts them together.
+#include <florence/auto_precision.h>
+
+#include <florence/image.h>
+#include <florence/machine.h>
+#include <florence/process.h>
+#include <florence/stats.h>
+#include <florence/tasks.h>
+#include <florence/version.h>
+
+#include <QCryptographicHash>
+#include <QFile>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <string>
+
+namespace florence {
+
+namespace {
+
+// The CPU's model name as the kernel reports it, and the instruction sets the kernels and
+// LibTorch choose between.
+std::string cpuDescription() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line, model, flags;
+    while (std::getline(in, line) && (model.empty() || flags.empty())) {
+        const auto colon = line.find(':');
+        if (colon == std::string::npos)
+            continue;
+        const std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
+        const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+        if (key == "model name" && model.empty())
+            model = value;
+        else if (key == "flags" && flags.empty())
+            flags = " " + value + " ";
+    }
+    std::string isa;
+    for (const char* f : {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+                          "avx512_bf16", "amx_bf16", "amx_int8"})
+        if (flags.find(std::string(" ") + f + " ") != std::string::npos)
+            isa += std::string(isa.empty() ? "" : " ") + f;
+    return (model.empty() ? std::string("unknown CPU") : model) + " [" + isa + "]";
+}
+
+// A picture with edges and colours (the probe times the model, the image's content matters
+// only in that it is not flat).
+RgbImage probeImage(int width, int height) {
+    RgbImage img;
+    img.width = width;
+    img.height = height;
+    img.pixels.resize(size_t(width) * height * 3);
+    for (int y = 0; y < height; ++y)
+        for (int x = 0; x < width; ++x) {
+            uint8_t* p = &img.pixels[(size_t(y) * width + x) * 3];
+            p[0] = uint8_t((x * 255) / std::max(1, width - 1));
+            p[1] = uint8_t((y * 255) / std::max(1, height - 1));
+            p[2] = ((x / 32 + y / 32) % 2) ? 220 : 40;
+        }
+    return img;
+}
+
+double rowCosine(const FloatArray& a, const FloatArray& b, int64_t row) {
+    const size_t n = size_t(a.shape[1]), begin = size_t(row) * n;
+    double dot = 0, na = 0, nb = 0;
+    for (size_t i = begin; i < begin + n; ++i) {
+        dot += double(a.data[i]) * b.data[i];
+        na += double(a.data[i]) * a.data[i];
+        nb += double(b.data[i]) * b.data[i];
+    }
+    return na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : (na == nb ? 1.0 : 0.0);
+}
+
+// Decoding steps timed per run (after two untimed ones), and compared with float32's logits.
+constexpr int kProbeSteps = 12;
+// Short runs before the timed ones, at most.
+constexpr int kMaxWarmUps = 5;
+// Timed runs per mode: at least two, more while they have taken less than the budget.
+constexpr int kMaxProbeRuns = 5;
+constexpr double kProbeBudgetMs = 1500;
+
+double firstTokenOf(const Result& r) {
+    return r.timings.preprocessMs + r.timings.visionMs + r.timings.textEncoderMs;
+}
+
+void checkCancel(const std::atomic<bool>* cancel) {
+    if (cancel && cancel->load())
+        throw EngineError("measuring the precisions was cancelled");
+}
+
+} // namespace
+
+std::string precisionProbeCpuKey() {
+    return cpuDescription() + "; " + runtimeSummary() + "; florence-studio " + kVersion;
+}
+
+std::string precisionProbePackageKey(const std::string& packageDir) {
+    const std::string path = packageDir + "/manifest.json";
+    QFile f(QString::fromStdString(path));
+    if (!f.open(QIODevice::ReadOnly))
+        throw PackageError("cannot read " + path + " to measure its precisions");
+    const QByteArray digest = QCryptographicHash::hash(f.readAll(), QCryptographicHash::Sha256);
+    return readManifest(packageDir).name + " " + digest.toHex().left(16).toStdString();
+}
+
+PrecisionProbe probePrecisions(const std::string& packageDir, int threads,
+                               const std::atomic<bool>* cancel,
+                               const std::function<void(const std::string&)>& progress) {
+    setThreads(threads);
+    PrecisionProbe probe;
+    probe.cpu = precisionProbeCpuKey();
+    probe.package = precisionProbePackageKey(packageDir);
+    std::vector<float> pixels;
+    std::vector<int64_t> promptIds, tokens;
+    FloatArray reference;
+    for (const Precision p : {Precision::Float32, Precision::BFloat16, Precision::Int8}) {
+        checkCancel(cancel);
+        if (progress)
+            progress(std::string("measuring ") + precisionName(p));
+        PrecisionTrial trial;
+        trial.precision = p;
+        try {
+            LoadOptions lo;
+            lo.threads = threads;
+            lo.precision = p;
+            lo.cancel = cancel;
+            Session session(Model::load(packageDir, lo));
+            const Manifest& m = session.model().manifest();
+            Request req;
+            req.image = std::make_shared<const RgbImage>(probeImage(m.imageWidth, m.imageHeight));
+            req.prompt = buildPrompt({"<CAPTION>", "", std::nullopt}, m.imageWidth, m.imageHeight);
+            GenerationOptions o = session.model().defaultOptions();
+            o.numBeams = 1;
+            o.ignoreEos = true;
+            o.noRepeatNgramSize = 0; // a fixed number of steps
+            o.reuseFeatures = false; // the timed run runs the encoders again
+            o.cancel = cancel;
+            // Warm-up: the first runs of a scripted module in a process profile and optimize
+            // it (a tiny model's first run took 1.5 s where later ones took 50 ms), so short runs
+            // until two in a row agree.
+            o.maxNewTokens = 2;
+            double previous = std::numeric_limits<double>::infinity();
+            for (int run = 0; run < kMaxWarmUps; ++run) {
+                const double ms = firstTokenOf(session.generate(req, o));
+                checkCancel(cancel);
+                if (run > 0 && ms < previous * 1.25 && previous < ms * 1.25)
+                    break;
+                previous = ms;
+            }
+            // Other programs only ever add time: the least of a few runs is this mode's own
+            // speed (at least two timed runs, more while they are short).
+            trial.firstTokenMs = std::numeric_limits<double>::infinity();
+            trial.stepMs = std::numeric_limits<double>::infinity();
+            o.maxNewTokens = kProbeSteps + 2;
+            Result r;
+            double spentMs = 0;
+            for (int run = 0; run < kMaxProbeRuns && (run < 2 || spentMs < kProbeBudgetMs);
+                 ++run) {
+                r = session.generate(req, o);
+                checkCancel(cancel);
+                trial.firstTokenMs = std::min(trial.firstTokenMs, firstTokenOf(r));
+                trial.stepMs = std::min(
+                    trial.stepMs,
+                    median(std::vector<double>(r.timings.stepMs.begin() +
+                                                   std::min<size_t>(2, r.timings.stepMs.size()),
+                                               r.timings.stepMs.end())));
+                spentMs += r.timings.totalMs;
+            }
+            if (p == Precision::Float32) {
+                pixels = preprocess(*req.image, m.imageWidth, m.imageHeight, m.imageMean,
+                                    m.imageStd);
+                promptIds = r.promptIds;
+                tokens = r.generatedIds;
+                reference = session.decoderLogits(pixels, promptIds, tokens);
+            } else {
+                const FloatArray got = session.decoderLogits(pixels, promptIds, tokens);
+                trial.logitsCosine = 1;
+                for (int64_t row = 0; row < reference.shape[0]; ++row)
+                    trial.logitsCosine =
+                        std::min(trial.logitsCosine, rowCosine(reference, got, row));
+            }
+        } catch (const Error& e) {
+            checkCancel(cancel);
+            if (p == Precision::Float32)
+                throw;
+            trial.error = e.what();
+        } catch (const std::exception& e) {
+            if (p == Precision::Float32)
+                throw EngineError(std::string("measuring float32: ") + e.what());
+            trial.error = e.what();
+        }
+        probe.trials.push_back(trial);
+    }
+    return probe;
+}
+
+PrecisionChoice automaticPrecision(const std::string& packageDir, int threads,
+                                   const std::atomic<bool>* cancel,
+                                   const std::function<void(const std::string&)>& progress) {
+    setThreads(threads); // the runtime line in the key names the threads the model will use
+    const std::string cpu = precisionProbeCpuKey();
+    const std::string package = precisionProbePackageKey(packageDir);
+    if (const std::optional<PrecisionProbe> cached = cachedPrecisionProbe(cpu, package))
+        return choosePrecision(*cached);
+    PrecisionProbe probe = probePrecisions(packageDir, threads, cancel, progress);
+    storePrecisionProbe(probe);
+    PrecisionChoice choice = choosePrecision(probe);
+    choice.probed = true;
+    return choice;
+}
+
+} // namespace florence

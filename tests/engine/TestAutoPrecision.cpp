@@ -1,0 +1,222 @@
+// "Automatic" precision (<florence/auto_precision.h>): which mode the rule picks from a CPU's
+// measurements, what it says about the others, the setting's words, and the cache of
+// measurements in the user's cache folder. Torch-free: the measurements are given.
+#include <florence/auto_precision.h>
+#include <florence/generation_settings.h>
+
+#include <QtTest>
+
+#include <QFile>
+#include <QTemporaryDir>
+
+using namespace florence;
+
+Q_DECLARE_METATYPE(florence::PrecisionProbe)
+Q_DECLARE_METATYPE(florence::Precision)
+
+namespace {
+
+// name() is florence_engine's; this suite links florence_core only.
+const char* name(Precision p) {
+    return p == Precision::Float32 ? "float32" : p == Precision::BFloat16 ? "bfloat16" : "int8";
+}
+
+PrecisionTrial trial(Precision p, double firstTokenMs, double stepMs, double cosine = 1,
+                     const std::string& error = {}) {
+    PrecisionTrial t;
+    t.precision = p;
+    t.firstTokenMs = firstTokenMs;
+    t.stepMs = stepMs;
+    t.logitsCosine = cosine;
+    t.error = error;
+    return t;
+}
+
+PrecisionProbe probe(PrecisionTrial f32, PrecisionTrial bf16, PrecisionTrial int8) {
+    return {"cpu", "package", {f32, bf16, int8}};
+}
+
+const PrecisionOption& option(const PrecisionChoice& c, Precision p) {
+    for (const PrecisionOption& o : c.options)
+        if (o.precision == p)
+            return o;
+    throw std::runtime_error("no option");
+}
+
+} // namespace
+
+class TestAutoPrecision : public QObject {
+    Q_OBJECT
+private slots:
+    void choice_data();
+    void choice();
+    void slowerModesShowTheirCost();
+    void noFloat32IsRefused();
+    void settingWords();
+    void cacheRoundTrip();
+    void unreadableCacheIsNone();
+};
+
+void TestAutoPrecision::choice_data() {
+    QTest::addColumn<PrecisionProbe>("probe");
+    QTest::addColumn<Precision>("expected");
+    const auto F = Precision::Float32, B = Precision::BFloat16, I = Precision::Int8;
+    // Figures of the kind the bench measured (base, 2 threads): first token, step, cosine.
+    // AVX-512 with BF16 and VNNI: both reduced precisions faster, int8 the fastest.
+    QTest::newRow("AVX-512 BF16+VNNI: int8")
+        << probe(trial(F, 2600, 14), trial(B, 1500, 8, 0.99998), trial(I, 1300, 5, 0.9999))
+        << I;
+    // AVX2 with this project's row kernels, encoders float32: the steps alone are faster.
+    QTest::newRow("AVX2 kernels: int8")
+        << probe(trial(F, 3700, 24), trial(B, 3600, 15, 0.99998), trial(I, 3700, 10, 0.99988))
+        << I;
+    // AVX2 through LibTorch only (FLORENCE_KERNELS=torch, or no AVX2): both slower.
+    QTest::newRow("LibTorch path: float32")
+        << probe(trial(F, 3700, 24), trial(B, 3600, 123, 0.99998), trial(I, 3900, 177, 0.99988))
+        << F;
+    // int8 the fastest but its answers drift: the next fastest accurate one.
+    QTest::newRow("int8 inaccurate: bfloat16")
+        << probe(trial(F, 3700, 24), trial(B, 3000, 15, 0.9995), trial(I, 2000, 8, 0.98)) << B;
+    // A mode that could not load is never chosen, however its (empty) figures look.
+    QTest::newRow("int8 failed: bfloat16")
+        << probe(trial(F, 3700, 24), trial(B, 3000, 15, 0.9999),
+                 trial(I, 0, 0, 1, "no int8 engine"))
+        << B;
+    // A few percent is noise, not a speed-up: float32 stays.
+    QTest::newRow("within noise: float32")
+        << probe(trial(F, 100, 2), trial(B, 98, 1.95, 0.99999), trial(I, 99, 1.97, 0.9999)) << F;
+    // Exactly at the bar is taken.
+    QTest::newRow("at the bar: bfloat16")
+        << probe(trial(F, 1000, 0), trial(B, 950, 0, 0.9999), trial(I, 2000, 0, 0.9999)) << B;
+    QTest::newRow("cosine exactly at the rule: int8")
+        << probe(trial(F, 1000, 10), trial(B, 2000, 10), trial(I, 500, 5, kMinLogitsCosine)) << I;
+    // Only float32 measured (a package whose reduced modes were not tried).
+    QTest::newRow("float32 only") << PrecisionProbe{"cpu", "pkg", {trial(F, 10, 1)}} << F;
+}
+
+void TestAutoPrecision::choice() {
+    QFETCH(PrecisionProbe, probe);
+    QFETCH(Precision, expected);
+    const PrecisionChoice c = choosePrecision(probe);
+    QCOMPARE(name(c.precision), name(expected));
+    // The sentence names what was picked, and the options list every mode measured.
+    QVERIFY2(c.reason.find(std::string("Automatic precision: ") + name(expected)) == 0,
+             c.reason.c_str());
+    QCOMPARE(c.options.size(), probe.trials.size());
+    QVERIFY(!c.probed);
+}
+
+void TestAutoPrecision::slowerModesShowTheirCost() {
+    // The LibTorch path's figures: bfloat16 and int8 cost several times float32's answer.
+    const PrecisionChoice c = choosePrecision(
+        probe(trial(Precision::Float32, 3700, 24), trial(Precision::BFloat16, 3600, 123, 0.99998),
+              trial(Precision::Int8, 3900, 177, 0.99988)));
+    const PrecisionOption& b = option(c, Precision::BFloat16);
+    const PrecisionOption& i = option(c, Precision::Int8);
+    // (3600 + 32 * 123) / (3700 + 32 * 24) = 1.66; (3900 + 32 * 177) / 4468 = 2.14
+    QVERIFY(std::abs(b.cost - 7536.0 / 4468.0) < 1e-9);
+    QVERIFY(std::abs(i.cost - 9564.0 / 4468.0) < 1e-9);
+    QCOMPARE(QString::fromStdString(b.note), QString("1.7x slower than float32 on this CPU"));
+    QCOMPARE(QString::fromStdString(i.note), QString("2.1x slower than float32 on this CPU"));
+    QVERIFY2(c.reason.find("bfloat16 1.69x") != std::string::npos, c.reason.c_str());
+    // A faster mode that fails the accuracy rule is named as such, with its cosine.
+    const PrecisionChoice d = choosePrecision(
+        probe(trial(Precision::Float32, 1000, 10), trial(Precision::BFloat16, 2000, 20),
+              trial(Precision::Int8, 500, 5, 0.95)));
+    QCOMPARE(name(d.precision), "float32");
+    QVERIFY(!option(d, Precision::Int8).accurate);
+    QVERIFY2(d.reason.find("int8 would be faster but changes the answers (logits cosine 0.9500)") !=
+                 std::string::npos,
+             d.reason.c_str());
+    // The faster one says how much.
+    const PrecisionChoice e = choosePrecision(
+        probe(trial(Precision::Float32, 1000, 10), trial(Precision::BFloat16, 1000, 10),
+              trial(Precision::Int8, 500, 5, 0.9999)));
+    QCOMPARE(QString::fromStdString(option(e, Precision::Int8).note),
+             QString("0.50x float32's time on this CPU"));
+    QCOMPARE(QString::fromStdString(option(e, Precision::BFloat16).note),
+             QString("as fast as float32 on this CPU"));
+}
+
+void TestAutoPrecision::noFloat32IsRefused() {
+    QVERIFY_THROWS_EXCEPTION(EngineError, choosePrecision(PrecisionProbe{"c", "p", {}}));
+    QVERIFY_THROWS_EXCEPTION(
+        EngineError, choosePrecision(PrecisionProbe{
+                         "c", "p", {trial(Precision::Float32, 0, 0, 1, "out of memory")}}));
+}
+
+void TestAutoPrecision::settingWords() {
+    QVERIFY(!parsePrecisionSetting("auto").has_value());
+    QVERIFY(!parsePrecisionSetting("automatic").has_value());
+    QCOMPARE(name(*parsePrecisionSetting("fp32")), "float32");
+    QCOMPARE(name(*parsePrecisionSetting("bfloat16")), "bfloat16");
+    QCOMPARE(name(*parsePrecisionSetting("int8")), "int8");
+    try {
+        parsePrecisionSetting("int4");
+        QFAIL("int4 was accepted");
+    } catch (const EngineError& e) {
+        QCOMPARE(QString(e.what()),
+                 QString("precision 'int4' is not one of auto, float32, bfloat16, int8"));
+    }
+}
+
+void TestAutoPrecision::cacheRoundTrip() {
+    QTemporaryDir home;
+    QVERIFY(home.isValid());
+    qputenv("XDG_CACHE_HOME", home.path().toUtf8());
+    QCOMPARE(QString::fromStdString(precisionProbeCachePath()),
+             home.path() + "/florence-studio/precision-probes.json");
+    QVERIFY(!cachedPrecisionProbe("cpu A", "pkg").has_value());
+    PrecisionProbe a{"cpu A", "pkg", {trial(Precision::Float32, 3700, 24),
+                                      trial(Precision::BFloat16, 3600, 15, 0.99998),
+                                      trial(Precision::Int8, 0, 0, 1, "cannot quantize")}};
+    QVERIFY(storePrecisionProbe(a));
+    PrecisionProbe b = a;
+    b.cpu = "cpu B";
+    b.trials[1].stepMs = 123;
+    QVERIFY(storePrecisionProbe(b));
+    // Keyed by CPU and package: each reads back its own, another package has none.
+    const std::optional<PrecisionProbe> gotA = cachedPrecisionProbe("cpu A", "pkg");
+    const std::optional<PrecisionProbe> gotB = cachedPrecisionProbe("cpu B", "pkg");
+    QVERIFY(gotA && gotB);
+    QVERIFY(!cachedPrecisionProbe("cpu A", "other package").has_value());
+    QCOMPARE(gotA->trials.size(), size_t(3));
+    QCOMPARE(gotA->trials[1].stepMs, 15.0);
+    QCOMPARE(gotA->trials[1].logitsCosine, 0.99998);
+    QCOMPARE(QString::fromStdString(gotA->trials[2].error), QString("cannot quantize"));
+    QCOMPARE(gotB->trials[1].stepMs, 123.0);
+    QCOMPARE(name(choosePrecision(*gotA).precision), "bfloat16");
+    QCOMPARE(name(choosePrecision(*gotB).precision), "float32");
+    // Measuring again replaces the old figures of that key, not the others'.
+    b.trials[1].stepMs = 10;
+    QVERIFY(storePrecisionProbe(b));
+    QCOMPARE(cachedPrecisionProbe("cpu B", "pkg")->trials[1].stepMs, 10.0);
+    QCOMPARE(cachedPrecisionProbe("cpu A", "pkg")->trials[1].stepMs, 15.0);
+    qunsetenv("XDG_CACHE_HOME");
+}
+
+void TestAutoPrecision::unreadableCacheIsNone() {
+    QTemporaryDir home;
+    QVERIFY(home.isValid());
+    qputenv("XDG_CACHE_HOME", home.path().toUtf8());
+    QVERIFY(QDir().mkpath(home.path() + "/florence-studio"));
+    QFile f(QString::fromStdString(precisionProbeCachePath()));
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("{\"probes\": [{\"cpu\": \"c\", \"package\": \"p\", \"trials\": "
+            "[{\"precision\": \"int4\"}]}]} trailing");
+    f.close();
+    // Not JSON: nothing cached, and storing starts the file again.
+    QVERIFY(!cachedPrecisionProbe("c", "p").has_value());
+    QVERIFY(storePrecisionProbe(PrecisionProbe{"c", "p", {trial(Precision::Float32, 1, 1)}}));
+    QVERIFY(cachedPrecisionProbe("c", "p").has_value());
+    // JSON naming a precision this program does not know: measured again.
+    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write("{\"probes\": [{\"cpu\": \"c\", \"package\": \"p\", \"trials\": "
+            "[{\"precision\": \"int4\"}]}]}");
+    f.close();
+    QVERIFY(!cachedPrecisionProbe("c", "p").has_value());
+    qunsetenv("XDG_CACHE_HOME");
+}
+
+QTEST_GUILESS_MAIN(TestAutoPrecision)
+#include "TestAutoPrecision.moc"
