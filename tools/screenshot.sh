@@ -18,6 +18,8 @@
 # The README's comparison at Florence-2-base size (the speed-demo model, greedy, exactly 256
 # tokens; the uncached passes take minutes, so run it on a quiet machine):
 #   tools/screenshot.sh compare-base [BUILD_DIR] [OUT.png]     # default docs/compare-base.png
+# Both run in float32 (FLORENCE_PRECISION, when not set otherwise), the figures docs/app.md
+# quotes; Automatic would first measure the three precisions, minutes at base size.
 # The same in all six variants from two comparisons: one at 1x that grabs light, dark and the
 # 1280x720 window size after its verdict, one at 2x that grabs light and dark. MODEL_DIR
 # (default the speed demo) lets the bundled model (BUILD_DIR/share/florence-studio/models/
@@ -42,6 +44,7 @@ if [ "${1:-}" = views ]; then
     done
     exit 0
 fi
+case ${1:-} in compare-base*) export FLORENCE_PRECISION=${FLORENCE_PRECISION:-float32} ;; esac
 if [ "${1:-}" = compare-base-all ]; then
     build=$(absolute "${2:-build}")
     outdir=$(absolute "${3:-docs}")

@@ -70,9 +70,13 @@ void writeGeneration(QSettings& s, const GenerationSettings& g) {
     writeOptional(s, kBeams, g.beams);
     writeOptional(s, kMaxNewTokens, g.maxNewTokens);
     writeOptional(s, kUseCache, g.useCache);
-    // Automatic is written too: with none saved, $FLORENCE_PRECISION would apply.
-    s.setValue(kPrecision, g.precision ? QString::fromLatin1(precisionName(*g.precision))
-                                       : QStringLiteral("auto"));
+    // Written when it differs from the default (Automatic, or $FLORENCE_PRECISION), Automatic
+    // too: with none saved the default applies.
+    if (g.precision == defaultGenerationSettings().precision)
+        s.remove(kPrecision);
+    else
+        s.setValue(kPrecision, g.precision ? QString::fromLatin1(precisionName(*g.precision))
+                                           : QStringLiteral("auto"));
 }
 
 } // namespace

@@ -156,7 +156,7 @@ void TestAutoPrecision::settingWords() {
         QFAIL("int4 was accepted");
     } catch (const EngineError& e) {
         QCOMPARE(QString(e.what()),
-                 QString("precision 'int4' is not one of auto, float32, bfloat16, int8"));
+                 QString("precision 'int4' is not auto, float32, bfloat16 or int8"));
     }
 }
 
