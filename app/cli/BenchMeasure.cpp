@@ -99,10 +99,12 @@ ReuseReport measureReuse(Session& session, const Request& req) {
     r.withoutMs = cold.timings.preprocessMs + cold.timings.visionMs + cold.timings.textEncoderMs;
     r.withMs = warm.timings.preprocessMs + warm.timings.visionMs + warm.timings.textEncoderMs;
     r.reused = warm.timings.featuresReused;
-    session.encodeImage(*req.image, nullptr, req.prompt);
-    const Result ahead = session.generate(req, o);
-    r.aheadMs = ahead.timings.firstTokenMs;
-    r.promptReused = ahead.timings.promptReused;
+    EncodeOptions ahead;
+    ahead.prompt = req.prompt;
+    session.encodeImage(*req.image, ahead);
+    const Result aheadRun = session.generate(req, o);
+    r.aheadMs = aheadRun.timings.firstTokenMs;
+    r.promptReused = aheadRun.timings.promptReused;
     return r;
 }
 

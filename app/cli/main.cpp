@@ -189,18 +189,16 @@ void buildPrompts(RunInputs& in) {
 
 // Runs the one request, streaming its tokens to stderr unless --quiet.
 florence::Result generateOne(florence::Session& session, const florence::Request& request,
-                             const florence::GenerationOptions& opts, bool quiet) {
-    florence::Result result = session.generate(
-        request, opts,
-        [&](const florence::TokenEvent& e) {
-            if (!quiet) {
-                if (e.rewound)
-                    std::cerr << "\n";
-                std::cerr << e.textDelta << std::flush;
-            }
+                             florence::GenerationOptions opts, bool quiet) {
+    opts.cancel = &g_cancel;
+    if (!quiet)
+        opts.onToken = [](const florence::TokenEvent& e) {
+            if (e.rewound) // the whole new text follows on a line of its own
+                std::cerr << "\n";
+            std::cerr << e.textDelta << std::flush;
             return true;
-        },
-        &g_cancel);
+        };
+    florence::Result result = session.generate(request, opts);
     if (!quiet)
         std::cerr << "\n";
     return result;
@@ -260,42 +258,43 @@ int runMany(Args& a, florence::TaskRequest request, const std::vector<std::strin
     if (florence::taskInfo(request.task).input == florence::TaskInput::Text)
         florence::buildPrompt(request, 1000, 1000); // a missing text fails before the model loads
     auto model = florence::cli::loadModel(a);
-    const florence::GenerationOptions opts = runOptions(a, *model);
+    florence::GenerationOptions opts = runOptions(a, *model);
+    opts.cancel = &g_cancel;
     florence::Session session(model);
     florence::cli::installCancelHandler();
     const bool json = a.has("json"), jsonl = a.has("jsonl"), quiet = a.has("quiet");
     size_t failed = 0, printed = 0;
     if (json)
         std::cout << "[\n";
-    florence::runImages(
-        session, paths, request, opts, batchSize,
-        [&](const florence::ImageOutcome& o) {
-            if (!o.error.empty()) {
-                ++failed;
-                std::cerr << "florence-studio-cli: error: " << o.error << "\n";
-                if (jsonl)
-                    std::cout << florence::cli::jsonLine(florence::cli::failureJson(o));
-            } else if (json || jsonl) {
-                const QJsonObject doc = resultJson(o.path, o.prompt, o.result, o.answer, opts,
-                                                   *model, o.orientationApplied);
-                if (jsonl)
-                    std::cout << florence::cli::jsonLine(doc);
-                else
-                    std::cout << (printed++ > 0 ? ",\n" : "")
-                              << QJsonDocument(doc).toJson(QJsonDocument::Indented).toStdString();
-            } else {
-                std::cout << o.path << "\t"
-                          << QJsonDocument(florence::toHuggingFaceJson(o.answer))
-                                 .toJson(QJsonDocument::Compact)
-                                 .toStdString()
-                          << "\n";
-            }
-            florence::cli::flushStdout(); // a full disk stops the run (exit 1)
-            if (!quiet)
-                std::cerr << "[" << o.index + 1 << "/" << paths.size() << "] images\n";
-            return true;
-        },
-        &g_cancel, {}, florence::cli::decodeOptions(a));
+    florence::ImageRunHooks hooks;
+    hooks.onImageDone = [&](const florence::ImageOutcome& o) {
+        if (!o.error.empty()) {
+            ++failed;
+            std::cerr << "florence-studio-cli: error: " << o.error << "\n";
+            if (jsonl)
+                std::cout << florence::cli::jsonLine(florence::cli::failureJson(o));
+        } else if (json || jsonl) {
+            const QJsonObject doc = resultJson(o.path, o.prompt, o.result, o.answer, opts, *model,
+                                               o.orientationApplied);
+            if (jsonl)
+                std::cout << florence::cli::jsonLine(doc);
+            else
+                std::cout << (printed++ > 0 ? ",\n" : "")
+                          << QJsonDocument(doc).toJson(QJsonDocument::Indented).toStdString();
+        } else {
+            std::cout << o.path << "\t"
+                      << QJsonDocument(florence::toHuggingFaceJson(o.answer))
+                             .toJson(QJsonDocument::Compact)
+                             .toStdString()
+                      << "\n";
+        }
+        florence::cli::flushStdout(); // a full disk stops the run (exit 1)
+        if (!quiet)
+            std::cerr << "[" << o.index + 1 << "/" << paths.size() << "] images\n";
+        return true;
+    };
+    florence::runImages(session, paths, request, opts, batchSize, hooks,
+                        florence::cli::decodeOptions(a));
     if (json)
         std::cout << "]\n";
     return g_cancel ? 130 : failed > 0 ? 1 : 0;
@@ -335,9 +334,8 @@ int cmdRun(int argc, char** argv) {
     QJsonArray documents;
     reportAnswer(a, in, 0, result, opts, *model, documents);
     if (a.has("json"))
-        std::cout << QJsonDocument(documents[0].toObject())
-                         .toJson(QJsonDocument::Indented)
-                         .toStdString();
+        std::cout
+            << QJsonDocument(documents[0].toObject()).toJson(QJsonDocument::Indented).toStdString();
     return result.cancelled ? 130 : 0;
 }
 
@@ -415,8 +413,9 @@ int cmdParse(int argc, char** argv) {
     std::optional<florence::Box> region;
     if (a.values.count("region"))
         region = florence::parseRegion(a.get("region"));
-    printJson(format == "hf" ? florence::toHuggingFaceJson(answer)
-                             : florence::nativeForm(answer, florence::readableAnswer(answer, region)));
+    printJson(format == "hf"
+                  ? florence::toHuggingFaceJson(answer)
+                  : florence::nativeForm(answer, florence::readableAnswer(answer, region)));
     return 0;
 }
 

@@ -25,7 +25,6 @@ void StreamedText::update(const std::vector<int64_t>& best, TokenEvent& e) {
         m_text = std::move(full);
         m_ids = best;
     }
-    e.text = m_text;
 }
 
 } // namespace florence::detail

@@ -4,7 +4,7 @@
 // until it is complete, so streamed text never shows half a character.
 //
 //   StreamedText text(tokenizer);
-//   text.update(bestHypothesis, event); // sets event.textDelta, event.rewound and event.text
+//   text.update(bestHypothesis, event); // sets event.textDelta and event.rewound
 #pragma once
 
 #include <florence/engine.h>
@@ -21,7 +21,8 @@ public:
     explicit StreamedText(const Tokenizer& tokenizer)
         : m_tokenizer(&tokenizer), m_decoder(tokenizer) {}
 
-    // Sets the event's textDelta, rewound and text for hypothesis `best`.
+    // Sets the event's textDelta and rewound for hypothesis `best`: what it adds to the text
+    // reported before, or its whole text when it does not start with that text.
     void update(const std::vector<int64_t>& best, TokenEvent& e);
 
 private:

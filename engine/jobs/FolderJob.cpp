@@ -34,38 +34,40 @@ void FolderJob::answerPending(Session& session, const FolderJobHooks& hooks,
     const std::vector<std::string>& pending = m_folder.pendingImages();
     GenerationOptions options = m_params.settings.applyTo(session.model().defaultOptions());
     options.reuseFeatures = false; // every image is another one
+    options.cancel = hooks.cancel;
     const ModelFacts model = modelFacts(session.model());
     const auto start = std::chrono::steady_clock::now();
     size_t done = 0;
-    runImages(
-        session, pending, m_params.task, options, m_params.batchSize,
-        [&](const ImageOutcome& o) {
-            std::optional<QJsonObject> document;
-            std::string error = o.error;
-            if (error.empty()) {
-                document =
-                    answerJson(o.answer, o.result,
-                               describeRun(model, options, o.path, o.prompt, o.orientationApplied));
-                try {
-                    m_folder.writeResult(o.path, o.answer, *document);
-                    ++result.answered;
-                } catch (const std::exception& e) { // a full disk: the message names the file
-                    error = e.what();
-                    ++result.unwritten;
-                }
+    ImageRunHooks imageHooks;
+    imageHooks.onImageStarted = hooks.onImageStarted;
+    imageHooks.onImageDone = [&](const ImageOutcome& o) {
+        std::optional<QJsonObject> document;
+        std::string error = o.error;
+        if (error.empty()) {
+            document =
+                answerJson(o.answer, o.result,
+                           describeRun(model, options, o.path, o.prompt, o.orientationApplied));
+            try {
+                m_folder.writeResult(o.path, o.answer, *document);
+                ++result.answered;
+            } catch (const std::exception& e) { // a full disk: the message names the file
+                error = e.what();
+                ++result.unwritten;
             }
-            if (!error.empty())
-                result.failures.emplace_back(o.path, error);
-            const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-            const FolderImageReport report{o, document ? &*document : nullptr, error,
-                                           batchProgress(++done, pending.size(), elapsed.count())};
-            if (hooks.onImageDone && !hooks.onImageDone(report)) {
-                result.stopped = true;
-                return false;
-            }
-            return true;
-        },
-        hooks.cancel, hooks.onImageStarted, m_params.decode);
+        }
+        if (!error.empty())
+            result.failures.emplace_back(o.path, error);
+        const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+        const FolderImageReport report{o, document ? &*document : nullptr, error,
+                                       batchProgress(++done, pending.size(), elapsed.count())};
+        if (hooks.onImageDone && !hooks.onImageDone(report)) {
+            result.stopped = true;
+            return false;
+        }
+        return true;
+    };
+    runImages(session, pending, m_params.task, options, m_params.batchSize, imageHooks,
+              m_params.decode);
 }
 
 std::string FolderJob::previewCaption(Session& session) const {
@@ -73,16 +75,16 @@ std::string FolderJob::previewCaption(Session& session) const {
         throw Error("no image to preview: every image is skipped");
     const std::string& image = m_folder.pendingImages().front();
     std::string content, error;
-    runImages(
-        session, {image}, m_params.task,
-        m_params.settings.applyTo(session.model().defaultOptions()), 1,
-        [&](const ImageOutcome& o) {
-            error = o.error;
-            if (error.empty())
-                content = m_folder.captionFileContent(o.path, o.answer);
-            return true;
-        },
-        nullptr, {}, m_params.decode);
+    ImageRunHooks hooks;
+    hooks.onImageDone = [&](const ImageOutcome& o) {
+        error = o.error;
+        if (error.empty())
+            content = m_folder.captionFileContent(o.path, o.answer);
+        return true;
+    };
+    runImages(session, {image}, m_params.task,
+              m_params.settings.applyTo(session.model().defaultOptions()), 1, hooks,
+              m_params.decode);
     if (!error.empty())
         throw Error(error);
     return content;

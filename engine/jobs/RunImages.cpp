@@ -34,8 +34,7 @@ Pending decode(size_t index, const std::string& path, const TaskRequest& task,
 
 // Runs the decoded images of one chunk together; an engine error fails each of them.
 void answer(Session& session, std::vector<Pending>& chunk, const TaskRequest& task,
-            const GenerationOptions& options, const std::atomic<bool>* cancel,
-            const ImageStartCallback& onStart) {
+            const GenerationOptions& options, const ImageStartCallback& onStart) {
     std::vector<Request> requests;
     std::vector<Pending*> owners;
     for (Pending& p : chunk) {
@@ -48,11 +47,16 @@ void answer(Session& session, std::vector<Pending>& chunk, const TaskRequest& ta
     }
     if (requests.empty())
         return;
+    GenerationOptions chunkOptions = options;
+    if (options.onToken)
+        // The chunk's position of a request is not the caller's: name the image by its own.
+        chunkOptions.onToken = [&](const TokenEvent& e) {
+            TokenEvent image = e;
+            image.index = owners[e.index]->outcome.index;
+            return options.onToken(image);
+        };
     try {
-        std::vector<Result> results =
-            requests.size() == 1
-                ? std::vector<Result>{session.generate(requests[0], options, {}, cancel)}
-                : session.generateBatch(requests, options, {}, cancel);
+        std::vector<Result> results = session.generateBatch(requests, chunkOptions);
         for (size_t i = 0; i < owners.size(); ++i) {
             ImageOutcome& o = owners[i]->outcome;
             o.result = std::move(results[i]);
@@ -68,25 +72,24 @@ void answer(Session& session, std::vector<Pending>& chunk, const TaskRequest& ta
 } // namespace
 
 size_t runImages(Session& session, const std::vector<std::string>& paths, const TaskRequest& task,
-                 const GenerationOptions& options, int batchSize, const ImageDoneCallback& onDone,
-                 const std::atomic<bool>* cancel, const ImageStartCallback& onStart,
+                 const GenerationOptions& options, int batchSize, const ImageRunHooks& hooks,
                  const DecodeOptions& decodeOptions) {
     const size_t step = static_cast<size_t>(std::max(1, batchSize));
     size_t reported = 0;
-    auto cancelled = [&] { return cancel && cancel->load(); };
+    auto cancelled = [&] { return options.cancel && options.cancel->load(); };
     for (size_t first = 0; first < paths.size() && !cancelled(); first += step) {
         // Only this chunk's images are decoded: memory does not grow with the list.
         std::vector<Pending> chunk;
         for (size_t i = first; i < std::min(paths.size(), first + step); ++i)
             chunk.push_back(decode(i, paths[i], task, decodeOptions));
-        answer(session, chunk, task, options, cancel, onStart);
+        answer(session, chunk, task, options, hooks.onImageStarted);
         for (Pending& p : chunk) {
             // A generation cut short by cancel is no answer: it is not reported, so nothing of
             // it is written and a resumed run does it again.
             if (p.outcome.error.empty() && p.outcome.result.cancelled)
                 return reported;
             ++reported;
-            if (!onDone(p.outcome))
+            if (hooks.onImageDone && !hooks.onImageDone(p.outcome))
                 return reported;
         }
     }

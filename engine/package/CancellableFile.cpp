@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <stdexcept>
 #include <unistd.h>
+#include <utility>
 
 namespace florence::detail {
 
@@ -15,8 +16,9 @@ namespace {
 constexpr size_t kSlice = 4u << 20;
 } // namespace
 
-CancellableFile::CancellableFile(const std::string& path, const std::atomic<bool>* cancel)
-    : m_cancel(cancel) {
+CancellableFile::CancellableFile(const std::string& path, const std::atomic<bool>* cancel,
+                                 std::function<void(size_t bytes)> onRead)
+    : m_cancel(cancel), m_onRead(std::move(onRead)) {
     std::string error;
     int64_t size = 0;
     m_fd = openRegularFile(path, &size, &error);
@@ -46,6 +48,11 @@ size_t CancellableFile::read(uint64_t pos, void* buf, size_t n, const char*) con
         if (got <= 0)
             break;
         done += static_cast<size_t>(got);
+        if (m_onRead) {
+            // The archive's directory is read more than once: count up to the size only.
+            m_read = std::min(m_size, m_read + static_cast<size_t>(got));
+            m_onRead(m_read);
+        }
     }
     return done;
 }

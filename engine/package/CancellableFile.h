@@ -1,6 +1,7 @@
 // A TorchScript archive read for torch::jit::load in slices, so that a load can stop in the
 // middle of one module: once `cancel` is set, reads come back short, the archive reader fails,
-// and the caller reports the cancel. Internal to the engine.
+// and the caller reports the cancel. `onRead`, when given, hears the bytes read so far (at
+// most the file's size) after every slice. Internal to the engine.
 //
 //   auto file = std::make_shared<florence::detail::CancellableFile>(path, &cancel);
 //   torch::jit::Module m = torch::jit::load(file, torch::kCPU); // c10::Error once cancelled
@@ -11,6 +12,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace florence::detail {
@@ -18,7 +20,8 @@ namespace florence::detail {
 class CancellableFile : public caffe2::serialize::ReadAdapterInterface {
 public:
     // Throws std::runtime_error (naming the file) unless `path` is a regular file.
-    CancellableFile(const std::string& path, const std::atomic<bool>* cancel);
+    CancellableFile(const std::string& path, const std::atomic<bool>* cancel,
+                    std::function<void(size_t bytes)> onRead = nullptr);
     ~CancellableFile() override;
     CancellableFile(const CancellableFile&) = delete;
     CancellableFile& operator=(const CancellableFile&) = delete;
@@ -31,6 +34,8 @@ private:
     int m_fd = -1;
     size_t m_size = 0;
     const std::atomic<bool>* m_cancel;
+    std::function<void(size_t bytes)> m_onRead;
+    mutable size_t m_read = 0; // bytes read so far, for m_onRead
 };
 
 } // namespace florence::detail

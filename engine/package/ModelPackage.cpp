@@ -292,8 +292,8 @@ void readGeneration(const QJsonObject& root, const std::string& dir, Manifest& m
         fail(dir, "\"generation.length_penalty\" is not a number from -100 to 100");
     m.earlyStopping = gen.value("early_stopping").toBool(true);
     m.maxNewTokens = static_cast<int>(optionalInteger(
-        gen, "max_new_tokens", std::min(kDefaultMaxNewTokens, m.maxPositions), dir, "generation", 1, m.maxPositions,
-        "expected 1 up to max_positions (" + std::to_string(m.maxPositions) + ")"));
+        gen, "max_new_tokens", std::min(kDefaultMaxNewTokens, m.maxPositions), dir, "generation", 1,
+        m.maxPositions, "expected 1 up to max_positions (" + std::to_string(m.maxPositions) + ")"));
     m.ignoreEos = gen.value("ignore_eos").toBool(false);
 }
 
@@ -505,8 +505,15 @@ void addRecords(const QString& path, const std::vector<QString>& added) {
 
 } // namespace
 
-void verifyPackageFiles(const Manifest& manifest, bool useRecord, const std::atomic<bool>* cancel) {
-    const QString recordPath = useRecord ? verifiedRecordPath() : QString();
+void verifyPackageFiles(const Manifest& manifest, const VerifyOptions& options) {
+    const QString recordPath = options.useRecord ? verifiedRecordPath() : QString();
+    int64_t total = 0, checked = 0;
+    for (const auto& entry : manifest.files)
+        total += std::max<int64_t>(0, entry.second.size);
+    const auto report = [&](int64_t bytes) {
+        if (options.onProgress && total > 0)
+            options.onProgress(std::min(1.0, double(bytes) / double(total)));
+    };
     std::lock_guard<std::mutex> lock(g_recordMutex);
     std::set<QString> records;
     if (!recordPath.isEmpty()) {
@@ -530,10 +537,15 @@ void verifyPackageFiles(const Manifest& manifest, bool useRecord, const std::ato
                                " bytes, the manifest says " + std::to_string(file.size) +
                                " (truncated or replaced file)");
         const QString key = recordKey(path, file.sha256);
-        if (!key.isEmpty() && records.count(key))
+        if (!key.isEmpty() && records.count(key)) {
+            report(checked += file.size);
             continue;
+        }
         // Reads exactly the stated size, never more, whatever the file does meanwhile.
-        const std::string hash = detail::sha256RegularFile(path, file.size, cancel, &error);
+        const std::string hash =
+            detail::sha256RegularFile(path, file.size, options.cancel, &error,
+                                      [&](int64_t bytes) { report(checked + bytes); });
+        checked += file.size;
         if (error == "cancelled")
             throw PackageError("loading " + manifest.dir + " was cancelled");
         if (!error.empty())
@@ -547,6 +559,8 @@ void verifyPackageFiles(const Manifest& manifest, bool useRecord, const std::ato
             added.push_back(key);
     }
     addRecords(recordPath, added);
+    if (options.onProgress)
+        options.onProgress(1.0);
 }
 
 } // namespace florence

@@ -89,7 +89,8 @@ QByteArray readRegularFile(const std::string& path, int64_t maxBytes, std::strin
 }
 
 std::string sha256RegularFile(const std::string& path, int64_t size,
-                              const std::atomic<bool>* cancel, std::string* error) {
+                              const std::atomic<bool>* cancel, std::string* error,
+                              const std::function<void(int64_t bytes)>& onBytes) {
     int64_t actual = 0;
     Fd f{openRegularFile(path, &actual, error)};
     if (f.fd < 0)
@@ -118,6 +119,8 @@ std::string sha256RegularFile(const std::string& path, int64_t size,
         }
         hash.addData(QByteArrayView(buffer.data(), n));
         left -= n;
+        if (onBytes)
+            onBytes(size - left);
     }
     return hash.result().toHex().toStdString();
 }

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace florence::detail {
@@ -26,8 +27,10 @@ QByteArray readRegularFile(const std::string& path, int64_t maxBytes, std::strin
 
 // Lowercase hex SHA-256 of exactly the first `size` bytes of a regular file (never reads
 // more). Empty with `error` set when the file is not a regular file, is shorter than `size`,
-// or `cancel` was set (then `error` is "cancelled").
+// or `cancel` was set (then `error` is "cancelled"). `onBytes`, when given, hears the bytes
+// hashed so far after every megabyte.
 std::string sha256RegularFile(const std::string& path, int64_t size,
-                              const std::atomic<bool>* cancel, std::string* error);
+                              const std::atomic<bool>* cancel, std::string* error,
+                              const std::function<void(int64_t bytes)>& onBytes = nullptr);
 
 } // namespace florence::detail

@@ -68,7 +68,8 @@ struct Model::Impl {
     // Architecture packages: every parameter is an empty placeholder; fill each from a seeded
     // normal distribution with the package's recipe. One generator per tensor, seeded by the
     // package's seed and the tensor's name, so the weights do not depend on the list's order.
-    void generateParameters() const;
+    // `onProgress` hears the share of the generated values made so far.
+    void generateParameters(const std::function<void(double fraction)>& onProgress = nullptr) const;
     // int8: the decoder's linear layers (its decoding step and the LM head), once every
     // parameter is in place.
     // LibTorch quantizes on one thread: the layers are spread over the threads (base: about 1 s

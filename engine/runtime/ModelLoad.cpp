@@ -15,6 +15,9 @@
 #include <torch/csrc/jit/runtime/graph_executor.h>
 
 #include <algorithm>
+#include <array>
+#include <functional>
+#include <optional>
 
 namespace florence {
 
@@ -43,10 +46,12 @@ using detail::oneLine;
 namespace {
 
 torch::jit::Module loadModule(const std::string& path, const Manifest& manifest,
-                              Precision precision, const std::atomic<bool>* cancel) {
+                              Precision precision, const std::atomic<bool>* cancel,
+                              std::function<void(size_t bytes)> onRead) {
     try {
-        torch::jit::Module m =
-            torch::jit::load(std::make_shared<detail::CancellableFile>(path, cancel), torch::kCPU);
+        torch::jit::Module m = torch::jit::load(
+            std::make_shared<detail::CancellableFile>(path, cancel, std::move(onRead)),
+            torch::kCPU);
         m.eval();
         if (manifest.storage == "float16")
             m.to(torch::kFloat32);
@@ -139,7 +144,89 @@ std::string floatEncodersNote(const Model::Impl& d, Precision precision) {
     return note;
 }
 
+// Model::load's progress: each stage weighs what it reads or makes (the files hashed, each
+// module's archive, the generated weights, the weights quantized), so the fraction moves about
+// evenly in time whatever the package holds. Reported at most once per percent.
+class LoadProgress {
+public:
+    LoadProgress(const Manifest& m, const LoadOptions& options) : m_onProgress(options.onProgress) {
+        if (!m_onProgress)
+            return;
+        auto fileBytes = [&](const char* role) {
+            const auto it = m.files.find(role);
+            return it == m.files.end() ? 0.0 : double(std::max<int64_t>(0, it->second.size));
+        };
+        double generated = 0;
+        for (const GeneratedParameter& p : m.generatedParameters) {
+            double n = 4;
+            for (int64_t d : p.shape)
+                n *= double(d);
+            generated += n;
+        }
+        const double modules =
+            fileBytes("vision") + fileBytes("text_encoder") + fileBytes("decoder");
+        double all = 0;
+        for (const auto& entry : m.files)
+            all += double(std::max<int64_t>(0, entry.second.size));
+        m_weight = {all,
+                    fileBytes("vision"),
+                    fileBytes("text_encoder"),
+                    fileBytes("decoder"),
+                    std::max(generated, 0.01 * modules),
+                    options.precision == Precision::Int8 ? fileBytes("decoder") : 0.0};
+        for (double w : m_weight)
+            m_total += w;
+    }
+
+    // `fraction` of `stage` is done.
+    void update(LoadStage stage, double fraction) {
+        if (!m_onProgress || m_total <= 0)
+            return;
+        const size_t at = static_cast<size_t>(stage);
+        double before = 0;
+        for (size_t i = 0; i < at; ++i)
+            before += m_weight[i];
+        const double f =
+            std::clamp((before + std::clamp(fraction, 0.0, 1.0) * m_weight[at]) / m_total, 0.0,
+                       0.999); // 1 is for finished()
+        if (stage == m_stage && f < m_reported + 0.01)
+            return;
+        m_stage = stage;
+        m_reported = std::max(m_reported, f);
+        m_onProgress(stage, m_reported);
+    }
+    void finished() {
+        if (m_onProgress)
+            m_onProgress(m_stage, 1.0);
+    }
+
+private:
+    LoadProgressCallback m_onProgress;
+    std::array<double, 6> m_weight{}; // by LoadStage
+    double m_total = 0;
+    LoadStage m_stage = LoadStage::VerifyingFiles;
+    double m_reported = -1;
+};
+
 } // namespace
+
+const char* loadStageName(LoadStage stage) {
+    switch (stage) {
+    case LoadStage::VerifyingFiles:
+        return "verifying the files";
+    case LoadStage::ReadingVision:
+        return "reading the vision encoder";
+    case LoadStage::ReadingTextEncoder:
+        return "reading the text encoder";
+    case LoadStage::ReadingDecoder:
+        return "reading the decoder";
+    case LoadStage::PreparingWeights:
+        return "preparing the weights";
+    case LoadStage::Quantizing:
+        return "quantizing to int8";
+    }
+    return "loading";
+}
 
 const char* precisionName(Precision p) {
     switch (p) {
@@ -152,8 +239,12 @@ const char* precisionName(Precision p) {
     }
 }
 
-void Model::Impl::generateParameters() const {
-    for (const GeneratedParameter& p : manifest.generatedParameters) {
+void Model::Impl::generateParameters(const std::function<void(double)>& onProgress) const {
+    const size_t count = manifest.generatedParameters.size();
+    for (size_t i = 0; i < count; ++i) {
+        const GeneratedParameter& p = manifest.generatedParameters[i];
+        if (onProgress)
+            onProgress(double(i) / double(count));
         // Filling the large speed-demo package takes seconds: a load stops between tensors.
         if (options.cancel && options.cancel->load())
             throw cancelledError(manifest);
@@ -268,9 +359,16 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
     Impl& d = *model->m_impl;
     d.options = options;
     d.options.beforeModules = nullptr; // the caller's, for this load only
+    d.options.onProgress = nullptr;
+    std::optional<LoadProgress> progress;
     try {
         d.manifest = readManifest(packageDir);
-        verifyPackageFiles(d.manifest, true, options.cancel);
+        progress.emplace(d.manifest, options);
+        progress->update(LoadStage::VerifyingFiles, 0);
+        VerifyOptions verify;
+        verify.cancel = options.cancel;
+        verify.onProgress = [&](double f) { progress->update(LoadStage::VerifyingFiles, f); };
+        verifyPackageFiles(d.manifest, verify);
         d.tokenizer = Tokenizer::fromFiles(d.manifest.path("vocab"), d.manifest.path("merges"));
     } catch (const EngineError&) {
         throw;
@@ -320,16 +418,30 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
                                             : options.precision;
     const Precision decoder = int8 ? Precision::Float32 : options.precision;
     d.encoderPrecision = lowEncoders ? options.precision : Precision::Float32;
-    d.vision = loadModule(d.manifest.path("vision"), d.manifest, encoders, options.cancel);
+    // The bytes read of a module's archive, as the share of it done.
+    auto reading = [&](LoadStage stage, const char* role) {
+        const double size = double(std::max<int64_t>(1, d.manifest.files.at(role).size));
+        progress->update(stage, 0);
+        return [&progress, stage, size](size_t bytes) {
+            progress->update(stage, double(bytes) / size);
+        };
+    };
+    d.vision = loadModule(d.manifest.path("vision"), d.manifest, encoders, options.cancel,
+                          reading(LoadStage::ReadingVision, "vision"));
     checkCancel();
     d.textEncoder =
-        loadModule(d.manifest.path("text_encoder"), d.manifest, encoders, options.cancel);
+        loadModule(d.manifest.path("text_encoder"), d.manifest, encoders, options.cancel,
+                   reading(LoadStage::ReadingTextEncoder, "text_encoder"));
     checkCancel();
-    d.decoder = loadModule(d.manifest.path("decoder"), d.manifest, decoder, options.cancel);
+    d.decoder = loadModule(d.manifest.path("decoder"), d.manifest, decoder, options.cancel,
+                           reading(LoadStage::ReadingDecoder, "decoder"));
     checkCancel();
-    d.generateParameters();
+    progress->update(LoadStage::PreparingWeights, 0);
+    d.generateParameters([&](double f) { progress->update(LoadStage::PreparingWeights, f); });
     d.shareParameters();
     d.checkNoEmptyParameters();
+    if (int8)
+        progress->update(LoadStage::Quantizing, 0);
     if (int8) {
         if (lowEncoders)
             d.quantizeEncoders(false);
@@ -346,6 +458,7 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
             throw EngineError(d.manifest.path("decoder") + " has no " + method +
                               " method: it was not exported by this project's exporter");
     d.loadMs = msSince(start);
+    progress->finished();
     return model;
 }
 

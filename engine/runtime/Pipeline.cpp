@@ -206,17 +206,16 @@ void assembleResults(const Tokenizer& tokenizer, std::vector<detail::SearchResul
 }
 
 // Reports every step: the first token's time into the row's result, and, when the caller
-// listens, a TokenEvent with the row's text so far.
+// listens, a TokenEvent with what the step added to the row's text.
 detail::SearchCallbacks streamingCallbacks(const Tokenizer& tokenizer, std::vector<Result>& results,
                                            const StageTimes& stages,
-                                           const BatchTokenCallback& onToken,
-                                           const std::atomic<bool>* cancel,
+                                           const GenerationOptions& options, size_t firstIndex,
                                            Clock::time_point start) {
     auto streams = std::make_shared<std::vector<detail::StreamedText>>(
         results.size(), detail::StreamedText(tokenizer));
     detail::SearchCallbacks callbacks;
-    callbacks.cancel = cancel;
-    callbacks.onStep = [&results, &stages, &onToken, streams,
+    callbacks.cancel = options.cancel;
+    callbacks.onStep = [&results, &stages, &onToken = options.onToken, streams, firstIndex,
                         start](int index, int step, int64_t id, const std::vector<int64_t>& best,
                                double ms) {
         if (step == 0)
@@ -224,15 +223,15 @@ detail::SearchCallbacks streamingCallbacks(const Tokenizer& tokenizer, std::vect
         if (!onToken)
             return true;
         TokenEvent e;
+        e.index = firstIndex + static_cast<size_t>(index);
         e.step = step;
         e.id = id;
         e.stepMs = ms;
         e.preprocessMs = stages.preprocessMs;
         e.visionMs = stages.visionMs;
         e.textEncoderMs = stages.textEncoderMs;
-        e.sequence = best;
         (*streams)[static_cast<size_t>(index)].update(best, e);
-        return onToken(static_cast<size_t>(index), e);
+        return onToken(e);
     };
     return callbacks;
 }
@@ -240,15 +239,13 @@ detail::SearchCallbacks streamingCallbacks(const Tokenizer& tokenizer, std::vect
 } // namespace
 
 std::vector<Result> Session::generateRows(const std::vector<Request>& requests,
-                                          const GenerationOptions& options,
-                                          const BatchTokenCallback& onToken,
-                                          const std::atomic<bool>* cancel) {
+                                          const GenerationOptions& options, size_t firstIndex) {
     const auto start = Clock::now();
     c10::InferenceMode guard;
     const Model::Impl& impl = m_model->impl();
     const Manifest& m = impl.manifest;
     std::vector<Result> results(requests.size());
-    const auto cancelled = [cancel] { return cancel && cancel->load(); };
+    const auto cancelled = [cancel = options.cancel] { return cancel && cancel->load(); };
 
     checkOptions(m, options);
     const size_t longestPrompt = tokenizePrompts(impl.tokenizer, m, requests, results);
@@ -284,7 +281,7 @@ std::vector<Result> Session::generateRows(const std::vector<Request>& requests,
 
     const detail::SearchSettings settings = searchSettings(m, options);
     const detail::SearchCallbacks callbacks =
-        streamingCallbacks(impl.tokenizer, results, stages, onToken, cancel, start);
+        streamingCallbacks(impl.tokenizer, results, stages, options, firstIndex, start);
     std::unique_ptr<detail::DecodeBackend> backend =
         makeBackend(impl, options, encoded, crossKvAhead);
     auto t = Clock::now();

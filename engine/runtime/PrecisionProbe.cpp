@@ -137,13 +137,14 @@ PrecisionProbe probePrecisions(const std::string& packageDir, int threads,
             o.ignoreEos = true;
             o.noRepeatNgramSize = 0; // a fixed number of steps
             o.reuseFeatures = false; // the timed run runs the encoders again
+            o.cancel = cancel;
             // Warm-up: the first runs of a scripted module in a process profile and optimize
             // it (a tiny model's first run took 1.5 s where later ones took 50 ms), so short runs
             // until two in a row agree.
             o.maxNewTokens = 2;
             double previous = std::numeric_limits<double>::infinity();
             for (int run = 0; run < kMaxWarmUps; ++run) {
-                const double ms = firstTokenOf(session.generate(req, o, {}, cancel));
+                const double ms = firstTokenOf(session.generate(req, o));
                 checkCancel(cancel);
                 if (run > 0 && ms < previous * 1.25 && previous < ms * 1.25)
                     break;
@@ -158,7 +159,7 @@ PrecisionProbe probePrecisions(const std::string& packageDir, int threads,
             double spentMs = 0;
             for (int run = 0; run < kMaxProbeRuns && (run < 2 || spentMs < kProbeBudgetMs);
                  ++run) {
-                r = session.generate(req, o, {}, cancel);
+                r = session.generate(req, o);
                 checkCancel(cancel);
                 trial.firstTokenMs = std::min(trial.firstTokenMs, firstTokenOf(r));
                 trial.stepMs = std::min(

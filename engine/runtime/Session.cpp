@@ -23,11 +23,11 @@ Session::Session(std::shared_ptr<const Model> model)
 
 Session::~Session() = default;
 
-ImageEncoding Session::encodeImage(const RgbImage& image, const std::atomic<bool>* cancel,
-                                   const std::string& prompt) {
+ImageEncoding Session::encodeImage(const RgbImage& image, const EncodeOptions& options) {
     c10::InferenceMode guard;
     ImageEncoding out;
-    auto cancelled = [&] { return out.cancelled = cancel && cancel->load(); };
+    const std::string& prompt = options.prompt;
+    auto cancelled = [&] { return out.cancelled = options.cancel && options.cancel->load(); };
     if (image.empty())
         throw ImageError("no image to encode");
     const Model::Impl& impl = m_model->impl();
@@ -75,33 +75,23 @@ ImageEncoding Session::encodeImage(const RgbImage& image, const std::atomic<bool
     return out;
 }
 
-Result Session::generate(const Request& request, const GenerationOptions& options,
-                         const TokenCallback& onToken, const std::atomic<bool>* cancel) {
-    BatchTokenCallback batchCallback;
-    if (onToken)
-        batchCallback = [&](size_t, const TokenEvent& e) { return onToken(e); };
-    return std::move(generateBatch({request}, options, batchCallback, cancel)[0]);
+Result Session::generate(const Request& request, const GenerationOptions& options) {
+    return std::move(generateBatch({request}, options)[0]);
 }
 
 std::vector<Result> Session::generateBatch(const std::vector<Request>& requests,
-                                           const GenerationOptions& options,
-                                           const BatchTokenCallback& onToken,
-                                           const std::atomic<bool>* cancel) {
+                                           const GenerationOptions& options) {
     if (requests.empty())
         return {};
     try {
         if (options.numBeams > 1 && requests.size() > 1) {
             // Beam search keeps its beams in the batch dimension; requests go one by one.
             std::vector<Result> results;
-            for (size_t i = 0; i < requests.size(); ++i) {
-                BatchTokenCallback one;
-                if (onToken)
-                    one = [&, i](size_t, const TokenEvent& e) { return onToken(i, e); };
-                results.push_back(std::move(generateRows({requests[i]}, options, one, cancel)[0]));
-            }
+            for (size_t i = 0; i < requests.size(); ++i)
+                results.push_back(std::move(generateRows({requests[i]}, options, i)[0]));
             return results;
         }
-        return generateRows(requests, options, onToken, cancel);
+        return generateRows(requests, options, 0);
     } catch (const EngineError&) {
         throw;
     } catch (const c10::Error& e) {

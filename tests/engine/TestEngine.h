@@ -2,7 +2,8 @@
 // the exporter from both weight formats (pytorch_model.bin and model.safetensors) once for the
 // whole suite, its reference tensors and the five reference tasks.
 //   TestEngine.cpp        parity with the original code: features, logits, greedy and beam tokens
-//   TestEngineRuns.cpp    streaming, cancel, feature reuse, encoding ahead, batching
+//   TestEngineRuns.cpp    streaming, cancel, load progress, feature reuse, encoding ahead,
+//                         batching
 //   TestEngineErrors.cpp  every promised error: bad packages, requests and imports
 #pragma once
 
@@ -11,6 +12,7 @@
 #include <florence/image.h>
 #include <florence/importer.h>
 #include <florence/package.h>
+#include <florence/paths.h>
 #include <florence/safetensors.h>
 #include <florence/tasks.h>
 
@@ -95,6 +97,10 @@ private slots:
     void cancelMidRun();
     void callbackStops();
     void cancelBeforeDecoding();
+    void cancelStopsEveryRowOfABatch();
+    void streamedDeltasAddUpToTheAnswer();
+    void loadProgressInOrder_data();
+    void loadProgressInOrder();
     void featureReuse();
     void encodeImageAheadOfRun();
     void encodePromptAheadOfRun_data();

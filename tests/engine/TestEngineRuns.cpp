@@ -1,6 +1,7 @@
 // The engine on the fixture checkpoint as the app and the CLI drive it: streamed text that is
-// always whole characters, cancel at every stage, a callback that stops, feature reuse,
-// encoding ahead of a run, batches that equal one-by-one runs.
+// always whole characters and adds up to the answer, cancel at every stage, a callback that
+// stops, load progress, feature reuse, encoding ahead of a run, batches that equal one-by-one
+// runs.
 #include "TestEngine.h"
 
 void TestEngine::streamingTextIsUtf8Safe() {
@@ -13,7 +14,7 @@ void TestEngine::streamingTextIsUtf8Safe() {
     o.numBeams = 1;
     o.maxNewTokens = 24;
     std::string streamed;
-    const Result r = s.generate(req, o, [&](const TokenEvent& e) {
+    o.onToken = [&](const TokenEvent& e) {
         if (e.rewound)
             streamed.clear();
         streamed += e.textDelta;
@@ -22,7 +23,8 @@ void TestEngine::streamingTextIsUtf8Safe() {
         if (q.toUtf8().toStdString() != e.textDelta)
             return false;
         return true;
-    });
+    };
+    const Result r = s.generate(req, o);
     QVERIFY(!r.cancelled);
     QCOMPARE(streamed, r.text);
 }
@@ -49,14 +51,13 @@ void TestEngine::cancelMidRun() {
     o.ignoreEos = true; // would run 1024 steps if the cancel were ignored
     o.useCache = cache;
     std::atomic<bool> cancel{false};
-    const Result r = s.generate(
-        req, o,
-        [&](const TokenEvent& e) {
-            if (e.step == 4)
-                cancel = true;
-            return true;
-        },
-        &cancel);
+    o.cancel = &cancel;
+    o.onToken = [&](const TokenEvent& e) {
+        if (e.step == 4)
+            cancel = true;
+        return true;
+    };
+    const Result r = s.generate(req, o);
     QVERIFY(r.cancelled);
     QCOMPARE(r.timings.stepMs.size(), size_t(5));
     // Promptly: the step after the cancel is not run (the count, not wall time, which depends on
@@ -71,7 +72,8 @@ void TestEngine::callbackStops() {
     req.prompt = m_tasks[1].prompt;
     GenerationOptions o = model(0).defaultOptions();
     o.numBeams = 1;
-    const Result r = s.generate(req, o, [](const TokenEvent& e) { return e.step < 2; });
+    o.onToken = [](const TokenEvent& e) { return e.step < 2; };
+    const Result r = s.generate(req, o);
     QVERIFY(r.cancelled);
     QCOMPARE(r.generatedIds.size(), size_t(4));
     QCOMPARE(r.generatedIds,
@@ -86,17 +88,132 @@ void TestEngine::cancelBeforeDecoding() {
     req.prompt = m_tasks[0].prompt;
     std::atomic<bool> cancel{true};
     int events = 0;
-    const Result r = s.generate(
-        req, model(0).defaultOptions(),
-        [&](const TokenEvent&) {
-            ++events;
-            return true;
-        },
-        &cancel);
+    GenerationOptions o = model(0).defaultOptions();
+    o.cancel = &cancel;
+    o.onToken = [&](const TokenEvent&) {
+        ++events;
+        return true;
+    };
+    const Result r = s.generate(req, o);
     QVERIFY(r.cancelled);
     QVERIFY(r.generatedIds.empty());
     QCOMPARE(r.timings.visionMs, 0.0);
     QCOMPARE(events, 0);
+}
+
+void TestEngine::cancelStopsEveryRowOfABatch() {
+    // The options' cancel flag stops a batch: every row at the same step.
+    Session s(m_models[0]);
+    std::vector<Request> reqs;
+    for (int task : {0, 1, 3}) {
+        Request r;
+        r.pixelValues = m_pixels;
+        r.prompt = m_tasks[task].prompt;
+        reqs.push_back(r);
+    }
+    GenerationOptions o = model(0).defaultOptions();
+    o.numBeams = 1;
+    o.maxNewTokens = 1024;
+    o.ignoreEos = true; // would run 1024 steps if the cancel were ignored
+    std::atomic<bool> cancel{false};
+    o.cancel = &cancel;
+    o.onToken = [&](const TokenEvent& e) {
+        if (e.step == 3)
+            cancel = true;
+        return true;
+    };
+    const std::vector<Result> results = s.generateBatch(reqs, o);
+    QCOMPARE(results.size(), reqs.size());
+    for (const Result& r : results) {
+        QVERIFY(r.cancelled);
+        QCOMPARE(r.generatedIds.size(), size_t(5)); // start token + steps 0..3
+    }
+}
+
+void TestEngine::streamedDeltasAddUpToTheAnswer() {
+    // What a listener shows (the app's raw text, the CLI's stream): each step's delta appended,
+    // or the whole text when beam search switches to a hypothesis whose text differs. At the
+    // end it is the answer, for greedy and beam runs of every reference task.
+    int rewinds = 0;
+    for (int beams : {1, 3, 4}) {
+        for (size_t task = 0; task < m_tasks.size(); ++task) {
+            Session s(m_models[0]);
+            Request req;
+            req.pixelValues = m_pixels;
+            req.prompt = m_tasks[task].prompt;
+            GenerationOptions o = model(0).defaultOptions();
+            o.numBeams = beams;
+            o.maxNewTokens = 40;
+            std::string shown;
+            int steps = 0;
+            bool inOrder = true;
+            o.onToken = [&](const TokenEvent& e) {
+                inOrder = inOrder && e.step == steps++ && e.index == 0;
+                if (e.rewound) {
+                    ++rewinds;
+                    shown = e.textDelta;
+                } else {
+                    shown += e.textDelta;
+                }
+                return true;
+            };
+            const Result r = s.generate(req, o);
+            QVERIFY(!r.cancelled);
+            QVERIFY(inOrder);
+            QCOMPARE(steps, int(r.timings.stepMs.size()));
+            QVERIFY2(shown == r.text, qPrintable(QStringLiteral("%1 beams, task %2: '%3' != '%4'")
+                                                     .arg(beams)
+                                                     .arg(task)
+                                                     .arg(QString::fromStdString(shown),
+                                                          QString::fromStdString(r.text))));
+        }
+    }
+    // The fixture's beams do switch to hypotheses of other text: the rewind path ran.
+    QVERIFY2(rewinds > 0, "no beam run rewound");
+}
+
+void TestEngine::loadProgressInOrder_data() {
+    QTest::addColumn<int>("precision");
+    QTest::newRow("float32") << int(Precision::Float32);
+    QTest::newRow("int8") << int(Precision::Int8);
+}
+
+void TestEngine::loadProgressInOrder() {
+    // The bundled model as the app loads it: every stage in order, the fraction never going
+    // back, and 1 exactly once, at the end.
+    QFETCH(int, precision);
+    const std::string dir = bundledModelDir();
+    QVERIFY2(!dir.empty(), "this build has no bundled model");
+    std::vector<std::pair<LoadStage, double>> seen;
+    LoadOptions lo;
+    lo.precision = static_cast<Precision>(precision);
+    lo.onProgress = [&](LoadStage stage, double fraction) { seen.emplace_back(stage, fraction); };
+    const std::shared_ptr<const Model> loaded = Model::load(dir, lo);
+    QVERIFY(!seen.empty());
+    std::vector<LoadStage> stages;
+    for (size_t i = 0; i < seen.size(); ++i) {
+        const auto [stage, fraction] = seen[i];
+        QVERIFY2(fraction >= 0 && fraction <= 1, qPrintable(QString::number(fraction)));
+        if (i > 0) {
+            QVERIFY(stage >= seen[i - 1].first);
+            QVERIFY(fraction >= seen[i - 1].second);
+        }
+        if (stages.empty() || stages.back() != stage)
+            stages.push_back(stage);
+        if (i + 1 < seen.size())
+            QVERIFY(fraction < 1);
+    }
+    QCOMPARE(seen.back().second, 1.0);
+    std::vector<LoadStage> expected = {LoadStage::VerifyingFiles, LoadStage::ReadingVision,
+                                       LoadStage::ReadingTextEncoder, LoadStage::ReadingDecoder,
+                                       LoadStage::PreparingWeights};
+    if (lo.precision == Precision::Int8)
+        expected.push_back(LoadStage::Quantizing);
+    QCOMPARE(stages, expected);
+    QCOMPARE(QString(loadStageName(LoadStage::ReadingVision)),
+             QString("reading the vision encoder"));
+    // The hook was this load's: the model does not keep it.
+    QVERIFY(!loaded->loadOptions().onProgress);
 }
 
 void TestEngine::verifiedRecordKeepsRecentEntries() {
@@ -163,7 +280,9 @@ void TestEngine::verifiedRecordKeepsRecentEntries() {
     QCOMPARE(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
     QCOMPARE(after.st_size, before.st_size);
     QVERIFY_THROWS_EXCEPTION(PackageError, verifyPackageFiles(m));
-    QVERIFY_THROWS_EXCEPTION(PackageError, verifyPackageFiles(m, false));
+    VerifyOptions unrecorded;
+    unrecorded.useRecord = false;
+    QVERIFY_THROWS_EXCEPTION(PackageError, verifyPackageFiles(m, unrecorded));
     if (oldCache.isNull())
         qunsetenv("XDG_CACHE_HOME");
     else
@@ -199,7 +318,9 @@ void TestEngine::encodeImageAheadOfRun() {
     Session s(m_models[0]);
     const RgbImage pier = loadImage(FLORENCE_SAMPLES_DIR "/pier.png");
     std::atomic<bool> cancel{true};
-    const ImageEncoding skipped = s.encodeImage(pier, &cancel);
+    EncodeOptions cancelled;
+    cancelled.cancel = &cancel;
+    const ImageEncoding skipped = s.encodeImage(pier, cancelled);
     QVERIFY(skipped.cancelled);
     const ImageEncoding done = s.encodeImage(pier);
     QVERIFY(!done.cancelled && !done.alreadyEncoded);
@@ -246,11 +367,15 @@ void TestEngine::encodePromptAheadOfRun() {
 
     Session s(m_models[0]);
     std::atomic<bool> cancel{true};
-    QVERIFY(s.encodeImage(pier, &cancel, req.prompt).cancelled);
-    const ImageEncoding done = s.encodeImage(pier, nullptr, req.prompt);
+    EncodeOptions withPrompt;
+    withPrompt.prompt = req.prompt;
+    EncodeOptions cancelled = withPrompt;
+    cancelled.cancel = &cancel;
+    QVERIFY(s.encodeImage(pier, cancelled).cancelled);
+    const ImageEncoding done = s.encodeImage(pier, withPrompt);
     QVERIFY(done.promptEncoded && !done.promptAlreadyEncoded && !done.alreadyEncoded);
     QVERIFY(done.visionMs > 0 && done.textEncoderMs > 0);
-    const ImageEncoding again = s.encodeImage(pier, nullptr, req.prompt);
+    const ImageEncoding again = s.encodeImage(pier, withPrompt);
     QVERIFY(again.alreadyEncoded && again.promptAlreadyEncoded);
     QCOMPARE(again.textEncoderMs, 0.0);
 
@@ -303,15 +428,20 @@ void TestEngine::batchEqualsOneByOne() {
         reqs.push_back(r);
     }
     std::vector<int> events(reqs.size(), 0);
-    const std::vector<Result> results = s.generateBatch(reqs, o, [&](size_t i, const TokenEvent&) {
-        ++events[i];
+    std::vector<std::string> streamed(reqs.size());
+    o.onToken = [&](const TokenEvent& e) {
+        ++events[e.index];
+        streamed[e.index] = e.rewound ? e.textDelta : streamed[e.index] + e.textDelta;
         return true;
-    });
+    };
+    const std::vector<Result> results = s.generateBatch(reqs, o);
+    o.onToken = nullptr;
     QCOMPARE(results.size(), m_tasks.size());
     for (size_t i = 0; i < results.size(); ++i) {
         QCOMPARE(results[i].generatedIds, m_tasks[i].generated);
         QCOMPARE(results[i].text, m_tasks[i].text);
         QCOMPARE(events[i], int(m_tasks[i].generated.size()) - 1);
+        QCOMPARE(streamed[i], results[i].text); // each row's deltas, told apart by index
     }
 
     // Different images, tasks of different lengths, ending at different steps.

@@ -62,17 +62,17 @@ void TestRunImages::answersEqualSingleRuns() {
     florence::Session session(m_model);
     std::vector<florence::ImageOutcome> got;
     std::vector<std::string> started;
-    const size_t reported = florence::runImages(
-        session, paths, m_task, m_options, batchSize,
-        [&](const florence::ImageOutcome& o) {
-            got.push_back(o);
-            return true;
-        },
-        nullptr,
-        [&](size_t, const std::string& path, const florence::RgbImage& image) {
-            QVERIFY(!image.empty());
-            started.push_back(path);
-        });
+    florence::ImageRunHooks hooks;
+    hooks.onImageDone = [&](const florence::ImageOutcome& o) {
+        got.push_back(o);
+        return true;
+    };
+    hooks.onImageStarted = [&](size_t, const std::string& path, const florence::RgbImage& image) {
+        QVERIFY(!image.empty());
+        started.push_back(path);
+    };
+    const size_t reported =
+        florence::runImages(session, paths, m_task, m_options, batchSize, hooks);
     QCOMPARE(reported, paths.size());
     QCOMPARE(got.size(), paths.size());
     QCOMPARE(started, (std::vector<std::string>{scene(0), scene(1), scene(2)}));
@@ -99,11 +99,13 @@ void TestRunImages::answersEqualSingleRuns() {
 void TestRunImages::callbackStops() {
     florence::Session session(m_model);
     int calls = 0;
-    const size_t reported = florence::runImages(session, {scene(0), scene(1), scene(2)}, m_task,
-                                                m_options, 1, [&](const florence::ImageOutcome&) {
-                                                    ++calls;
-                                                    return calls < 2;
-                                                });
+    florence::ImageRunHooks hooks;
+    hooks.onImageDone = [&](const florence::ImageOutcome&) {
+        ++calls;
+        return calls < 2;
+    };
+    const size_t reported =
+        florence::runImages(session, {scene(0), scene(1), scene(2)}, m_task, m_options, 1, hooks);
     QCOMPARE(reported, size_t(2));
     QCOMPARE(calls, 2);
 }
@@ -114,17 +116,18 @@ void TestRunImages::cancelDropsTheInterruptedImage() {
     florence::Session session(m_model);
     std::atomic<bool> cancel{false};
     std::vector<std::string> reported;
-    florence::runImages(
-        session, {scene(0), scene(1), scene(2)}, m_task, m_options, 1,
-        [&](const florence::ImageOutcome& o) {
-            reported.push_back(o.path);
-            return true;
-        },
-        &cancel,
-        [&](size_t index, const std::string&, const florence::RgbImage&) {
-            if (index == 1)
-                cancel = true;
-        });
+    florence::ImageRunHooks hooks;
+    hooks.onImageDone = [&](const florence::ImageOutcome& o) {
+        reported.push_back(o.path);
+        return true;
+    };
+    hooks.onImageStarted = [&](size_t index, const std::string&, const florence::RgbImage&) {
+        if (index == 1)
+            cancel = true;
+    };
+    florence::GenerationOptions options = m_options;
+    options.cancel = &cancel;
+    florence::runImages(session, {scene(0), scene(1), scene(2)}, m_task, options, 1, hooks);
     QCOMPARE(reported, (std::vector<std::string>{scene(0)}));
 }
 

@@ -45,7 +45,6 @@ public:
             end = end == std::string::npos ? text.size() : (text[pos] == '<' ? end + 1 : end);
             u.event.step = step++;
             u.event.textDelta = text.substr(pos, end - pos);
-            u.event.text = text.substr(0, end);
             u.event.stepMs = 1.0;
             u.elapsedMs = step;
             m_w->m_runView->onToken(u);

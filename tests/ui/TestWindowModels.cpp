@@ -1,5 +1,5 @@
-// The real main window's models: loading, switching, refusing a bad package, the About box,
-// the speed demos, settings that persist, File › Import.
+// The real main window's models: loading and its progress, switching, refusing a bad package, the
+// About box, the speed demos, settings that persist, File › Import.
 #include "MainWindow.h"
 #include "MainWindowTester.h"
 #include "ModelCatalog.h"
@@ -82,6 +82,7 @@ private slots:
     void badModelFolderKeepsCurrentModel();
     void settingsPersist();
     void runDisabledWhileModelLoads();
+    void loadProgressShown();
     void oldModelReleasedOnlyForAPackageThatPassedItsChecks();
     void closeDuringASlowModelLoadStopsIt();
     void aboutExplainsBundledModel();
@@ -204,9 +205,10 @@ void TestWindowModels::closeDuringASlowModelLoadStopsIt() {
     }
     QSignalSpy failed(m_w.get(), &MainWindow::modelFailed);
     m_w->openModelPackage(slow);
-    // The engine thread has started on it.
+    // The engine thread has started on it, and says so.
     QTRY_VERIFY_WITH_TIMEOUT(
-        child<QLabel>(m_w.get(), "statusModel")->text().startsWith("Loading model"), 60'000);
+        child<QLabel>(m_w.get(), "statusModel")->text().contains(": verifying the files ("),
+        60'000);
     m_w->close();
     QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 60'000);
     QVERIFY2(failed.at(0).at(0).toString().contains("cancelled"),
@@ -225,6 +227,44 @@ void TestWindowModels::runDisabledWhileModelLoads() {
     QVERIFY(!run->isEnabled());
     QTRY_COMPARE_WITH_TIMEOUT(reloaded.count(), 1, 60'000);
     QVERIFY(run->isEnabled());
+}
+
+void TestWindowModels::loadProgressShown() {
+    // While a model loads, the status bar says what the load is doing and how far it is:
+    // "Loading <name>: reading the vision encoder (45%)", in order, up to 100%.
+    EngineWorker* worker = MainWindowTester(m_w.get()).engineWorker();
+    auto* status = child<QLabel>(m_w.get(), "statusModel");
+    QObject context; // the connection ends with this test
+    QStringList shown;
+    // Delivered after the window's own handler of the same report (connected before), so the
+    // label holds what the window made of it.
+    connect(
+        worker, &EngineWorker::modelLoadProgress, &context, [&] { shown << status->text(); },
+        Qt::QueuedConnection);
+    const QString name = m_w->modelInfo().name();
+    QSignalSpy reloaded(m_w.get(), &MainWindow::modelReady);
+    m_w->setPrecision(florence::Precision::BFloat16); // the bundled model again
+    QTRY_COMPARE_WITH_TIMEOUT(reloaded.count(), 1, 60'000);
+    QVERIFY(!shown.isEmpty());
+    const QRegularExpression line(QStringLiteral("^Loading (.+): (.+) \\((\\d+)%\\)$"));
+    int last = -1;
+    QStringList doing;
+    for (const QString& text : shown) {
+        const QRegularExpressionMatch m = line.match(text);
+        QVERIFY2(m.hasMatch(), qPrintable(text));
+        QCOMPARE(m.captured(1), name);
+        const int percent = m.captured(3).toInt();
+        QVERIFY2(percent >= last && percent <= 100, qPrintable(shown.join(" | ")));
+        last = percent;
+        if (doing.isEmpty() || doing.back() != m.captured(2))
+            doing << m.captured(2);
+    }
+    QCOMPARE(last, 100);
+    QCOMPARE(doing, (QStringList{"verifying the files", "reading the vision encoder",
+                                 "reading the text encoder", "reading the decoder",
+                                 "preparing the weights"}));
+    // Loaded: the status bar names the model instead.
+    QVERIFY2(!status->text().startsWith("Loading"), qPrintable(status->text()));
 }
 
 void TestWindowModels::speedDemoModelsListed() {

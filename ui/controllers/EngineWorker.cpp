@@ -40,6 +40,9 @@ void EngineWorker::loadModel(const QString& packageDir, Precision precision, boo
             options.precision = choice->precision;
         }
         options.cancel = &m_stopLoading;
+        options.onProgress = [this, packageDir](LoadStage stage, double fraction) {
+            emit modelLoadProgress(packageDir, static_cast<int>(stage), fraction);
+        };
         // Peak memory is one model, not two. A package that its checks refuse (damaged, not
         // ours) never gets here, and the model in use keeps working.
         options.beforeModules = [this, &released] {
@@ -101,25 +104,25 @@ RunOutcome EngineWorker::runPass(const RunRequest& request, const GenerationOpti
     out.numBeams = options.numBeams;
     out.imageWidth = request.image->width;
     out.imageHeight = request.image->height;
-    out.result = m_session->generate(
-        req, options,
-        [&](const TokenEvent& e) {
-            TokenUpdate u;
-            u.runId = runId;
-            u.pass = pass;
-            u.event = e;
-            u.elapsedMs = msSince(start);
-            if (report == Report::Tokens)
-                emit tokenReady(u);
-            // An uncached repeat at base size takes half a minute: say how far it is.
-            if (report == Report::Progress &&
-                (lastProgressMs < 0 || msSince(start) - lastProgressMs >= 100)) {
-                lastProgressMs = static_cast<qint64>(msSince(start));
-                emit compareTokens(runId, pass, e.step + 1);
-            }
-            return true;
-        },
-        request.cancel.get());
+    GenerationOptions hooked = options;
+    hooked.cancel = request.cancel.get();
+    hooked.onToken = [&](const TokenEvent& e) {
+        TokenUpdate u;
+        u.runId = runId;
+        u.pass = pass;
+        u.event = e; // what this step added, not the text so far
+        u.elapsedMs = msSince(start);
+        if (report == Report::Tokens)
+            emit tokenReady(u);
+        // An uncached repeat at base size takes half a minute: say how far it is.
+        if (report == Report::Progress &&
+            (lastProgressMs < 0 || msSince(start) - lastProgressMs >= 100)) {
+            lastProgressMs = static_cast<qint64>(msSince(start));
+            emit compareTokens(runId, pass, e.step + 1);
+        }
+        return true;
+    };
+    out.result = m_session->generate(req, hooked);
     // Scores need the tokens and the tokenizer, which only this thread has.
     if (!out.result.generatedIds.empty())
         out.scored = parseResult(m_model->tokenizer(), request.task.toStdString(), out.result,
@@ -276,7 +279,10 @@ void EngineWorker::encodeImage(const EncodeRequest& request) {
         return;
     }
     try {
-        out.encoding = m_session->encodeImage(*request.image, request.cancel.get(), request.prompt);
+        EncodeOptions options;
+        options.prompt = request.prompt;
+        options.cancel = request.cancel.get();
+        out.encoding = m_session->encodeImage(*request.image, options);
     } catch (const std::exception& e) {
         out.error = QString::fromStdString(e.what());
     } catch (...) {

@@ -63,6 +63,9 @@ public slots:
 
 signals:
     void modelLoading(const QString& packageDir);
+    // How far the load of packageDir is: `stage` a florence::LoadStage, `fraction` of the whole
+    // load (0..1, 1 once it is loaded), at most about once per percent.
+    void modelLoadProgress(const QString& packageDir, int stage, double fraction);
     // Automatic precision is measuring one mode ("measuring int8") before the load.
     void precisionMeasuring(const QString& stage);
     void modelLoaded(const florence::ui::ModelInfo& info);

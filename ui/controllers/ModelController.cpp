@@ -11,6 +11,8 @@
 #include <QDir>
 #include <QLabel>
 
+#include <cmath>
+
 namespace florence::ui {
 
 namespace {
@@ -28,9 +30,10 @@ ModelController::ModelController(ModelCatalog* catalog, ControlPanel* panel, QLa
     connect(m_panel, &ControlPanel::modelActivated, this, &ModelController::onActivated);
     connect(m_panel, &ControlPanel::precisionChanged, this, &ModelController::onPrecisionChanged);
     connect(worker, &EngineWorker::modelLoading, this, &ModelController::onLoading);
+    connect(worker, &EngineWorker::modelLoadProgress, this, &ModelController::onLoadProgress);
     connect(worker, &EngineWorker::precisionMeasuring, this, [this](const QString& stage) {
-        m_status->setText(tr("Automatic precision: %1 on this CPU (once for this model)…")
-                              .arg(stage));
+        m_status->setText(
+            tr("Automatic precision: %1 on this CPU (once for this model)…").arg(stage));
     });
     connect(worker, &EngineWorker::modelLoaded, this, &ModelController::onLoaded);
     connect(worker, &EngineWorker::modelFailed, this, &ModelController::onFailed);
@@ -99,6 +102,7 @@ void ModelController::open(const QString& dir) {
     m_catalog->rememberFolder(dir);
     m_loading = true;
     m_requestedDir = dir;
+    m_requestedName = QString::fromStdString(m.name);
     // Queued behind any run still finishing on the engine thread; the worker never runs two
     // things at once.
     QMetaObject::invokeMethod(
@@ -113,9 +117,41 @@ void ModelController::open(const QString& dir) {
 void ModelController::onLoading(const QString& dir) {
     m_status->setText(tr("Loading model from %1…").arg(QDir::toNativeSeparators(dir)));
     const std::optional<Precision> chosen = m_panel->precision();
-    m_panel->setModelText(tr("Loading (%1)…")
-                              .arg(chosen ? QString::fromLatin1(precisionName(*chosen))
-                                          : tr("automatic precision")));
+    m_panel->setModelText(
+        tr("Loading (%1)…")
+            .arg(chosen ? QString::fromLatin1(precisionName(*chosen)) : tr("automatic precision")));
+}
+
+void ModelController::onLoadProgress(const QString& dir, int stage, double fraction) {
+    // A load that was replaced by another request still reports until it ends: not that one.
+    if (!m_loading || ModelCatalog::cleanDir(dir) != ModelCatalog::cleanDir(m_requestedDir))
+        return;
+    QString doing;
+    switch (static_cast<LoadStage>(stage)) {
+    case LoadStage::VerifyingFiles:
+        doing = tr("verifying the files");
+        break;
+    case LoadStage::ReadingVision:
+        doing = tr("reading the vision encoder");
+        break;
+    case LoadStage::ReadingTextEncoder:
+        doing = tr("reading the text encoder");
+        break;
+    case LoadStage::ReadingDecoder:
+        doing = tr("reading the decoder");
+        break;
+    case LoadStage::PreparingWeights:
+        doing = tr("preparing the weights");
+        break;
+    case LoadStage::Quantizing:
+        doing = tr("quantizing to int8");
+        break;
+    }
+    const QString name =
+        m_requestedName.isEmpty() ? QDir::toNativeSeparators(dir) : m_requestedName;
+    m_status->setText(tr("Loading %1: %2 (%3%)")
+                          .arg(name, doing)
+                          .arg(static_cast<int>(std::floor(fraction * 100))));
 }
 
 void ModelController::onLoaded(const ModelInfo& info) {

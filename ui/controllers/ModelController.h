@@ -36,6 +36,8 @@ public:
     std::optional<ModelInfo> loaded() const;
 
     void onLoading(const QString& dir);
+    // Shown in the status bar: "Loading Florence-2-base: reading the vision encoder (45%)".
+    void onLoadProgress(const QString& dir, int stage, double fraction);
     void onLoaded(const florence::ui::ModelInfo& info);
     void onFailed(const QString& dir, const QString& message);
     // A failed load had released the model in use: none is loaded now.
@@ -58,7 +60,8 @@ private:
     ControlPanel* m_panel;
     QLabel* m_status;
     EngineWorker* m_worker;
-    QString m_requestedDir; // the package last sent to the worker; "" before the first
+    QString m_requestedDir;  // the package last sent to the worker; "" before the first
+    QString m_requestedName; // its manifest's name
     ModelInfo m_info;
     bool m_ready = false;
     bool m_loading = false;

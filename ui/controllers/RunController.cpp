@@ -77,8 +77,12 @@ RunController::Accepted RunController::acceptToken(const TokenUpdate& u) {
         beginResults();
     ++m_tokensReceived;
     // Only the cached pass of a comparison is shown as the answer; both passes give the same.
-    if (u.pass == 0)
-        setAnswerText(u.event.text);
+    // A token brings what its step added; a pass's first step, or a beam search that switched
+    // hypothesis, starts the text again.
+    if (u.pass == 0) {
+        const TokenEvent& e = u.event;
+        setAnswerText(e.rewound || e.step == 0 ? e.textDelta : m_answerText + e.textDelta);
+    }
     return first ? Accepted::FirstOfRun : Accepted::Next;
 }
 

@@ -11,12 +11,14 @@
 //   params.existing = florence::ExistingResults::Skip;     // resume
 //   florence::FolderBatch folder(params);                   // throws florence::Error
 //   florence::Session session(model);
-//   florence::runImages(session, folder.pendingImages(), params.task, opts, 1,
-//       [&](const florence::ImageOutcome& o) {
-//           if (o.error.empty())
-//               folder.writeResult(o.path, o.answer, documentFor(o));  // temp file + rename
-//           return true;                                               // false stops
-//       });
+//   florence::ImageRunHooks hooks;
+//   hooks.onImageDone = [&](const florence::ImageOutcome& o) {
+//       if (o.error.empty())
+//           folder.writeResult(o.path, o.answer, documentFor(o));  // temp file + rename
+//       return true;                                               // false stops
+//   };
+//   opts.cancel = &stopFlag;                                       // stops between images too
+//   florence::runImages(session, folder.pendingImages(), params.task, opts, 1, hooks);
 //   folder.writeCoco();
 #pragma once
 
@@ -87,8 +89,8 @@ struct FolderJobParams {
     CaptionOptions caption; // for kCaptionFile
     // How the images are answered (FolderJob; FolderBatch does not read these).
     GenerationSettings settings; // applied to the model's defaults
-    int batchSize = 1;         // images decoded and run together
-    DecodeOptions decode;      // e.g. whether a photo's EXIF orientation is applied
+    int batchSize = 1;           // images decoded and run together
+    DecodeOptions decode;        // e.g. whether a photo's EXIF orientation is applied
 };
 
 // Image files a folder holds (PNG, JPEG, BMP, TIFF, WebP by name, any letter case), sorted by
@@ -184,14 +186,21 @@ using ImageStartCallback =
 // Called once per image as it completes, in list order; return false to stop.
 using ImageDoneCallback = std::function<bool(const ImageOutcome& outcome)>;
 
+// What runImages reports; it stops at the options' cancel (GenerationOptions::cancel).
+struct ImageRunHooks {
+    ImageStartCallback onImageStarted; // optional
+    ImageDoneCallback onImageDone;     // optional
+};
+
 // Answers `task` on each image: decodes `batchSize` images, runs them (generateBatch), hands
-// each answer to `onDone` and drops the images before the next ones are decoded. An image that
-// cannot be read, or whose prompt cannot be built, is reported with its error and never stops
-// the run. Stops between images when `cancel` is set; the image interrupted mid-generation is
-// not reported. Returns the number of images reported.
+// each answer to hooks.onImageDone and drops the images before the next ones are decoded. An
+// image that cannot be read, or whose prompt cannot be built, is reported with its error and
+// never stops the run. Stops between images, and mid-generation, when options.cancel is set;
+// the image interrupted mid-generation is not reported. options.onToken hears each image's
+// steps, TokenEvent::index being the image's position in `paths`. Returns the number of images
+// reported.
 size_t runImages(Session& session, const std::vector<std::string>& paths, const TaskRequest& task,
-                 const GenerationOptions& options, int batchSize, const ImageDoneCallback& onDone,
-                 const std::atomic<bool>* cancel = nullptr, const ImageStartCallback& onStart = {},
+                 const GenerationOptions& options, int batchSize, const ImageRunHooks& hooks,
                  const DecodeOptions& decode = {});
 
 } // namespace florence

@@ -9,10 +9,12 @@
 //                                      req.image->height);
 //   florence::GenerationOptions opts = model->defaultOptions();
 //   opts.useCache = true;
-//   florence::Result r = session.generate(req, opts, [](const florence::TokenEvent& e) {
-//       std::cerr << e.textDelta;
+//   opts.cancel = &stopFlag;  // set from another thread to stop
+//   opts.onToken = [](const florence::TokenEvent& e) {
+//       std::cerr << (e.rewound ? "\n" : "") << e.textDelta;
 //       return true;  // false stops generation
-//   });
+//   };
+//   florence::Result r = session.generate(req, opts);
 #pragma once
 
 #include <florence/error.h>
@@ -46,6 +48,21 @@ enum class Precision {
 // "float32" / "bfloat16" / "int8"
 const char* precisionName(Precision p);
 
+// What Model::load is doing, in the order it does it.
+enum class LoadStage {
+    VerifyingFiles,     // the files' sizes and checksums, and the modules' code
+    ReadingVision,      // vision.pt into memory
+    ReadingTextEncoder, // text_encoder.pt
+    ReadingDecoder,     // decoder.pt
+    PreparingWeights,   // generated and shared weights filled in, checked
+    Quantizing,         // int8 weights made from the float32 ones (Precision::Int8 only)
+};
+// "verifying the files", "reading the vision encoder", …: for a status line.
+const char* loadStageName(LoadStage stage);
+// `fraction` is of the whole load (weighted by the bytes each stage reads): 0..1, never
+// decreasing, and 1 exactly once, when the model is ready.
+using LoadProgressCallback = std::function<void(LoadStage stage, double fraction)>;
+
 struct LoadOptions {
     int threads = 0; // intra-op threads; 0 = all cores of the machine
     Precision precision = Precision::Float32;
@@ -53,32 +70,26 @@ struct LoadOptions {
     // a module's archive and between generated parameters): load() then throws EngineError
     // "… was cancelled".
     const std::atomic<bool>* cancel = nullptr;
+    // Called on the loading thread as the load advances, at most about once per percent.
+    LoadProgressCallback onProgress = nullptr;
     // Called once the package's files are verified and its code checked, just before the
     // modules are read into memory: a caller replacing a model releases the old one here, so the
     // two are never in memory together, while a package refused by the checks leaves it alone.
     std::function<void()> beforeModules = nullptr;
 };
 
-struct GenerationOptions {
-    int numBeams = 3;          // 1 = greedy search
-    int maxNewTokens = kDefaultMaxNewTokens; // new tokens after the decoder start token, </s> included
-    bool useCache = true;      // false: the whole prefix runs through the decoder at every step
-    int noRepeatNgramSize = 3; // 0 disables the n-gram ban
-    double lengthPenalty = 1.0; // beam hypotheses are scored sum(logprob) / length^penalty
-    bool earlyStopping = true;  // beam search ends once num_beams hypotheses are finished
-    bool ignoreEos = false;     // keep generating to maxNewTokens (benchmarks)
-    bool reuseFeatures = true;  // reuse the image features of the same image from an earlier run
-};
-
-// Reported once per decoding step.
+// Reported once per decoding step of one request, with what the step added (CTranslate2's
+// GenerationStepResult): whoever shows the whole text appends the deltas.
 struct TokenEvent {
-    int step = 0;          // 0-based decoding step
-    int64_t id = 0;        // token appended to the best hypothesis at this step
-    std::string textDelta; // text to append to what was reported so far
-    bool rewound = false;  // beam search switched hypothesis: `text` replaces all earlier text
-    std::string text;      // the best hypothesis so far, decoded
-    std::vector<int64_t> sequence; // the best hypothesis so far, decoder start token included
-    double stepMs = 0;             // wall time of this step
+    size_t index = 0; // the request's position in generateBatch's list; 0 for generate()
+    int step = 0;     // 0-based decoding step
+    int64_t id = 0;   // token appended to the best hypothesis at this step
+    // Text to append to what was reported so far; whole characters only. When `rewound`, the
+    // whole text of the new best hypothesis, which replaces everything reported before (beam
+    // search switched hypothesis: rare, so the whole text then is cheap).
+    std::string textDelta;
+    bool rewound = false;
+    double stepMs = 0; // wall time of this step
     // The stages before decoding, known from the first token on (0 for a stage that was
     // skipped, e.g. the vision encoder when features were reused).
     double preprocessMs = 0;
@@ -87,8 +98,27 @@ struct TokenEvent {
 };
 // Return false to stop generation after this step.
 using TokenCallback = std::function<bool(const TokenEvent&)>;
-// The same for a batch: `index` is the request's position in the batch.
-using BatchTokenCallback = std::function<bool(size_t index, const TokenEvent&)>;
+
+struct GenerationOptions {
+    int numBeams = 3; // 1 = greedy search
+    int maxNewTokens =
+        kDefaultMaxNewTokens;   // new tokens after the decoder start token, </s> included
+    bool useCache = true;       // false: the whole prefix runs through the decoder at every step
+    int noRepeatNgramSize = 3;  // 0 disables the n-gram ban
+    double lengthPenalty = 1.0; // beam hypotheses are scored sum(logprob) / length^penalty
+    bool earlyStopping = true;  // beam search ends once num_beams hypotheses are finished
+    bool ignoreEos = false;     // keep generating to maxNewTokens (benchmarks)
+    bool reuseFeatures = true;  // reuse the image features of the same image from an earlier run
+
+    // The run's hooks, called on the thread that runs it (whisper's whisper_full_params).
+    // After every decoding step of every request; false stops that request's generation,
+    // which returns what it has with Result::cancelled set. Null: nothing is decoded to text
+    // while generating.
+    TokenCallback onToken = nullptr;
+    // Set from another thread to stop: checked between the stages and before every decoding
+    // step; a cancelled run returns what was generated so far with Result::cancelled set.
+    const std::atomic<bool>* cancel = nullptr;
+};
 
 struct Timings {
     double preprocessMs = 0;     // image resize and normalization
@@ -102,6 +132,15 @@ struct Timings {
     // The text encoder's output for this image and prompt came from Session::encodeImage (run
     // ahead of the request); textEncoderMs is then 0 and featuresReused set.
     bool promptReused = false;
+};
+
+// What Session::encodeImage is asked to do beside the image.
+struct EncodeOptions {
+    // The task's prompt, whose text encoder output is made ready too; empty: the image alone.
+    std::string prompt;
+    // Set from another thread to skip what is not done yet (checked before preprocessing,
+    // the vision encoder and the text encoder): the encoding then comes back `cancelled`.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 // What Session::encodeImage did.
@@ -214,31 +253,26 @@ public:
 
     const Model& model() const { return *m_model; }
 
-    // Runs one request. `cancel`, when set, is checked between the stages and before every
-    // decoding step; a cancelled run returns what was generated so far with `cancelled` set.
+    // Runs one request, reporting its steps to options.onToken and stopping at options.cancel.
     // Throws EngineError or ImageError.
-    Result generate(const Request& request, const GenerationOptions& options,
-                    const TokenCallback& onToken = {}, const std::atomic<bool>* cancel = nullptr);
+    Result generate(const Request& request, const GenerationOptions& options);
 
     // Several requests decoded together: images through the vision encoder as one batch,
     // prompts padded to the longest with a mask that keeps the padding out of attention, greedy
     // decoding of all rows at once. Each result equals what generate() gives for its request.
     // With beams > 1 the requests run one after another. Timings other than the steps are the
-    // batch's.
+    // batch's. options.onToken hears every request's steps (TokenEvent::index says whose);
+    // options.cancel stops them all.
     std::vector<Result> generateBatch(const std::vector<Request>& requests,
-                                      const GenerationOptions& options,
-                                      const BatchTokenCallback& onToken = {},
-                                      const std::atomic<bool>* cancel = nullptr);
+                                      const GenerationOptions& options);
 
     // Runs the vision encoder on `image` ahead of a request, keeping its features for the next
     // runs on the same image (GenerationOptions::reuseFeatures), so the first token of a run
-    // does not wait for the encoder. `cancel` is checked before preprocessing and before the
-    // encoder.
-    // With a `prompt` (the task the user has chosen) the text encoder runs ahead too, so that
+    // does not wait for the encoder.
+    // With a prompt (the task the user has chosen) the text encoder runs ahead too, so that
     // a run of exactly that prompt on the image starts decoding at once (Timings::promptReused);
-    // the session keeps the last image's and prompt's. `cancel` is also checked before it.
-    ImageEncoding encodeImage(const RgbImage& image, const std::atomic<bool>* cancel = nullptr,
-                              const std::string& prompt = {});
+    // the session keeps the last image's and prompt's.
+    ImageEncoding encodeImage(const RgbImage& image, const EncodeOptions& options = {});
 
     // Diagnostics (parity tests): the stages on their own.
     FloatArray imageFeatures(const std::vector<float>& pixelValues);
@@ -250,10 +284,9 @@ public:
                              const std::vector<int64_t>& decoderIds);
 
 private:
+    // `firstIndex`: the TokenEvent::index of requests[0].
     std::vector<Result> generateRows(const std::vector<Request>& requests,
-                                     const GenerationOptions& options,
-                                     const BatchTokenCallback& onToken,
-                                     const std::atomic<bool>* cancel);
+                                     const GenerationOptions& options, size_t firstIndex);
     // encodeImage's text encoder output when it is for this one request's image and prompt.
     const PromptEncoding* promptEncodedAhead(const std::vector<Request>& requests,
                                              const GenerationOptions& options,

@@ -11,6 +11,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -113,13 +114,20 @@ struct Manifest {
 // ids must be below the vocabulary size, dimensions positive and bounded, every file needs a
 // size and a SHA-256).
 Manifest readManifest(const std::string& dir);
+struct VerifyOptions {
+    // Files verified before (same device, inode, size, modification and status-change times
+    // and expected hash, recorded in the user's cache folder) are not hashed again.
+    bool useRecord = true;
+    // Set from another thread to stop the hashing with a PackageError "… was cancelled".
+    const std::atomic<bool>* cancel = nullptr;
+    // The share of the listed bytes checked so far, 0..1 (a file found in the record counts as
+    // checked at once); called as each megabyte is hashed and once at 1.
+    std::function<void(double fraction)> onProgress = nullptr;
+};
+
 // Checks every listed file is a regular file with its size and checksum (reading exactly the
-// stated size); throws PackageError naming the first file that does not. With `useRecord`,
-// files verified before (same device, inode, size, modification and status-change times and
-// expected hash, recorded in the user's cache folder) are not hashed again. Setting `cancel`
-// stops the hashing with a PackageError.
-void verifyPackageFiles(const Manifest& manifest, bool useRecord = true,
-                        const std::atomic<bool>* cancel = nullptr);
+// stated size); throws PackageError naming the first file that does not.
+void verifyPackageFiles(const Manifest& manifest, const VerifyOptions& options = {});
 
 std::string sha256File(const std::string& path);
 
