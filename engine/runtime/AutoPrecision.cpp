@@ -1,5 +1,5 @@
-// The torch-free half of <florence/auto_precision.h>: the rule that picks a precision from the
-// measurements, the setting's words, and the cache file of measurements.
+// The rule half of <florence/auto_precision.h>: the choice of a precision from the measurements
+// (no LibTorch call, so its test needs no model) and the cache file of measurements.
 #include <florence/auto_precision.h>
 #include <florence/generation_settings.h>
 
@@ -18,18 +18,6 @@
 namespace florence {
 
 namespace {
-
-// precisionName() without florence_engine (which defines it), so that this file stays torch-free.
-const char* modeName(Precision p) {
-    switch (p) {
-    case Precision::BFloat16:
-        return "bfloat16";
-    case Precision::Int8:
-        return "int8";
-    default:
-        return "float32";
-    }
-}
 
 std::string fixed(double v, int decimals) {
     char buf[32];
@@ -85,7 +73,7 @@ PrecisionChoice choosePrecision(const PrecisionProbe& probe) {
             best = t;
             bestCost = o.cost;
         } else if (!o.accurate && t->error.empty() && o.cost <= kAutomaticMaxCost) {
-            rejected += std::string(rejected.empty() ? "" : "; ") + modeName(p) +
+            rejected += std::string(rejected.empty() ? "" : "; ") + precisionName(p) +
                         " would be faster but changes the answers (logits cosine " +
                         fixed(t->logitsCosine, 4) + ")";
         }
@@ -93,7 +81,7 @@ PrecisionChoice choosePrecision(const PrecisionProbe& probe) {
     const std::string answer = "an answer of " + std::to_string(kAutomaticAnswerTokens) + " tokens";
     if (best) {
         choice.precision = best->precision;
-        choice.reason = std::string("Automatic precision: ") + modeName(best->precision) +
+        choice.reason = std::string("Automatic precision: ") + precisionName(best->precision) +
                         ", " + answer + " takes " + fixed(bestCost, 2) +
                         "x float32's time on this CPU, logits cosine " +
                         fixed(best->logitsCosine, 4) + " against float32";
@@ -103,7 +91,7 @@ PrecisionChoice choosePrecision(const PrecisionProbe& probe) {
         std::string costs;
         for (const PrecisionOption& o : choice.options)
             if (o.precision != Precision::Float32 && o.accurate)
-                costs += std::string(costs.empty() ? " (" : ", ") + modeName(o.precision) +
+                costs += std::string(costs.empty() ? " (" : ", ") + precisionName(o.precision) +
                          " " + fixed(o.cost, 2) + "x";
         if (!costs.empty())
             choice.reason += costs + " float32's time for " + answer + ")";
@@ -135,7 +123,7 @@ QJsonArray readProbes() {
 QJsonObject toJson(const PrecisionProbe& probe) {
     QJsonArray trials;
     for (const PrecisionTrial& t : probe.trials)
-        trials.append(QJsonObject{{"precision", modeName(t.precision)},
+        trials.append(QJsonObject{{"precision", precisionName(t.precision)},
                                   {"first_token_ms", t.firstTokenMs},
                                   {"step_ms", t.stepMs},
                                   {"logits_cosine", t.logitsCosine},

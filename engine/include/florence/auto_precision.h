@@ -8,8 +8,8 @@
 //   florence::LoadOptions lo{threads, c.precision};
 //   std::cerr << c.reason << "\n"; // "Automatic precision: int8 (…)"
 //
-// choosePrecision() is the rule alone, torch-free (florence_core); the probe and the cache
-// lookup that call it are in florence_engine.
+// choosePrecision() is the rule alone, a pure function of the measurements; the probe
+// (PrecisionProbe.cpp) loads the package in each precision to make them.
 #pragma once
 
 #include <florence/engine.h>
@@ -78,13 +78,13 @@ std::optional<PrecisionProbe> cachedPrecisionProbe(const std::string& cpu,
 // written (the choice then holds for this process only).
 bool storePrecisionProbe(const PrecisionProbe& probe);
 
-// The keys (florence_engine). The CPU's: its model name, the instruction sets the kernels use,
+// The keys. The CPU's: its model name, the instruction sets the kernels use,
 // the runtime line (LibTorch, threads, BLAS, kernel path) and the program's version. The
 // package's: the manifest's name and a digest of the manifest, which lists every file's digest.
 std::string precisionProbeCpuKey();
 std::string precisionProbePackageKey(const std::string& packageDir);
 
-// Loads the package once in each precision and measures it (florence_engine). `progress` gets
+// Loads the package once in each precision and measures it. `progress` gets
 // one line per stage ("measuring int8"). Throws EngineError when float32 itself cannot run,
 // or "… was cancelled" when `cancel` is set.
 PrecisionProbe probePrecisions(const std::string& packageDir, int threads,
