@@ -14,6 +14,8 @@
 #include <florence/paths.h>
 #include <florence/tasks.h>
 
+#include "KernelPath.h"
+
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
@@ -543,7 +545,11 @@ void TestDemoModel::reducedPrecisionMatchesFloat32() {
     if (floatEncoders && !accurate)
         QSKIP("this CPU's bfloat16 products are inaccurate: the rows above ran float32 encoders");
     const std::shared_ptr<const Model>& model = reduced(p, floatEncoders);
-    const bool lowEncoders = accurate && !floatEncoders;
+    // int8 on the AVX2 kernel class keeps the encoders float32 whatever their bfloat16 products
+    // (only their large products take int8, and the demo model has none that large).
+    const bool int8Avx2 =
+        p == Precision::Int8 && florence::ops::kernelPath() == florence::ops::KernelPath::Avx2;
+    const bool lowEncoders = accurate && !floatEncoders && !int8Avx2;
     QCOMPARE(int(model->encoderPrecision()), int(lowEncoders ? p : Precision::Float32));
     QCOMPARE(model->precisionNote().empty(), lowEncoders);
     const QDir scenes(QString::fromStdString(samplesDir()) + "/scenes");
