@@ -126,27 +126,8 @@ void ModelController::onLoadProgress(const QString& dir, int stage, double fract
     // A load that was replaced by another request still reports until it ends: not that one.
     if (!m_loading || ModelCatalog::cleanDir(dir) != ModelCatalog::cleanDir(m_requestedDir))
         return;
-    QString doing;
-    switch (static_cast<LoadStage>(stage)) {
-    case LoadStage::VerifyingFiles:
-        doing = tr("verifying the files");
-        break;
-    case LoadStage::ReadingVision:
-        doing = tr("reading the vision encoder");
-        break;
-    case LoadStage::ReadingTextEncoder:
-        doing = tr("reading the text encoder");
-        break;
-    case LoadStage::ReadingDecoder:
-        doing = tr("reading the decoder");
-        break;
-    case LoadStage::PreparingWeights:
-        doing = tr("preparing the weights");
-        break;
-    case LoadStage::Quantizing:
-        doing = tr("quantizing to int8");
-        break;
-    }
+    // The engine's words for the stage ("reading the vision encoder").
+    const QString doing = QString::fromLatin1(loadStageName(static_cast<LoadStage>(stage)));
     const QString name =
         m_requestedName.isEmpty() ? QDir::toNativeSeparators(dir) : m_requestedName;
     m_status->setText(tr("Loading %1: %2 (%3%)")
