@@ -23,10 +23,8 @@ torch::Tensor quantizeInt8(const torch::Tensor& weight) {
                                     torch::kQInt8);
 }
 
-} // namespace
-
-namespace {
-
+// The encoder blocks' switch between bfloat16 and float32 activations around int8 products
+// (the model code's attribute; cleared for the AVX2 path's float32 activations).
 constexpr const char* kLowActivations = "low_activations";
 
 } // namespace
