@@ -10,4 +10,7 @@ build="${BUILD_DIR:-$root/build}"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build "$build" -j "$(nproc)"
 cd "$build"
-ctest --output-on-failure --timeout 1200 -j 1
+# As many suites at once as there are cores: much of a suite's time is spent starting processes,
+# importing Python's torch and waiting on them, which another suite fills (the longest start
+# first: see FLORENCE_TEST_COSTS in tests/CMakeLists.txt). No test measures time.
+ctest --output-on-failure --timeout 1200 -j "$(nproc)"
