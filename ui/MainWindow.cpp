@@ -10,7 +10,6 @@
 #include "Settings.h"
 #include "StatusLabels.h"
 #include "Theme.h"
-#include "controllers/EncodeAhead.h"
 #include "controllers/EngineWorker.h"
 #include "controllers/ModelController.h"
 #include "controllers/RunController.h"
@@ -19,8 +18,8 @@
 #include "dialogs/ImportDialog.h"
 #include "dialogs/ProcessFolderDialog.h"
 #include "images/ImageFiles.h"
-#include "images/ImageOpener.h"
 #include "images/StartupReopen.h"
+#include "images/WindowImage.h"
 #include "presentation/AnswerDisplay.h"
 #include "presentation/Scores.h"
 #include "widgets/CompareView.h"
@@ -39,14 +38,16 @@
 #include <QClipboard>
 #include <QCloseEvent>
 #include <QDir>
+#include <QDragEnterEvent>
+#include <QDropEvent>
 #include <QFileInfo>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QMimeData>
 #include <QSignalBlocker>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
-#include <QTimer>
 
 // The icons live in a static library, whose resource initializer the linker would drop.
 static void initUiResources() {
@@ -90,7 +91,6 @@ MainWindow::MainWindow(QWidget* parent)
     m_recent = new RecentFiles(m_actions->recent, this);
     connect(m_recent, &RecentFiles::chosen, this, &MainWindow::openImageFile);
     connectActions();
-    connectImageOpener();
 
     m_worker = std::make_unique<EngineWorker>();
     m_thread = makeWorkerThread(QStringLiteral("engine"));
@@ -117,7 +117,7 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_modelCtl, &ModelController::ready, this, &MainWindow::modelReady);
     connect(m_modelCtl, &ModelController::failed, this, &MainWindow::modelFailed);
     m_runView->follow(m_worker.get());
-    connectEncodeAhead();
+    connectImages();
     m_thread->start();
 
     restoreSettings();
@@ -185,7 +185,7 @@ void MainWindow::connectActions() {
     // The image on screen is opened again in the chosen frame: an answer in the other frame
     // would point at the wrong pixels.
     connect(a.exifRotate, &QAction::toggled, this, [this](bool on) {
-        m_opener->setExifRotate(on);
+        m_images->setExifRotate(on);
         if (!m_imagePath.isEmpty())
             openImageFile(m_imagePath);
     });
@@ -275,14 +275,14 @@ void MainWindow::restoreSettings() {
         const QSignalBlocker quiet(m_actions->exifRotate); // nothing is open yet
         m_actions->exifRotate->setChecked(p.exifRotate);
     }
-    m_opener->setExifRotate(p.exifRotate);
+    m_images->setExifRotate(p.exifRotate);
     // "system" leaves the application's look alone (the command line may have chosen one).
     m_actions->checkTheme(themeFromName(p.theme));
     if (m_actions->checkedTheme() != Theme::System)
         applyTheme(m_actions->checkedTheme());
     // Not an image that froze or failed the last time it was opened here (images/StartupReopen.h).
     if (!p.lastImage.isEmpty() && QFileInfo::exists(p.lastImage))
-        m_opener->openAtStartup(p.lastImage);
+        m_images->openAtStartup(p.lastImage);
 }
 
 void MainWindow::saveSettings() const {
@@ -316,6 +316,116 @@ void MainWindow::showEvent(QShowEvent* event) {
 }
 
 // ------------------------------------------------------------------------------------------
+// Images: opened off the GUI thread and encoded ahead of Run (images/WindowImage.h)
+
+void MainWindow::connectImages() {
+    const auto current = [this] { return WindowImage::EncodeInput{m_image, promptToEncode()}; };
+    m_images = new WindowImage(m_worker.get(), m_modelCtl, current, this);
+    connect(m_images, &WindowImage::opening, this, [this](const QString& name) {
+        statusBar()->showMessage(tr("Opening %1…").arg(name));
+        updateActions();
+    });
+    connect(m_images, &WindowImage::opened, this, [this](const DecodedImage& d) {
+        if (!d.path.isEmpty()) {
+            m_files->setLastFolder(QFileInfo(d.path).absolutePath());
+            m_recent->add(d.path);
+        }
+        setImage(d.image, d.path, d.name);
+        emit imageOpened(d.name);
+    });
+    connect(m_images, &WindowImage::failed, this, [this](const QString& message) {
+        // The image, task and results on screen stay as they were.
+        showMessage(message, true);
+        updateActions();
+        emit imageFailed(message);
+    });
+    connect(m_images, &WindowImage::encoded, this, [this](double visionMs, double textMs) {
+        m_latency->setEncodedBeforeRun(visionMs, textMs);
+        statusBar()->showMessage(WindowImage::readyMessage(visionMs, textMs), 8000);
+        // A run queued behind this encode goes on to the next stage.
+        if (m_runView->awaitingFirstToken() && m_run->kind() == RunKind::Single)
+            m_runView->setPhase(
+                m_images->waitingPhase(isModelReady(), RunKind::Single, m_run->lastPrompt()));
+        emit imageReady(visionMs, textMs);
+    });
+}
+
+std::string MainWindow::promptToEncode() const {
+    QString error;
+    const std::optional<std::string> prompt = currentPrompt(&error);
+    return prompt ? *prompt : std::string();
+}
+
+bool MainWindow::openImageFile(const QString& path) {
+    return m_images->openFile(path);
+}
+
+bool MainWindow::openImageData(const QImage& image, const QString& name) {
+    QString why;
+    const bool opening = m_images->openData(image, name, &why);
+    if (!why.isEmpty())
+        showMessage(why, true);
+    return opening;
+}
+
+bool MainWindow::openMimeData(const QMimeData* mime) {
+    QString why;
+    const bool opening = m_images->openMime(mime, &why);
+    if (!why.isEmpty())
+        showMessage(why, true);
+    return opening;
+}
+
+void MainWindow::setImage(std::shared_ptr<const RgbImage> image, const QString& path,
+                          const QString& name) {
+    if (isRunning()) {
+        // The answer would belong to the previous image: stop it and ignore what it still sends.
+        m_run->cancel();
+        m_runView->end(tr("Cancelled: another image was opened"), true);
+    }
+    m_image = std::move(image);
+    m_imagePath = path;
+    m_imageName = name;
+    m_view->setImage(toQImage(*m_image));
+    m_latency->setEncodedBeforeRun(-1, -1);
+    m_region.reset();
+    m_images->encode(); // queued behind a model load, ahead of any run
+    // Nothing of the previous image's answer, charts or status stays.
+    m_run->clearAnswer();
+    m_runView->clear();
+    statusBar()->clearMessage();
+    onTaskInputChanged();
+    setWindowTitle(tr("%1 — Florence Studio").arg(name));
+    showMessage(tr("%1: %2 × %3 pixels").arg(name).arg(m_image->width).arg(m_image->height));
+    updateActions();
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    if (event->mimeData()->hasUrls() || event->mimeData()->hasImage())
+        event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    if (openMimeData(event->mimeData()))
+        event->acceptProposedAction();
+}
+
+bool MainWindow::openFirstRunSample(const QString& samplesDir) {
+    const QString sample = firstRunImage(samplesDir);
+    if (sample.isEmpty() || !openImageFile(sample))
+        return false;
+    if (isSampleScene(sample)) {
+        setTask(QStringLiteral("<CAPTION>"));
+        // Once the scene is shown; the run is queued behind the model load on the engine thread.
+        afterImageOpens([this, sample] {
+            if (m_imagePath == QFileInfo(sample).absoluteFilePath())
+                startRun();
+        });
+    }
+    return true;
+}
+
+// ------------------------------------------------------------------------------------------
 // Task and region
 
 void MainWindow::setRegion(const QRectF& imageRect) {
@@ -343,8 +453,8 @@ void MainWindow::onTaskInputChanged() {
     const std::optional<std::string> prompt = currentPrompt(&error);
     m_panel->setPrompt(prompt ? readablePrompt(*prompt, imageSize().width(), imageSize().height())
                               : tr("(%1)").arg(error));
-    if (m_image && m_promptEncodeTimer && prompt.value_or(std::string()) != m_encoder->prompt())
-        m_promptEncodeTimer->start();
+    if (m_image && m_images)
+        m_images->promptChanged(prompt.value_or(std::string()));
     updateActions();
 }
 
@@ -376,8 +486,7 @@ bool MainWindow::startRequest(RunKind kind) {
     }
     // The loaded package's defaults with what the user changed, as the CLI runs them.
     const RunRequest r = m_run->start(kind, currentTask(), *prompt, m_image, m_imageName,
-                                      m_panel->options(),
-                                      taskRegion(currentTask(), m_region));
+                                      m_panel->options(), taskRegion(currentTask(), m_region));
     m_runTaskText = taskInfo(currentTask().toStdString()).input == TaskInput::Text
                         ? m_panel->taskText().trimmed()
                         : QString();
@@ -385,7 +494,7 @@ bool MainWindow::startRequest(RunKind kind) {
     QMetaObject::invokeMethod(
         m_worker.get(), [w = m_worker.get(), r] { w->run(r); }, Qt::QueuedConnection);
     showMessage(QString()); // an earlier error no longer applies
-    m_runView->started(kind, currentTask(), waitingPhase(kind, *prompt));
+    m_runView->started(kind, currentTask(), m_images->waitingPhase(isModelReady(), kind, *prompt));
     updateActions();
     return true;
 }
@@ -500,7 +609,7 @@ void MainWindow::updateActions() {
     // Not while a model loads: the run would use the old model and its defaults.
     // Nor while an image opens: the run would be cancelled when it arrives.
     const bool canRun =
-        hasImage() && !m_modelCtl->isLoading() && !m_opener->isPending() && !isProcessingFolder();
+        hasImage() && !m_modelCtl->isLoading() && !m_images->isOpening() && !isProcessingFolder();
     m_actions->run->setEnabled(canRun);
     m_actions->compare->setEnabled(canRun);
     m_panel->setRunState(canRun, running);
@@ -541,6 +650,123 @@ ProcessFolderDialog* MainWindow::showProcessFolderDialog() {
 
 bool MainWindow::isProcessingFolder() const {
     return m_folderDialog && m_folderDialog->isRunning();
+}
+
+// ------------------------------------------------------------------------------------------
+// What the command line (app/gui/main.cpp) and the tests ask of the window and set on it,
+// forwarded to the panels and controllers that own the state
+
+void MainWindow::fitToScreen() {
+    ui::fitToScreen(this);
+}
+
+void MainWindow::loadDefaultModel() {
+    m_modelCtl->openBundled();
+}
+
+void MainWindow::openModelPackage(const QString& dir) {
+    m_modelCtl->open(dir);
+}
+
+bool MainWindow::isModelReady() const {
+    return m_modelCtl->isReady();
+}
+
+const ModelInfo& MainWindow::modelInfo() const {
+    return m_modelCtl->info();
+}
+
+std::optional<Precision> MainWindow::chosenPrecision() const {
+    return m_panel->precision();
+}
+
+void MainWindow::setPrecision(Precision precision) {
+    m_panel->setPrecision(precision); // reloads the model, as when the user picks it
+}
+
+bool MainWindow::isRunning() const {
+    return m_run->isRunning();
+}
+
+QString MainWindow::lastPrompt() const {
+    return QString::fromStdString(m_run->lastPrompt());
+}
+
+const GenerationOptions& MainWindow::lastOptions() const {
+    return m_run->lastOptions();
+}
+
+const ParsedAnswer& MainWindow::answer() const {
+    return m_run->answer();
+}
+
+int MainWindow::tokensReceived() const {
+    return m_run->tokensReceived();
+}
+
+QStringList MainWindow::recentFiles() const {
+    return m_recent->paths();
+}
+
+QSize MainWindow::imageSize() const {
+    return m_image ? QSize(m_image->width, m_image->height) : QSize();
+}
+
+bool MainWindow::isOpeningImage() const {
+    return m_images->isOpening();
+}
+
+void MainWindow::afterImageOpens(std::function<void()> f) {
+    m_images->afterOpens(std::move(f));
+}
+
+QString MainWindow::currentTask() const {
+    return m_panel->task();
+}
+
+void MainWindow::setTask(const QString& token) {
+    if (!m_panel->setTask(token))
+        showMessage(tr("Unknown task %1").arg(token), true);
+}
+
+void MainWindow::setTaskText(const QString& text) {
+    m_panel->setTaskText(text);
+}
+
+QString MainWindow::messageText() const {
+    return m_panel->message();
+}
+
+QString MainWindow::firstRunImage(const QString& samplesDir) {
+    return ui::firstRunImage(samplesDir);
+}
+
+QString MainWindow::aboutText() const {
+    return AboutDialog::text(m_modelCtl->loaded());
+}
+
+QString MainWindow::shortcutsText() const {
+    return m_actions->shortcutsText();
+}
+
+void MainWindow::setMaxNewTokens(int n) {
+    m_panel->setMaxNewTokens(n);
+}
+
+int MainWindow::maxNewTokens() const {
+    return m_panel->maxNewTokens();
+}
+
+void MainWindow::setBeams(int n) {
+    m_panel->setBeams(n);
+}
+
+History* MainWindow::history() const {
+    return m_historyDock->history();
+}
+
+HistoryPanel* MainWindow::historyPanel() const {
+    return m_historyDock->panel();
 }
 
 } // namespace florence::ui

@@ -10,8 +10,9 @@
 //
 // Tests drive the same public slots the menus use, and replace the file dialogs with
 // setFileChooser(). Run bookkeeping is RunController's, preferences Settings', the model list
-// ModelCatalog's, the actions MainActions', the right-hand panel ControlPanel's; this class
-// lays them out and wires them together.
+// ModelCatalog's, the actions MainActions', the right-hand panel ControlPanel's, the image on
+// its way in (opened, encoded ahead of Run) WindowImage's; this class lays them out and wires
+// them together.
 #pragma once
 
 #include "FileDialogs.h"
@@ -32,7 +33,6 @@
 class QMimeData;
 class QSplitter;
 class QTabWidget;
-class QTimer;
 
 namespace florence::ui {
 
@@ -42,8 +42,6 @@ class EngineWorker;
 class History;
 class HistoryDock;
 class HistoryPanel;
-class EncodeAhead;
-class ImageOpener;
 class ImageView;
 class ImportDialog;
 class ProcessFolderDialog;
@@ -54,6 +52,7 @@ class ResultsPanel;
 class RunController;
 class RecentFiles;
 class RunView;
+class WindowImage;
 struct MainActions;
 struct StatusLabels;
 
@@ -173,8 +172,8 @@ protected:
 private:
     void connectActions();
     void createCentral();
-    void connectImageOpener();
-    void connectEncodeAhead();
+    // The image opened off the GUI thread and encoded ahead of Run, shown when it arrives.
+    void connectImages();
     void restoreSettings();
     void saveSettings() const;
     void onTaskInputChanged();
@@ -183,8 +182,6 @@ private:
     // What the encoder runs ahead of Run with the image: the prompt Run would send now, or ""
     // while the task lacks its input.
     std::string promptToEncode() const;
-    // What a run of `prompt` waits for before its first token, in words ("Reading the image…").
-    QString waitingPhase(RunKind kind, const std::string& prompt) const;
     bool startRequest(RunKind kind);
     void setImage(std::shared_ptr<const RgbImage> image, const QString& path, const QString& name);
     void recordRun(const RunOutcome& outcome);
@@ -203,9 +200,7 @@ private:
     HistoryDock* m_historyDock = nullptr; // the runs remembered across restarts
     RecentFiles* m_recent = nullptr;
     ModelController* m_modelCtl = nullptr; // the model in use
-    ImageOpener* m_opener = nullptr;       // images decoded off the GUI thread
-    EncodeAhead* m_encoder = nullptr;      // the encoders run ahead of Run
-    QTimer* m_promptEncodeTimer = nullptr; // a new task's prompt, encoded once input settles
+    WindowImage* m_images = nullptr;       // opened off the GUI thread, encoded ahead of Run
     std::unique_ptr<MainActions> m_actions;
 
     // Image and region.

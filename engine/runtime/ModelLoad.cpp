@@ -6,6 +6,7 @@
 #include "Ops.h"
 #include "package/CancellableFile.h"
 #include "package/CodeCheck.h"
+#include "runtime/PrecisionPlan.h"
 #include "runtime/TorchError.h"
 #include <florence/machine.h>
 #include <florence/process.h>
@@ -399,25 +400,19 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
     checkCancel();
     if (options.beforeModules)
         options.beforeModules();
-    // int8 loads the encoders in bfloat16 (README, Precision); their large linear layers and the
-    // decoder are quantized below.
-    // Both reduced precisions run the encoders' attention as bfloat16 batched products. Where
-    // LibTorch sums those in bfloat16 (CPUs without AVX-512), the image features drift enough to
-    // change the answers (a four-shape caption became "A yellow star."), so the encoders stay
-    // float32 there and only the decoder, whose activations stay float32, takes the precision.
-    // int8 on the AVX2 kernel class (FLORENCE_KERNELS=avx2 on an AVX-512 machine too) keeps the
-    // encoders float32 but runs their large products on oneDNN's int8 GEMM with float32
-    // activations in and out (Quantize.cpp), about half the float32 products' time there.
-    const bool int8 = options.precision == Precision::Int8;
-    const bool reduced = options.precision != Precision::Float32;
-    const bool avx2 = ops::kernelPath() == ops::KernelPath::Avx2;
-    const bool int8Avx2 = int8 && avx2;
-    const bool lowEncoders = reduced && bfloat16ProductsAccurate() && !int8Avx2;
-    const Precision encoders = !lowEncoders ? Precision::Float32
-                               : int8       ? Precision::BFloat16
-                                            : options.precision;
-    const Precision decoder = int8 ? Precision::Float32 : options.precision;
-    d.encoderPrecision = lowEncoders ? options.precision : Precision::Float32;
+    // Which precision each module loads in and which int8 quantization follows (PrecisionPlan.h).
+    // A fact is asked for only where the plan depends on it: the bfloat16 probe runs a product,
+    // and asking for oneDNN's int8 GEMM makes it LibTorch's quantized engine. The package's code
+    // is known once its modules are loaded; what they load in does not depend on it, so the plan
+    // is made again with it before quantizing.
+    PrecisionFacts facts;
+    facts.avx2Kernels = ops::kernelPath() == ops::KernelPath::Avx2;
+    if (options.precision != Precision::Float32)
+        facts.bfloat16ProductsAccurate = bfloat16ProductsAccurate();
+    const bool int8Avx2 = options.precision == Precision::Int8 && facts.avx2Kernels;
+    if (int8Avx2)
+        facts.int8GemmAvailable = ops::int8GemmAvailable();
+    const PrecisionPlan loading = planPrecision(options.precision, facts);
     // The bytes read of a module's archive, as the share of it done.
     auto reading = [&](LoadStage stage, const char* role) {
         const double size = double(std::max<int64_t>(1, d.manifest.files.at(role).size));
@@ -426,32 +421,33 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
             progress->update(stage, double(bytes) / size);
         };
     };
-    d.vision = loadModule(d.manifest.path("vision"), d.manifest, encoders, options.cancel,
+    d.vision = loadModule(d.manifest.path("vision"), d.manifest, loading.encoders, options.cancel,
                           reading(LoadStage::ReadingVision, "vision"));
     checkCancel();
     d.textEncoder =
-        loadModule(d.manifest.path("text_encoder"), d.manifest, encoders, options.cancel,
+        loadModule(d.manifest.path("text_encoder"), d.manifest, loading.encoders, options.cancel,
                    reading(LoadStage::ReadingTextEncoder, "text_encoder"));
     checkCancel();
-    d.decoder = loadModule(d.manifest.path("decoder"), d.manifest, decoder, options.cancel,
+    d.decoder = loadModule(d.manifest.path("decoder"), d.manifest, loading.decoder, options.cancel,
                            reading(LoadStage::ReadingDecoder, "decoder"));
     checkCancel();
     progress->update(LoadStage::PreparingWeights, 0);
     d.generateParameters([&](double f) { progress->update(LoadStage::PreparingWeights, f); });
     d.shareParameters();
     d.checkNoEmptyParameters();
-    if (int8)
+    if (int8Avx2 && facts.int8GemmAvailable)
+        facts.floatActivationInt8Code = d.hasFloatActivationInt8();
+    const PrecisionPlan plan = planPrecision(options.precision, facts);
+    if (plan.quantizeDecoder)
         progress->update(LoadStage::Quantizing, 0);
-    if (int8) {
-        if (lowEncoders)
-            d.quantizeEncoders(false);
-        else if (int8Avx2 && ops::int8GemmAvailable() && d.hasFloatActivationInt8())
-            d.quantizeEncoders(true);
+    if (plan.encoderInt8 != EncoderInt8::None)
+        d.quantizeEncoders(plan.encoderInt8 == EncoderInt8::FloatActivations);
+    if (plan.quantizeDecoder)
         d.quantizeDecoder();
-    }
-    if (hasModule(d, "vision") || hasModule(d, "text_encoder"))
-        d.encoderPrecision = Precision::Int8;
-    if (reduced && !lowEncoders)
+    d.encoderPrecision = hasModule(d, "vision") || hasModule(d, "text_encoder")
+                             ? Precision::Int8
+                             : plan.encoderReport;
+    if (plan.floatEncodersNote)
         d.precisionNote = floatEncodersNote(d, options.precision);
     for (const char* method : {"step", "cross_kv", "new_cache", "forward_full"})
         if (!d.decoder.find_method(method))

@@ -11,6 +11,7 @@
 #include "controllers/RunController.h"
 #include "controllers/TaskPrompt.h"
 #include "images/ImageOpener.h"
+#include "images/WindowImage.h"
 
 #include <string>
 
@@ -24,7 +25,7 @@ public:
     // runStarted and the first stage).
     EngineWorker* engineWorker() const { return m_w->m_worker.get(); }
     // The object decoding images on their own thread (to hold that thread, as a slow decode does).
-    ImageDecodeWorker* imageLoader() const { return m_w->m_opener->loader(); }
+    ImageDecodeWorker* imageLoader() const { return m_w->m_images->opener()->loader(); }
 
     // Shows `text` as if a run of `task` had generated it: the same token, refresh and finish
     // handlers a real run goes through (parse, table, overlay), without the model.

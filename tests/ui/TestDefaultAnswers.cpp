@@ -2,7 +2,7 @@
 // own generation defaults and give the same answer; what the user changes in the panel is all
 // that is kept; precision names parse and print in one place.
 #include "MainWindow.h"
-#include "WindowSuite.h"
+#include "WindowFixture.h"
 #include "app/CliProcess.h"
 
 #include <florence/generation_settings.h>
@@ -11,7 +11,6 @@
 #include <QAbstractButton>
 #include <QDir>
 #include <QFile>
-#include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QSettings>
@@ -26,7 +25,9 @@ using florence::ui::MainWindow;
 
 namespace {
 
-constexpr int kRunTimeoutMs = 300'000; // two shared cores, colleagues compiling
+// The app's run and the CLI's, each; longer than WindowFixture.h's kRunTimeoutMs: two shared
+// cores, colleagues compiling.
+constexpr int kAnswerTimeoutMs = 300'000;
 // The package's own generation settings, none of them the app's former panel values.
 constexpr int kPackageBeams = 1;
 constexpr int kPackageMaxNewTokens = 9;
@@ -158,14 +159,14 @@ void TestDefaultAnswers::appAndCliAgreeOnDefaults() {
     w->setTask("<CAPTION>");
     QSignalSpy done(w.get(), &MainWindow::runCompleted);
     QVERIFY(w->startRun());
-    QVERIFY(done.wait(kRunTimeoutMs));
+    QVERIFY(done.wait(kAnswerTimeoutMs));
     const QString exported = m_tmp.filePath("app.json");
     QVERIFY2(w->exportJson(exported), qPrintable(w->messageText()));
     const QJsonObject app = readJson(exported);
 
     const Output cli = runCli(
         {"run", "--model", package, "--image", image, "--task", "<CAPTION>", "--json", "--quiet"},
-        kRunTimeoutMs);
+        kAnswerTimeoutMs);
     QVERIFY2(cli.exitCode == 0, cli.err.constData());
     const QJsonObject fromCli = QJsonDocument::fromJson(cli.out).object();
 

@@ -5,20 +5,17 @@
 // shown again in its own frame. The real MainWindow offscreen, no model needed: the answer is
 // shown through the window's run path (MainWindowTester).
 #include "MainWindow.h"
-#include "WindowSuite.h"
 #include "MainWindowTester.h"
+#include "WindowFixture.h"
 #include "history/History.h"
 
 #include <QAction>
 #include <QBuffer>
-#include <QDir>
 #include <QFile>
-#include <QFileInfo>
 #include <QImage>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QSettings>
-#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
 

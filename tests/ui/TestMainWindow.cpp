@@ -5,34 +5,21 @@
 // (MainWindowTester::showAnswerText, a test-only friend of the window).
 #include "MainWindow.h"
 #include "MainWindowTester.h"
-#include "ModelCatalog.h"
 #include "WindowFixture.h"
 #include "controllers/EngineWorker.h"
-#include "dialogs/ImportDialog.h"
-#include "presentation/AnswerDisplay.h"
-#include "presentation/CompareMarks.h"
 #include "presentation/CompareVerdict.h"
-#include "widgets/ChartStyle.h"
 #include "widgets/CompareView.h"
 #include "widgets/CumulativeChart.h"
 #include "widgets/ImageView.h"
 #include "widgets/LatencyChart.h"
-#include "widgets/ResultsPanel.h"
 #include <florence/machine.h>
-#include <florence/paths.h>
 #include <florence/tasks.h>
 
 #include <QAbstractButton>
-#include <QAction>
 #include <QApplication>
 #include <QChart>
-#include <QChartView>
-#include <QCheckBox>
 #include <QClipboard>
 #include <QComboBox>
-#include <QDir>
-#include <QDockWidget>
-#include <QDropEvent>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QJsonArray>
@@ -41,32 +28,17 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QLineSeries>
-#include <QMimeData>
 #include <QPlainTextEdit>
 #include <QProcess>
 #include <QProgressBar>
-#include <QRadioButton>
 #include <QRegularExpression>
-#include <QScopeGuard>
 #include <QSemaphore>
-#include <QSettings>
 #include <QSignalSpy>
-#include <QSpinBox>
-#include <QStandardPaths>
-#include <QStatusBar>
 #include <QTableWidget>
-#include <QTemporaryDir>
 #include <QTest>
-#include <QTimer>
-#include <QUrl>
-#include <QValueAxis>
 
-#include <atomic>
 #include <cmath>
-#include <functional>
 #include <memory>
-#include <sys/stat.h>
-#include <thread>
 #include <vector>
 
 using florence::ui::EngineWorker;

@@ -4,10 +4,10 @@
 // words with the details behind a disclosure, the Keyboard Shortcuts as a table, and the model
 // Process Folder will use. The real MainWindow offscreen, with the bundled model.
 #include "MainWindow.h"
-#include "WindowSuite.h"
+#include "WindowFixture.h"
+#include "controllers/TaskPrompt.h"
 #include "dialogs/AboutDialog.h"
 #include "dialogs/ProcessFolderDialog.h"
-#include "controllers/TaskPrompt.h"
 #include "widgets/ResultsPanel.h"
 
 #include <florence/paths.h>
@@ -16,7 +16,6 @@
 #include <QAction>
 #include <QApplication>
 #include <QComboBox>
-#include <QDir>
 #include <QFileInfo>
 #include <QLabel>
 #include <QMessageBox>
@@ -25,7 +24,6 @@
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
-#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTimer>
@@ -36,20 +34,6 @@ using florence::ui::MainWindow;
 using florence::ui::ResultsPanel;
 
 namespace {
-
-constexpr int kRunTimeoutMs = 180'000; // two shared cores, colleagues compiling
-
-template <typename T> T* child(QWidget* w, const char* name) {
-    T* c = w->findChild<T*>(QString::fromLatin1(name));
-    if (!c)
-        qWarning("no child %s", name);
-    return c;
-}
-
-QString scenePath(const char* name) {
-    return QString::fromStdString(florence::samplesDir()) + QStringLiteral("/scenes/") +
-           QLatin1String(name);
-}
 
 // The text of the message box `name` that `action` opens (modal: read, then closed).
 QString boxText(QAction* action, const char* name, QString* details = nullptr) {
@@ -89,7 +73,8 @@ private slots:
 
 private:
     std::unique_ptr<MainWindow> makeWindow();
-    bool openAndWait(MainWindow* w, const QString& path);
+    // Opens `path` and waits until the encoders have run on it ahead of Run.
+    bool openAndEncode(MainWindow* w, const QString& path);
 
     QTemporaryDir m_tmp;
 };
@@ -115,7 +100,7 @@ std::unique_ptr<MainWindow> TestRunFeedback::makeWindow() {
     return w;
 }
 
-bool TestRunFeedback::openAndWait(MainWindow* w, const QString& path) {
+bool TestRunFeedback::openAndEncode(MainWindow* w, const QString& path) {
     QSignalSpy encoded(w, &MainWindow::imageReady);
     if (!w->openImageFile(path))
         return false;
@@ -127,7 +112,7 @@ bool TestRunFeedback::openAndWait(MainWindow* w, const QString& path) {
 
 void TestRunFeedback::previousAnswerGreyedUntilTheFirstToken() {
     auto w = makeWindow();
-    QVERIFY(openAndWait(w.get(), scenePath("scene_00.png")));
+    QVERIFY(openAndEncode(w.get(), scenePath("scene_00.png")));
     w->setTask("<CAPTION>");
     child<QSpinBox>(w.get(), "beamsSpin")->setValue(1);
     QSignalSpy done(w.get(), &MainWindow::runCompleted);
@@ -165,7 +150,7 @@ void TestRunFeedback::previousAnswerGreyedUntilTheFirstToken() {
 void TestRunFeedback::phaseSaysWhatTheModelDoes() {
     auto w = makeWindow();
     w->setTask("<CAPTION>");
-    QVERIFY(openAndWait(w.get(), scenePath("scene_01.png")));
+    QVERIFY(openAndEncode(w.get(), scenePath("scene_01.png")));
     auto* panel = child<ResultsPanel>(w.get(), "resultsPanel");
     QSignalSpy done(w.get(), &MainWindow::runCompleted);
     // Image and prompt encoded on open: the first thing the run does is decode.
@@ -217,7 +202,7 @@ void TestRunFeedback::promptLineAndMessagesNameTasks() {
     QCOMPARE(withTaskNames("<loc_5> and <FOO_BAR> stay"), QString("<loc_5> and <FOO_BAR> stay"));
 
     auto w = makeWindow();
-    QVERIFY(openAndWait(w.get(), scenePath("scene_00.png")));
+    QVERIFY(openAndEncode(w.get(), scenePath("scene_00.png")));
     auto* prompt = child<QLabel>(w.get(), "promptLabel");
     w->setTask("<REGION_TO_CATEGORY>");
     w->setRegion(QRectF(100, 80, 200, 150));

@@ -6,13 +6,12 @@
 #include "MainWindow.h"
 #include "MainWindowTester.h"
 #include "Theme.h"
-#include "WindowSuite.h"
+#include "WindowFixture.h"
 #include "controllers/EngineWorker.h"
 #include "history/History.h"
 #include "widgets/HistoryPanel.h"
 #include "widgets/ImageView.h"
 #include "widgets/LatencyChart.h"
-#include "widgets/ScoreControls.h"
 
 #include <florence/paths.h>
 
@@ -48,20 +47,7 @@ using florence::ui::MainWindowTester;
 
 namespace {
 
-constexpr int kRunTimeoutMs = 180'000; // two shared cores, colleagues compiling
 constexpr int kScoreColumn = 4;
-
-template <typename T> T* child(QWidget* w, const char* name) {
-    T* c = w->findChild<T*>(QString::fromLatin1(name));
-    if (!c)
-        qWarning("no child %s", name);
-    return c;
-}
-
-QString scenePath(const char* name) {
-    return QString::fromStdString(florence::samplesDir()) + QStringLiteral("/scenes/") +
-           QLatin1String(name);
-}
 
 void writeFile(const QString& path, const QByteArray& bytes) {
     QDir().mkpath(QFileInfo(path).absolutePath());

@@ -1,10 +1,13 @@
 #include "WindowFixture.h"
 
+#include <florence/paths.h>
+
 #include <QCheckBox>
 #include <QCoreApplication>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QJsonDocument>
 #include <QLabel>
 #include <QRegularExpression>
 #include <QSettings>
@@ -27,25 +30,55 @@ void filterMessages(QtMsgType type, const QMessageLogContext& ctx, const QString
 
 } // namespace
 
+QString samplePath(const char* name) {
+    return QString::fromStdString(florence::samplesDir()) + QLatin1Char('/') + QLatin1String(name);
+}
+
+QString scenePath(const char* name) {
+    return QString::fromStdString(florence::samplesDir()) + QStringLiteral("/scenes/") +
+           QLatin1String(name);
+}
+
 bool hasModelToken(const QString& text) {
     static const QRegularExpression token("<(/?s|pad|unk|loc_\\d+|poly|sep|[A-Z_]+)>");
     return token.match(text).hasMatch();
 }
 
-void WindowFixture::setUpTestCase() {
-    QVERIFY(m_tmp.isValid());
-    g_defaultHandler = qInstallMessageHandler(filterMessages);
-    // Imported packages go to the user's data folder: keep them in the temporary home.
-    qputenv("HOME", m_tmp.filePath("home").toUtf8());
-    QDir().mkpath(m_tmp.filePath("home"));
+void isolateUserState(const QTemporaryDir& tmp, const char* applicationName) {
+    if (!g_defaultHandler) // installed once: a second install would filter into itself
+        g_defaultHandler = qInstallMessageHandler(filterMessages);
+    // Imported packages and the History go to the user's data folder: keep them in the
+    // temporary home.
+    qputenv("HOME", tmp.filePath("home").toUtf8());
+    QDir().mkpath(tmp.filePath("home"));
     QStandardPaths::setTestModeEnabled(true);
     QSettings::setDefaultFormat(QSettings::IniFormat);
-    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, m_tmp.filePath("settings"));
-    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, m_tmp.filePath("settings"));
+    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, tmp.filePath("settings"));
+    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, tmp.filePath("settings"));
     QCoreApplication::setOrganizationName("FlorenceStudioTest");
-    QCoreApplication::setApplicationName("florence-studio-test");
+    QCoreApplication::setApplicationName(QString::fromLatin1(applicationName));
     if (qEnvironmentVariableIsEmpty("FLORENCE_STUDIO_DATA"))
         qputenv("FLORENCE_STUDIO_DATA", FLORENCE_BUILD_DATA_DIR);
+}
+
+bool openAndWait(MainWindow* w, const QString& path) {
+    if (!w->openImageFile(path))
+        return false;
+    if (!QTest::qWaitFor([w] { return !w->isOpeningImage(); }, 60'000))
+        return false;
+    return w->hasImage() && w->imagePath() == QFileInfo(path).absoluteFilePath();
+}
+
+QJsonObject readJson(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly))
+        return {};
+    return QJsonDocument::fromJson(f.readAll()).object();
+}
+
+void WindowFixture::setUpTestCase() {
+    QVERIFY(m_tmp.isValid());
+    isolateUserState(m_tmp, "florence-studio-test");
     QVERIFY2(!florence::bundledModelDir().empty(), "build the florence_data target first");
     QVERIFY(QFile::exists(samplePath("pier.png")));
 }
@@ -73,14 +106,6 @@ std::unique_ptr<MainWindow> WindowFixture::makeWindow() {
     if (!QTest::qWaitFor([&] { return !w->isOpeningImage(); }, 60'000))
         qWarning("the last image did not open");
     return w;
-}
-
-bool WindowFixture::openImage(const QString& path) {
-    if (!m_w->openImageFile(path))
-        return false;
-    if (!QTest::qWaitFor([this] { return !m_w->isOpeningImage(); }, 60'000))
-        return false;
-    return m_w->hasImage() && m_w->imagePath() == QFileInfo(path).absoluteFilePath();
 }
 
 void WindowFixture::setSpin(const char* name, int value) {

@@ -1,6 +1,14 @@
-// What the whole-window suites share: a temporary home, settings and data folder for the test
-// case, and the real main window made for every test (the bundled model loaded, shown, active),
-// with the helpers the tests drive it by.
+// What the suites that drive the real window share: the user's home, settings and data folders
+// in a temporary folder (never the real ones) with the bundled model of this build, Qt's
+// offscreen chatter filtered, images opened and waited for, widgets found by name, JSON files
+// read. Suites that make their own windows use the free functions:
+//
+//   QVERIFY(m_tmp.isValid());
+//   isolateUserState(m_tmp, "florence-studio-default-answers-test");
+//   QVERIFY(openAndWait(window, samplePath("pier.png")));
+//
+// The whole-window suites derive from WindowFixture, which makes the real main window for every
+// test (the bundled model loaded, shown, active):
 //
 //   class TestWindowX : public QObject, protected WindowFixture {
 //       Q_OBJECT
@@ -12,8 +20,8 @@
 #pragma once
 
 #include "MainWindow.h"
-#include <florence/paths.h>
 
+#include <QJsonObject>
 #include <QString>
 #include <QTemporaryDir>
 #include <QWidget>
@@ -29,12 +37,23 @@ template <typename T> T* child(QWidget* w, const char* name) {
     return c;
 }
 
-inline QString samplePath(const char* name) {
-    return QString::fromStdString(florence::samplesDir()) + QLatin1Char('/') + QLatin1String(name);
-}
+// A sample image of resources/samples, and one of its scenes (the ones the demo model knows).
+QString samplePath(const char* name);
+QString scenePath(const char* name);
 
 // True when `text` holds a model token a person should not see.
 bool hasModelToken(const QString& text);
+
+// The user's home, settings and data folders in `tmp`, the application named
+// `applicationName`, the offscreen platform's chatter filtered out.
+void isolateUserState(const QTemporaryDir& tmp, const char* applicationName);
+
+// Images open off the GUI thread: waits until `path` is the one shown (or it failed); true when
+// it is shown.
+bool openAndWait(florence::ui::MainWindow* w, const QString& path);
+
+// The JSON object in `path`; empty when it cannot be read.
+QJsonObject readJson(const QString& path);
 
 class WindowFixture {
 protected:
@@ -44,7 +63,7 @@ protected:
     void setUpWindow();
     std::unique_ptr<florence::ui::MainWindow> makeWindow();
     // Opens `path` and waits until it is shown or has failed; true when it is shown.
-    bool openImage(const QString& path);
+    bool openImage(const QString& path) { return openAndWait(m_w.get(), path); }
     void setSpin(const char* name, int value);
     // Ticks or clears the Generation option "Ignore the end token" as a user would.
     void setIgnoreEos(bool on);

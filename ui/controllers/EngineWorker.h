@@ -54,8 +54,8 @@ public slots:
     // Runs a single request or a cached/uncached comparison.
     void run(const florence::ui::RunRequest& request);
     // Answers a task on a folder of images, one at a time, writing each image's sidecars as it
-    // completes (controllers/EngineWorkerFolder.cpp); a broken image is reported and the run goes
-    // on.
+    // completes (the job the CLI's `batch` runs, <florence/folder_job.h>); a broken image is
+    // reported and the run goes on.
     void processFolder(const florence::ui::FolderRequest& request);
     // Runs the vision encoder on an image ahead of Run; the session keeps the features, so a
     // run on that image (queued behind this, so it waits for it) reuses them.

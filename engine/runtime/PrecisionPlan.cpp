@@ -1,0 +1,34 @@
+#include "runtime/PrecisionPlan.h"
+
+namespace florence {
+
+PrecisionPlan planPrecision(Precision requested, const PrecisionFacts& facts) {
+    // int8 loads the encoders in bfloat16 (README, Precision); their large linear layers and the
+    // decoder are quantized after loading.
+    // Both reduced precisions run the encoders' attention as bfloat16 batched products. Where
+    // LibTorch sums those in bfloat16 (CPUs without AVX-512), the image features drift enough to
+    // change the answers (a four-shape caption became "A yellow star."), so the encoders stay
+    // float32 there and only the decoder, whose activations stay float32, takes the precision.
+    // int8 on the AVX2 kernel class (FLORENCE_KERNELS=avx2 on an AVX-512 machine too) keeps the
+    // encoders float32 but runs their large products on oneDNN's int8 GEMM with float32
+    // activations in and out (Quantize.cpp), about half the float32 products' time there.
+    const bool int8 = requested == Precision::Int8;
+    const bool reduced = requested != Precision::Float32;
+    const bool int8Avx2 = int8 && facts.avx2Kernels;
+    const bool lowEncoders = reduced && facts.bfloat16ProductsAccurate && !int8Avx2;
+    PrecisionPlan plan;
+    plan.encoders = !lowEncoders ? Precision::Float32 : int8 ? Precision::BFloat16 : requested;
+    plan.decoder = int8 ? Precision::Float32 : requested;
+    if (int8) {
+        if (lowEncoders)
+            plan.encoderInt8 = EncoderInt8::LowActivations;
+        else if (int8Avx2 && facts.int8GemmAvailable && facts.floatActivationInt8Code)
+            plan.encoderInt8 = EncoderInt8::FloatActivations;
+        plan.quantizeDecoder = true;
+    }
+    plan.encoderReport = lowEncoders ? requested : Precision::Float32;
+    plan.floatEncodersNote = reduced && !lowEncoders;
+    return plan;
+}
+
+} // namespace florence

@@ -1,0 +1,210 @@
+// Which precision the encoders and the decoder load in, which int8 quantization runs and what
+// the model reports (engine/runtime/PrecisionPlan.h), for every precision asked for on every
+// kind of machine and package. The expected plans are written out row by row.
+#include "runtime/PrecisionPlan.h"
+
+#include <QtTest>
+
+using namespace florence;
+
+Q_DECLARE_METATYPE(florence::Precision)
+Q_DECLARE_METATYPE(florence::EncoderInt8)
+
+namespace {
+
+constexpr Precision kF32 = Precision::Float32;
+constexpr Precision kBF16 = Precision::BFloat16;
+constexpr Precision kInt8 = Precision::Int8;
+constexpr EncoderInt8 kNone = EncoderInt8::None;
+constexpr EncoderInt8 kLow = EncoderInt8::LowActivations;
+constexpr EncoderInt8 kFloat = EncoderInt8::FloatActivations;
+
+// The facts, by name.
+constexpr bool kAvx2 = true, kAvx512 = false;
+constexpr bool kAccurate = true, kInaccurate = false;
+constexpr bool kGemm = true, kNoGemm = false;
+constexpr bool kCode = true, kOldCode = false;
+// The plan's flags, by name.
+constexpr bool kQuantizeDecoder = true, kKeepDecoder = false;
+constexpr bool kNote = true, kNoNote = false;
+
+QString name(Precision p) {
+    switch (p) {
+    case Precision::Float32:
+        return QStringLiteral("float32");
+    case Precision::BFloat16:
+        return QStringLiteral("bfloat16");
+    case Precision::Int8:
+        return QStringLiteral("int8");
+    }
+    return QStringLiteral("?");
+}
+
+QString name(EncoderInt8 q) {
+    switch (q) {
+    case EncoderInt8::None:
+        return QStringLiteral("none");
+    case EncoderInt8::LowActivations:
+        return QStringLiteral("low activations");
+    case EncoderInt8::FloatActivations:
+        return QStringLiteral("float activations");
+    }
+    return QStringLiteral("?");
+}
+
+void row(Precision requested, bool avx2, bool accurate, bool gemm, bool code, Precision encoders,
+         Precision decoder, EncoderInt8 encoderInt8, bool quantizeDecoder, Precision report,
+         bool note) {
+    const QString title =
+        QStringLiteral("%1, %2, bf16 %3, %4, %5")
+            .arg(name(requested), avx2 ? "AVX2" : "AVX-512", accurate ? "accurate" : "inaccurate",
+                 gemm ? "int8 GEMM" : "no int8 GEMM",
+                 code ? "float-activation code" : "older code");
+    QTest::newRow(qPrintable(title)) << requested << avx2 << accurate << gemm << code << encoders
+                                     << decoder << encoderInt8 << quantizeDecoder << report << note;
+}
+
+} // namespace
+
+class TestPrecisionPlan : public QObject {
+    Q_OBJECT
+private slots:
+    void plan_data();
+    void plan();
+};
+
+void TestPrecisionPlan::plan_data() {
+    QTest::addColumn<Precision>("requested");
+    QTest::addColumn<bool>("avx2");
+    QTest::addColumn<bool>("accurate");
+    QTest::addColumn<bool>("gemm");
+    QTest::addColumn<bool>("code");
+    QTest::addColumn<Precision>("encoders");
+    QTest::addColumn<Precision>("decoder");
+    QTest::addColumn<EncoderInt8>("encoderInt8");
+    QTest::addColumn<bool>("quantizeDecoder");
+    QTest::addColumn<Precision>("report");
+    QTest::addColumn<bool>("note");
+
+    // float32: everything as exported, whatever the machine or the package.
+    // Each row: asked for, kernels, bfloat16 products, int8 GEMM, package code; then the plan:
+    // encoders, decoder, int8 encoders, int8 decoder, encoders reported, note.
+    row(kF32, kAvx512, kAccurate, kGemm, kCode, kF32, kF32, kNone, kKeepDecoder, kF32, kNoNote);
+    row(kF32, kAvx512, kAccurate, kGemm, kOldCode, kF32, kF32, kNone, kKeepDecoder, kF32, kNoNote);
+    row(kF32, kAvx512, kAccurate, kNoGemm, kCode, kF32, kF32, kNone, kKeepDecoder, kF32, kNoNote);
+    row(kF32, kAvx512, kAccurate, kNoGemm, kOldCode, kF32, kF32, kNone, kKeepDecoder, kF32,
+        kNoNote);
+    row(kF32, kAvx512, kInaccurate, kGemm, kCode, kF32, kF32, kNone, kKeepDecoder, kF32, kNoNote);
+    row(kF32, kAvx512, kInaccurate, kGemm, kOldCode, kF32, kF32, kNone, kKeepDecoder, kF32,
+        kNoNote);
+    row(kF32, kAvx512, kInaccurate, kNoGemm, kCode, kF32, kF32, kNone, kKeepDecoder, kF32, kNoNote);
+    row(kF32, kAvx512, kInaccurate, kNoGemm, kOldCode, kF32, kF32, kNone, kKeepDecoder, kF32,
+        kNoNote);
+    row(kF32, kAvx2, kAccurate, kGemm, kCode, kF32, kF32, kNone, kKeepDecoder, kF32, kNoNote);
+    row(kF32, kAvx2, kAccurate, kGemm, kOldCode, kF32, kF32, kNone, kKeepDecoder, kF32, kNoNote);
+    row(kF32, kAvx2, kAccurate, kNoGemm, kCode, kF32, kF32, kNone, kKeepDecoder, kF32, kNoNote);
+    row(kF32, kAvx2, kAccurate, kNoGemm, kOldCode, kF32, kF32, kNone, kKeepDecoder, kF32, kNoNote);
+    row(kF32, kAvx2, kInaccurate, kGemm, kCode, kF32, kF32, kNone, kKeepDecoder, kF32, kNoNote);
+    row(kF32, kAvx2, kInaccurate, kGemm, kOldCode, kF32, kF32, kNone, kKeepDecoder, kF32, kNoNote);
+    row(kF32, kAvx2, kInaccurate, kNoGemm, kCode, kF32, kF32, kNone, kKeepDecoder, kF32, kNoNote);
+    row(kF32, kAvx2, kInaccurate, kNoGemm, kOldCode, kF32, kF32, kNone, kKeepDecoder, kF32,
+        kNoNote);
+
+    // bfloat16: the whole model where bfloat16 products sum accurately, on either kernel class;
+    // elsewhere the encoders stay float32 (with the note) and only the decoder takes it.
+    row(kBF16, kAvx512, kAccurate, kGemm, kCode, kBF16, kBF16, kNone, kKeepDecoder, kBF16, kNoNote);
+    row(kBF16, kAvx512, kAccurate, kGemm, kOldCode, kBF16, kBF16, kNone, kKeepDecoder, kBF16,
+        kNoNote);
+    row(kBF16, kAvx512, kAccurate, kNoGemm, kCode, kBF16, kBF16, kNone, kKeepDecoder, kBF16,
+        kNoNote);
+    row(kBF16, kAvx512, kAccurate, kNoGemm, kOldCode, kBF16, kBF16, kNone, kKeepDecoder, kBF16,
+        kNoNote);
+    row(kBF16, kAvx512, kInaccurate, kGemm, kCode, kF32, kBF16, kNone, kKeepDecoder, kF32, kNote);
+    row(kBF16, kAvx512, kInaccurate, kGemm, kOldCode, kF32, kBF16, kNone, kKeepDecoder, kF32,
+        kNote);
+    row(kBF16, kAvx512, kInaccurate, kNoGemm, kCode, kF32, kBF16, kNone, kKeepDecoder, kF32, kNote);
+    row(kBF16, kAvx512, kInaccurate, kNoGemm, kOldCode, kF32, kBF16, kNone, kKeepDecoder, kF32,
+        kNote);
+    row(kBF16, kAvx2, kAccurate, kGemm, kCode, kBF16, kBF16, kNone, kKeepDecoder, kBF16, kNoNote);
+    row(kBF16, kAvx2, kAccurate, kGemm, kOldCode, kBF16, kBF16, kNone, kKeepDecoder, kBF16,
+        kNoNote);
+    row(kBF16, kAvx2, kAccurate, kNoGemm, kCode, kBF16, kBF16, kNone, kKeepDecoder, kBF16, kNoNote);
+    row(kBF16, kAvx2, kAccurate, kNoGemm, kOldCode, kBF16, kBF16, kNone, kKeepDecoder, kBF16,
+        kNoNote);
+    row(kBF16, kAvx2, kInaccurate, kGemm, kCode, kF32, kBF16, kNone, kKeepDecoder, kF32, kNote);
+    row(kBF16, kAvx2, kInaccurate, kGemm, kOldCode, kF32, kBF16, kNone, kKeepDecoder, kF32, kNote);
+    row(kBF16, kAvx2, kInaccurate, kNoGemm, kCode, kF32, kBF16, kNone, kKeepDecoder, kF32, kNote);
+    row(kBF16, kAvx2, kInaccurate, kNoGemm, kOldCode, kF32, kBF16, kNone, kKeepDecoder, kF32,
+        kNote);
+
+    // int8 on AVX-512: bfloat16 encoders with int8 large products and an int8 decoder where
+    // bfloat16 products are accurate (reported int8 even when the quantization skips both
+    // encoders, as for Florence-2-large or older code); elsewhere the encoders stay float32
+    // without int8 products, with the note, and only the decoder is int8.
+    row(kInt8, kAvx512, kAccurate, kGemm, kCode, kBF16, kF32, kLow, kQuantizeDecoder, kInt8,
+        kNoNote);
+    row(kInt8, kAvx512, kAccurate, kGemm, kOldCode, kBF16, kF32, kLow, kQuantizeDecoder, kInt8,
+        kNoNote);
+    row(kInt8, kAvx512, kAccurate, kNoGemm, kCode, kBF16, kF32, kLow, kQuantizeDecoder, kInt8,
+        kNoNote);
+    row(kInt8, kAvx512, kAccurate, kNoGemm, kOldCode, kBF16, kF32, kLow, kQuantizeDecoder, kInt8,
+        kNoNote);
+    row(kInt8, kAvx512, kInaccurate, kGemm, kCode, kF32, kF32, kNone, kQuantizeDecoder, kF32,
+        kNote);
+    row(kInt8, kAvx512, kInaccurate, kGemm, kOldCode, kF32, kF32, kNone, kQuantizeDecoder, kF32,
+        kNote);
+    row(kInt8, kAvx512, kInaccurate, kNoGemm, kCode, kF32, kF32, kNone, kQuantizeDecoder, kF32,
+        kNote);
+    row(kInt8, kAvx512, kInaccurate, kNoGemm, kOldCode, kF32, kF32, kNone, kQuantizeDecoder, kF32,
+        kNote);
+
+    // int8 on AVX2: float32 encoders whatever the bfloat16 products, their large products on
+    // oneDNN's int8 GEMM only when LibTorch has it and the package's code takes float32
+    // activations; reported float32 until an encoder is quantized, always with the note.
+    row(kInt8, kAvx2, kAccurate, kGemm, kCode, kF32, kF32, kFloat, kQuantizeDecoder, kF32, kNote);
+    row(kInt8, kAvx2, kAccurate, kGemm, kOldCode, kF32, kF32, kNone, kQuantizeDecoder, kF32, kNote);
+    row(kInt8, kAvx2, kAccurate, kNoGemm, kCode, kF32, kF32, kNone, kQuantizeDecoder, kF32, kNote);
+    row(kInt8, kAvx2, kAccurate, kNoGemm, kOldCode, kF32, kF32, kNone, kQuantizeDecoder, kF32,
+        kNote);
+    row(kInt8, kAvx2, kInaccurate, kGemm, kCode, kF32, kF32, kFloat, kQuantizeDecoder, kF32, kNote);
+    row(kInt8, kAvx2, kInaccurate, kGemm, kOldCode, kF32, kF32, kNone, kQuantizeDecoder, kF32,
+        kNote);
+    row(kInt8, kAvx2, kInaccurate, kNoGemm, kCode, kF32, kF32, kNone, kQuantizeDecoder, kF32,
+        kNote);
+    row(kInt8, kAvx2, kInaccurate, kNoGemm, kOldCode, kF32, kF32, kNone, kQuantizeDecoder, kF32,
+        kNote);
+}
+
+void TestPrecisionPlan::plan() {
+    QFETCH(Precision, requested);
+    QFETCH(bool, avx2);
+    QFETCH(bool, accurate);
+    QFETCH(bool, gemm);
+    QFETCH(bool, code);
+    QFETCH(Precision, encoders);
+    QFETCH(Precision, decoder);
+    QFETCH(EncoderInt8, encoderInt8);
+    QFETCH(bool, quantizeDecoder);
+    QFETCH(Precision, report);
+    QFETCH(bool, note);
+    PrecisionFacts facts;
+    facts.avx2Kernels = avx2;
+    facts.bfloat16ProductsAccurate = accurate;
+    facts.int8GemmAvailable = gemm;
+    facts.floatActivationInt8Code = code;
+    const PrecisionPlan plan = planPrecision(requested, facts);
+    QCOMPARE(name(plan.encoders), name(encoders));
+    QCOMPARE(name(plan.decoder), name(decoder));
+    QCOMPARE(name(plan.encoderInt8), name(encoderInt8));
+    QCOMPARE(plan.quantizeDecoder, quantizeDecoder);
+    QCOMPARE(name(plan.encoderReport), name(report));
+    QCOMPARE(plan.floatEncodersNote, note);
+    // Model::load plans the loading before it knows the package's code, and plans again with it.
+    facts.floatActivationInt8Code = !code;
+    const PrecisionPlan other = planPrecision(requested, facts);
+    QCOMPARE(name(other.encoders), name(encoders));
+    QCOMPARE(name(other.decoder), name(decoder));
+}
+
+QTEST_GUILESS_MAIN(TestPrecisionPlan)
+#include "TestPrecisionPlan.moc"
