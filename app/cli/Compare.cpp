@@ -46,8 +46,8 @@ QJsonObject compareJson(const std::string& image, const TaskRequest& task, int t
         {"uncached", passJson(f.uncached, f.uncachedCpu, f.uncachedDecode)},
         {"conclusive", verdict},
         // What the speedup rests on: null when the repeats disagree on both clocks.
-        {"basis", verdict ? QJsonValue(onProcessorTime(f) ? "processor_time" : "wall_clock")
-                          : QJsonValue()},
+        {"basis",
+         verdict ? QJsonValue(onProcessorTime(f) ? "processor_time" : "wall_clock") : QJsonValue()},
         {"speedup", verdict ? QJsonValue(f.speedup) : QJsonValue()},
         {"decode_speedup", f.decodeSpeedup},
         {"identical", r.identical},
@@ -93,8 +93,8 @@ int runCompare(int argc, char** argv) {
     const TaskRequest task = taskRequest(a); // before loading anything
     CompareParams params;
     params.request.image = std::make_shared<const RgbImage>(loadImage(image, decodeOptions(a)));
-    params.request.prompt = buildPrompt(task, params.request.image->width,
-                                        params.request.image->height);
+    params.request.prompt =
+        buildPrompt(task, params.request.image->width, params.request.image->height);
     const std::shared_ptr<const Model> model = loadModel(a);
     params.options = runOptions(a, *model);
     params.repeats = repeats;

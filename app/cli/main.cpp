@@ -499,8 +499,7 @@ int main(int argc, char** argv) {
     // The commands that run a model; the others start without the re-execution it may take
     // (about 0.35 s here: the libraries load twice).
     if (argc >= 2 && (std::strcmp(argv[1], "run") == 0 || std::strcmp(argv[1], "batch") == 0 ||
-                      std::strcmp(argv[1], "compare") == 0 ||
-                      std::strcmp(argv[1], "bench") == 0))
+                      std::strcmp(argv[1], "compare") == 0 || std::strcmp(argv[1], "bench") == 0))
         florence::prepareProcess(argc, argv);
     QCoreApplication app(argc, argv);
     QCoreApplication::setApplicationName("florence-studio-cli");

@@ -110,8 +110,8 @@ CompareResult CompareJob::run(Session& session, const CompareHooks& hooks) const
     r.cancelled = cancelled() || r.repeats < repeats;
     if (r.cancelled)
         r.cached.first.cancelled = r.uncached.first.cancelled = true;
-    r.identical = !r.cancelled && identical &&
-                  r.cached.first.generatedIds == r.uncached.first.generatedIds;
+    r.identical =
+        !r.cancelled && identical && r.cached.first.generatedIds == r.uncached.first.generatedIds;
     return r;
 }
 

@@ -220,12 +220,12 @@ void TestCli::compareJson() {
     // pass, the verdict's basis, the same answer with and without the cache.
     const Output o = runCli({"compare", kSamples + "/scenes/scene_01.png", "--task", "<OD>",
                              "--max-new-tokens", "10", "--beams", "1", "--repeats", "2",
-                             "--ignore-eos", "--no-warmup", "--json"});
+                             "--ignore-eos", "--no-warmup", "--precision", "float32", "--json"});
     QVERIFY2(o.exitCode == 0, o.err.constData());
     const QJsonObject c = QJsonDocument::fromJson(o.out).object();
-    for (const char* key : {"image", "task", "tokens", "repeats", "cached", "uncached",
-                            "conclusive", "basis", "speedup", "decode_speedup", "identical",
-                            "answer"})
+    for (const char* key :
+         {"image", "task", "tokens", "repeats", "cached", "uncached", "conclusive", "basis",
+          "speedup", "decode_speedup", "identical", "answer"})
         QVERIFY2(c.contains(key), key);
     QCOMPARE(c["identical"].toBool(), true);
     QCOMPARE(c["cancelled"].toBool(), false);
@@ -425,8 +425,8 @@ void TestCli::badArguments_data() {
     QTest::newRow("compare: unreadable image")
         << QStringList{"compare", FLORENCE_SOURCE_DIR "/CMakeLists.txt"} << 1 << "CMakeLists.txt";
     QTest::newRow("compare without an image") << QStringList{"compare"} << 2 << "one IMAGE";
-    QTest::newRow("compare: no repeats") << QStringList{"compare", pier, "--repeats", "0"} << 2
-                                         << "--repeats must be at least 1";
+    QTest::newRow("compare: no repeats")
+        << QStringList{"compare", pier, "--repeats", "0"} << 2 << "--repeats must be at least 1";
     QTest::newRow("bad model folder")
         << QStringList{"run", "--image", pier, "--model", "/nonexistent"} << 1 << "does not exist";
     QTest::newRow("bad number") << QStringList{"run", "--image", pier, "--beams", "three"} << 2

@@ -64,7 +64,8 @@ std::vector<double> cumulativeMs(const std::vector<double>& stepMs) {
 
 CompareMarks compareMarks(const CompareOutcome& o) {
     CompareMarks c;
-    const int tokens = std::min(shortestRun(o.measured.cached.stepMs), shortestRun(o.measured.uncached.stepMs));
+    const int tokens =
+        std::min(shortestRun(o.measured.cached.stepMs), shortestRun(o.measured.uncached.stepMs));
     if (tokens <= 0)
         return c;
     for (const int mark : kSpeedupMarks)

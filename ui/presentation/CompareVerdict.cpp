@@ -41,8 +41,9 @@ QString headlineFor(const CompareVerdict& v, const CompareOutcome& o) {
                           .arg(roundDuration(with.medianMs), roundDuration(without.medianMs));
     if (!o.measured.cancelled)
         s += QLatin1Char(' ') +
-             (o.measured.identical ? QObject::tr("Same answer.")
-                          : QObject::tr("The answers differ (the cache changed the answer)."));
+             (o.measured.identical
+                  ? QObject::tr("Same answer.")
+                  : QObject::tr("The answers differ (the cache changed the answer)."));
     return s;
 }
 

@@ -234,8 +234,9 @@ void CompareView::setOutcome(const CompareOutcome& outcome) {
                   "before Run.")
          : cachedReused ? tr("Both passes used the image features computed before Run.")
                         : tr("Both passes ran the vision encoder (no precomputed features).")));
-    m_verdict->setText(outcome.measured.identical ? tr("identical ✔")
-                                         : tr("different ✘ (the cache changed the answer)"));
+    m_verdict->setText(outcome.measured.identical
+                           ? tr("identical ✔")
+                           : tr("different ✘ (the cache changed the answer)"));
 }
 
 void CompareView::plotMedianSteps(const CompareOutcome& outcome) {
