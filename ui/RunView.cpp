@@ -257,10 +257,11 @@ void RunView::onCompareFinished(const CompareOutcome& o) {
     if (m_run->resultsStarted())
         m_w.results->setSummary(
             tr("%1 · compared cached vs uncached").arg(taskDisplayName(o.cached.task)));
-    finish(o.cancelled ? tr("Comparison cancelled")
-                       : tr("Compared: outputs %1; see Cached vs uncached")
-                             .arg(o.identical ? tr("identical") : tr("different")));
-    emit comparisonCompleted(o.identical);
+    finish(o.measured.cancelled
+               ? tr("Comparison cancelled")
+               : tr("Compared: outputs %1; see Cached vs uncached")
+                     .arg(o.measured.identical ? tr("identical") : tr("different")));
+    emit comparisonCompleted(o.measured.identical);
 }
 
 void RunView::onRunFailed(quint64 runId, const QString& message) {

@@ -1,8 +1,10 @@
-// florence-studio-cli: the engine from the command line (import, run, tokenize, parse, bench).
+// florence-studio-cli: the engine from the command line (import, run, compare, tokenize, parse,
+// bench).
 #include "Args.h"
 #include "Batch.h"
 #include "Bench.h"
 #include "Common.h"
+#include "Compare.h"
 #include <florence/annotate.h>
 #include <florence/answer.h>
 #include <florence/answer_json.h>
@@ -81,6 +83,12 @@ Commands:
   batch     Run a task on a folder of images, writing each answer beside it (see batch --help)
               --dir DIR [--recursive] --task TOKEN [--text STR] [--out OUT]
               [--resume | --overwrite] [--format txt,json,coco,jsonl] [--jsonl]
+  compare   The same run with and without the key/value cache, side by side:
+              compare IMAGE [--task TOKEN] [--max-new-tokens N] [--repeats N] [--model PKG]
+              [--json] [--quiet] [--no-warmup]
+                                  a warm-up, then the two alternate --repeats times each
+                                  (default 3; up to two more while they disagree); prints
+                                  the medians, the speedup and whether the answers match
   import    Make a model package
               --hf DIR | --random-init tiny|base|large  [--seed N]  --out PKG
   tokenize  Print token ids as JSON:  tokenize [--model PKG] TEXT
@@ -470,6 +478,8 @@ int runCommand(const std::string& cmd, int argc, char** argv) {
         return cmdRun(argc, argv);
     if (cmd == "batch")
         return florence::cli::runBatch(argc, argv);
+    if (cmd == "compare")
+        return florence::cli::runCompare(argc, argv);
     if (cmd == "import")
         return cmdImport(argc, argv);
     if (cmd == "tokenize")
@@ -489,7 +499,7 @@ int main(int argc, char** argv) {
     // The commands that run a model; the others start without the re-execution it may take
     // (about 0.35 s here: the libraries load twice).
     if (argc >= 2 && (std::strcmp(argv[1], "run") == 0 || std::strcmp(argv[1], "batch") == 0 ||
-                      std::strcmp(argv[1], "bench") == 0))
+                      std::strcmp(argv[1], "compare") == 0 || std::strcmp(argv[1], "bench") == 0))
         florence::prepareProcess(argc, argv);
     QCoreApplication app(argc, argv);
     QCoreApplication::setApplicationName("florence-studio-cli");

@@ -11,6 +11,13 @@ double msSince(Clock::time_point start) {
     return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
+double cpuClockMs(clockid_t clock) {
+    timespec ts{};
+    if (clock_gettime(clock, &ts) != 0)
+        return 0;
+    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
 double percentile(std::vector<double> values, double q) {
     if (values.empty())
         return 0;

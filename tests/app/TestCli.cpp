@@ -77,6 +77,7 @@ private slots:
     void everyTaskEndToEnd();
     void runJsonHasTimingsAndAnnotates();
     void noCacheGivesSameTokens();
+    void compareJson();
     void ignoreEosGeneratesExactlyMaxNewTokens();
     void openMpThreadsSleepUnlessTheUserChose();
     void modelsListsTheSpeedDemos();
@@ -212,6 +213,43 @@ void TestCli::noCacheGivesSameTokens() {
         ids[i] = QJsonDocument::fromJson(o.out).object()["generated_ids"].toArray();
     }
     QCOMPARE(ids[0], ids[1]);
+}
+
+void TestCli::compareJson() {
+    // The app's comparison from the command line: the medians and spreads of both kinds of
+    // pass, the verdict's basis, the same answer with and without the cache.
+    const Output o = runCli({"compare", kSamples + "/scenes/scene_01.png", "--task", "<OD>",
+                             "--max-new-tokens", "10", "--beams", "1", "--repeats", "2",
+                             "--ignore-eos", "--no-warmup", "--precision", "float32", "--json"});
+    QVERIFY2(o.exitCode == 0, o.err.constData());
+    const QJsonObject c = QJsonDocument::fromJson(o.out).object();
+    for (const char* key :
+         {"image", "task", "tokens", "repeats", "cached", "uncached", "conclusive", "basis",
+          "speedup", "decode_speedup", "identical", "answer"})
+        QVERIFY2(c.contains(key), key);
+    QCOMPARE(c["identical"].toBool(), true);
+    QCOMPARE(c["cancelled"].toBool(), false);
+    QCOMPARE(c["task"].toString(), QString("<OD>"));
+    QCOMPARE(c["tokens"].toInt(), 10);
+    QVERIFY(c["repeats"].toInt() >= 2);
+    QVERIFY(!c["answer"].toString().isEmpty());
+    for (const char* pass : {"cached", "uncached"}) {
+        const QJsonObject p = c[pass].toObject();
+        for (const char* key : {"median_ms", "min_ms", "max_ms", "spread", "processor_median_ms",
+                                "processor_spread", "decode_median_ms"})
+            QVERIFY2(p.contains(key), key);
+        QVERIFY(p["median_ms"].toDouble() > 0);
+        QVERIFY(p["min_ms"].toDouble() <= p["max_ms"].toDouble());
+    }
+    // A verdict names what it rests on; without one there is no speedup to print.
+    if (c["conclusive"].toBool()) {
+        QVERIFY(c["basis"].toString() == "wall_clock" || c["basis"].toString() == "processor_time");
+        QVERIFY(c["speedup"].toDouble() > 0);
+    } else {
+        QVERIFY(c["basis"].isNull() && c["speedup"].isNull());
+    }
+    // The passes on stderr as they finish.
+    QVERIFY2(o.err.contains("passes"), o.err.constData());
 }
 
 void TestCli::ignoreEosGeneratesExactlyMaxNewTokens() {
@@ -382,6 +420,13 @@ void TestCli::badArguments_data() {
         << "CMakeLists.txt";
     QTest::newRow("missing image file")
         << QStringList{"run", "--image", "/nonexistent/x.png"} << 1 << "/nonexistent/x.png";
+    QTest::newRow("compare: missing image file")
+        << QStringList{"compare", "/nonexistent/x.png"} << 1 << "/nonexistent/x.png";
+    QTest::newRow("compare: unreadable image")
+        << QStringList{"compare", FLORENCE_SOURCE_DIR "/CMakeLists.txt"} << 1 << "CMakeLists.txt";
+    QTest::newRow("compare without an image") << QStringList{"compare"} << 2 << "one IMAGE";
+    QTest::newRow("compare: no repeats")
+        << QStringList{"compare", pier, "--repeats", "0"} << 2 << "--repeats must be at least 1";
     QTest::newRow("bad model folder")
         << QStringList{"run", "--image", pier, "--model", "/nonexistent"} << 1 << "does not exist";
     QTest::newRow("bad number") << QStringList{"run", "--image", pier, "--beams", "three"} << 2

@@ -21,12 +21,12 @@ namespace {
 CompareOutcome outcome(std::vector<double> cachedCpu, std::vector<double> uncachedCpu,
                        std::vector<double> cachedWall, std::vector<double> uncachedWall) {
     CompareOutcome o;
-    o.cachedCpuMs = std::move(cachedCpu);
-    o.uncachedCpuMs = std::move(uncachedCpu);
-    o.cachedTotalsMs = o.cachedDecodeMs = std::move(cachedWall);
-    o.uncachedTotalsMs = o.uncachedDecodeMs = std::move(uncachedWall);
+    o.measured.cached.processorMs = std::move(cachedCpu);
+    o.measured.uncached.processorMs = std::move(uncachedCpu);
+    o.measured.cached.totalsMs = o.measured.cached.decodeMs = std::move(cachedWall);
+    o.measured.uncached.totalsMs = o.measured.uncached.decodeMs = std::move(uncachedWall);
     o.cached.result.generatedIds.assign(257, 0);
-    o.identical = true;
+    o.measured.identical = true;
     return o;
 }
 
@@ -59,7 +59,8 @@ void TestCompareRepeats::settledEarly() {
     QFETCH(std::vector<double>, cachedWall);
     QFETCH(std::vector<double>, uncachedWall);
     QFETCH(bool, settled);
-    QCOMPARE(comparisonSettled(outcome(cachedCpu, uncachedCpu, cachedWall, uncachedWall)),
+    QCOMPARE(florence::comparisonSettled(
+                 outcome(cachedCpu, uncachedCpu, cachedWall, uncachedWall).measured),
              settled);
 }
 
@@ -68,8 +69,8 @@ void TestCompareRepeats::settledImpliesAVerdict() {
     // conclusive, and its headline names the tenfold difference.
     const CompareOutcome o = outcome({19000, 20500}, {230000, 241000}, {30000, 52000},
                                      {380000, 238000});
-    QVERIFY(comparisonSettled(o));
-    QVERIFY(comparisonConcludes(o));
+    QVERIFY(florence::comparisonSettled(o.measured));
+    QVERIFY(florence::comparisonConcludes(o.measured));
     const CompareVerdict v = judgeComparison(o);
     QVERIFY(v.conclusive);
     QCOMPARE(v.basis, CompareVerdict::Basis::ProcessorTime);

@@ -628,23 +628,24 @@ void TestMainWindow::compareRepeatsOnABusyMachine() {
     QTRY_COMPARE_WITH_TIMEOUT(compared.count(), 1, kRunTimeoutMs);
     QTRY_COMPARE(outcomes.size(), size_t(1));
     const florence::ui::CompareOutcome& o = outcomes.front();
-    QVERIFY(!o.cancelled);
+    QVERIFY(!o.measured.cancelled);
     // Three repeats of each, and up to two more while the busy core keeps them from agreeing;
     // two when those already put the two kinds of pass far apart (comparisonSettled).
-    const size_t repeats = o.cachedTotalsMs.size();
+    const florence::CompareResult& m = o.measured;
+    const size_t repeats = m.cached.totalsMs.size();
     const bool settledEarly = repeats == 2;
     QVERIFY2((repeats >= 3 && repeats <= 5) ||
-                 (settledEarly && florence::ui::comparisonSettled(o)),
+                 (settledEarly && florence::comparisonSettled(m)),
              qPrintable(QString::number(repeats)));
-    QCOMPARE(o.uncachedTotalsMs.size(), repeats);
-    QCOMPARE(o.cachedCpuMs.size(), repeats);
-    QCOMPARE(o.uncachedCpuMs.size(), repeats);
-    for (double cpu : o.cachedCpuMs)
+    QCOMPARE(m.uncached.totalsMs.size(), repeats);
+    QCOMPARE(m.cached.processorMs.size(), repeats);
+    QCOMPARE(m.uncached.processorMs.size(), repeats);
+    for (double cpu : m.cached.processorMs)
         QVERIFY(cpu > 0);
     // A warm-up and the measured passes, and the bar filled at once when it settled early.
     const int passes = 1 + 2 * int(repeats);
     QVERIFY2(progress == passes ||
-                 (progress == passes + 1 && florence::ui::comparisonSettled(o)),
+                 (progress == passes + 1 && florence::comparisonSettled(m)),
              qPrintable(QString::number(progress)));
     QVERIFY(compared.at(0).at(0).toBool());   // identical in every repeat
     // The window says exactly what the collected numbers allow.

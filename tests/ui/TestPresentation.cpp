@@ -104,13 +104,14 @@ void TestPresentation::compareConcludesOnProcessorTime() {
     // Another program took the cores during two passes: the wall-clock totals disagree, the
     // processor time each pass used does not, and the verdict rests on it and says so.
     florence::ui::CompareOutcome o;
-    o.cachedTotalsMs = o.cachedDecodeMs = {3100, 9800, 3150};
-    o.uncachedTotalsMs = o.uncachedDecodeMs = {31000, 30500, 72000};
-    o.cachedCpuMs = {5950, 6000, 6100};
-    o.uncachedCpuMs = {60000, 59500, 61000};
+    florence::CompareResult& m = o.measured;
+    m.cached.totalsMs = m.cached.decodeMs = {3100, 9800, 3150};
+    m.uncached.totalsMs = m.uncached.decodeMs = {31000, 30500, 72000};
+    m.cached.processorMs = {5950, 6000, 6100};
+    m.uncached.processorMs = {60000, 59500, 61000};
     o.cached.result.generatedIds.assign(257, 0);
-    o.identical = true;
-    QVERIFY(florence::ui::comparisonConcludes(o));
+    m.identical = true;
+    QVERIFY(florence::comparisonConcludes(m));
     const florence::ui::CompareVerdict v = florence::ui::judgeComparison(o);
     QVERIFY(v.conclusive);
     QCOMPARE(v.basis, florence::ui::CompareVerdict::Basis::ProcessorTime);
@@ -119,9 +120,9 @@ void TestPresentation::compareConcludesOnProcessorTime() {
                                  "faster. Same answer."));
     QVERIFY2(v.conclusion.contains("processor time"), qPrintable(v.conclusion));
     // Both disagree and overlap: no verdict, and the worker measures again.
-    o.cachedCpuMs = {6000, 66000, 6050};
-    o.cachedTotalsMs = {3100, 98000, 3150};
-    QVERIFY(!florence::ui::comparisonConcludes(o));
+    m.cached.processorMs = {6000, 66000, 6050};
+    m.cached.totalsMs = {3100, 98000, 3150};
+    QVERIFY(!florence::comparisonConcludes(m));
     const florence::ui::CompareVerdict none = florence::ui::judgeComparison(o);
     QVERIFY(!none.conclusive);
     QVERIFY2(none.headline.startsWith("No verdict"), qPrintable(none.headline));
@@ -133,15 +134,15 @@ void TestPresentation::compareVerdictWording() {
     QFETCH(bool, conclusive);
     QFETCH(QString, says);
     florence::ui::CompareOutcome o;
-    o.cachedTotalsMs = o.cachedDecodeMs = cached;
-    o.uncachedTotalsMs = o.uncachedDecodeMs = uncached;
+    o.measured.cached.totalsMs = o.measured.cached.decodeMs = cached;
+    o.measured.uncached.totalsMs = o.measured.uncached.decodeMs = uncached;
     o.cached.result.generatedIds.assign(9, 0);
     const florence::ui::CompareVerdict v = florence::ui::judgeComparison(o);
     QCOMPARE(v.conclusive, conclusive);
     QVERIFY2(v.conclusion.contains(says), qPrintable(v.conclusion));
     QVERIFY(v.speedupText.contains("×"));
     // Medians, not means or single passes.
-    QCOMPARE(v.cached.medianMs, florence::ui::spreadOf(cached).medianMs);
+    QCOMPARE(v.cached.medianMs, florence::spreadOf(cached).medianMs);
     QCOMPARE(v.cached.count, 3);
 }
 
@@ -168,10 +169,10 @@ void TestPresentation::compareMarksAlongTheAnswer() {
         std::vector<double> cached(static_cast<size_t>(tokens), 1.0), uncached;
         for (int n = 1; n <= tokens; ++n)
             uncached.push_back(n * slowdown);
-        o.cachedStepMs.push_back(cached);
-        o.uncachedStepMs.push_back(uncached);
-        o.cachedFirstTokenMs.push_back(50);
-        o.uncachedFirstTokenMs.push_back(51 * slowdown);
+        o.measured.cached.stepMs.push_back(cached);
+        o.measured.uncached.stepMs.push_back(uncached);
+        o.measured.cached.firstTokenMs.push_back(50);
+        o.measured.uncached.firstTokenMs.push_back(51 * slowdown);
     }
     const florence::ui::CompareMarks m = florence::ui::compareMarks(o);
     QCOMPARE(m.speedupText, expected);

@@ -1,14 +1,12 @@
 #include "controllers/EngineWorker.h"
 
-#include "presentation/CompareVerdict.h"
-
 #include <florence/answer.h>
 #include <florence/auto_precision.h>
+#include <florence/compare_job.h>
 #include <florence/engine.h>
 #include <florence/folder_job.h>
 #include <florence/stats.h>
 
-#include <algorithm>
 #include <ctime>
 #include <pthread.h>
 
@@ -89,41 +87,17 @@ void EngineWorker::install(std::shared_ptr<const Model> model, const QString& pa
     emit modelLoaded(info);
 }
 
-RunOutcome EngineWorker::runPass(const RunRequest& request, const GenerationOptions& options,
-                                 int pass, Report report) {
-    Request req;
-    req.image = request.image; // the window's pixels, shared
-    req.prompt = request.prompt;
-    const auto start = Clock::now();
-    qint64 lastProgressMs = -1;
-    const quint64 runId = request.runId;
+RunOutcome EngineWorker::outcomeOf(const RunRequest& request, const GenerationOptions& options,
+                                   int pass, Result result) const {
     RunOutcome out;
-    out.runId = runId;
+    out.runId = request.runId;
     out.pass = pass;
     out.task = request.task;
     out.useCache = options.useCache;
     out.numBeams = options.numBeams;
     out.imageWidth = request.image->width;
     out.imageHeight = request.image->height;
-    GenerationOptions hooked = options;
-    hooked.cancel = request.cancel.get();
-    hooked.onToken = [&](const TokenEvent& e) {
-        TokenUpdate u;
-        u.runId = runId;
-        u.pass = pass;
-        u.event = e; // what this step added, not the text so far
-        u.elapsedMs = msSince(start);
-        if (report == Report::Tokens)
-            emit tokenReady(u);
-        // An uncached repeat at base size takes half a minute: say how far it is.
-        if (report == Report::Progress &&
-            (lastProgressMs < 0 || msSince(start) - lastProgressMs >= 100)) {
-            lastProgressMs = static_cast<qint64>(msSince(start));
-            emit compareTokens(runId, pass, e.step + 1);
-        }
-        return true;
-    };
-    out.result = m_session->generate(req, hooked);
+    out.result = std::move(result);
     // Scores need the tokens and the tokenizer, which only this thread has.
     if (!out.result.generatedIds.empty())
         out.scored = parseResult(m_model->tokenizer(), request.task.toStdString(), out.result,
@@ -131,97 +105,66 @@ RunOutcome EngineWorker::runPass(const RunRequest& request, const GenerationOpti
     return out;
 }
 
-namespace {
-
-double clockMs(clockid_t clock) {
-    timespec ts{};
-    if (clock_gettime(clock, &ts) != 0)
-        return 0;
-    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+RunOutcome EngineWorker::runPass(const RunRequest& request) {
+    Request req;
+    req.image = request.image; // the window's pixels, shared
+    req.prompt = request.prompt;
+    const auto start = Clock::now();
+    GenerationOptions hooked = request.options;
+    hooked.cancel = request.cancel.get();
+    hooked.onToken = [&](const TokenEvent& e) {
+        TokenUpdate u;
+        u.runId = request.runId;
+        u.event = e; // what this step added, not the text so far
+        u.elapsedMs = msSince(start);
+        emit tokenReady(u);
+        return true;
+    };
+    return outcomeOf(request, request.options, 0, m_session->generate(req, hooked));
 }
 
-// Repeats beyond those asked for, while a busy machine keeps them from agreeing.
-constexpr int kExtraRepeats = 2;
-
-} // namespace
-
 CompareOutcome EngineWorker::compare(const RunRequest& request) {
-    // The features are recomputed in every pass so the totals measure the same work and differ
-    // only by the cache. One pass each is not a measurement on a machine where anything else
-    // runs: a warm-up first (allocator, page faults, caches), then the two alternate, so a
-    // busy spell slows both rather than one; the window reports medians and their spread.
-    GenerationOptions cached = request.options;
-    cached.useCache = true;
-    cached.reuseFeatures = false;
-    GenerationOptions uncached = cached;
-    uncached.useCache = false;
-    const int asked = std::max(1, request.compareRepeats);
-    int repeats = asked;
-    int total = repeats * 2 + (request.compareWarmup ? 1 : 0);
-    int done = 0;
+    // The comparison is the engine's CompareJob; this only turns its hooks into the signals
+    // the window listens to.
+    CompareParams params;
+    params.request.image = request.image;
+    params.request.prompt = request.prompt;
+    params.options = request.options;
+    params.repeats = request.compareRepeats;
+    params.warmup = request.compareWarmup;
+    params.cancel = request.cancel.get();
     CompareOutcome cmp;
     cmp.runId = request.runId;
     cmp.cached.runId = cmp.uncached.runId = request.runId;
     cmp.uncached.pass = 1;
-    auto cancelled = [&] { return request.cancel && request.cancel->load(); };
-    if (request.compareWarmup) {
-        GenerationOptions warm = cached;
-        // Short: it only has to touch what the measured passes will use.
-        warm.maxNewTokens = std::min(warm.maxNewTokens, 8);
-        runPass(request, warm, 0, Report::Nothing);
-        emit compareProgress(request.runId, ++done, total);
-    }
-    bool identical = true;
-    for (int rep = 0; rep < repeats && !cancelled(); ++rep) {
-        for (int pass = 0; pass < 2 && !cancelled(); ++pass) {
-            // The first measured pass of each kind streams to the chart and shows the answer.
-            // The engine's threads and OpenMP's do the work; the GUI thread draws the streamed
-            // tokens of the first repeat only, so it is left out.
-            const auto workCpuMs = [this] {
-                return clockMs(CLOCK_PROCESS_CPUTIME_ID) -
-                       (m_guiClock ? clockMs(*m_guiClock) : 0.0);
-            };
-            const double cpuStart = workCpuMs();
-            const RunOutcome o = runPass(request, pass == 0 ? cached : uncached, pass,
-                                         rep == 0 ? Report::Tokens : Report::Progress);
-            const double cpuMs = workCpuMs() - cpuStart;
-            if (o.cancelled())
-                break;
-            RunOutcome& kept = pass == 0 ? cmp.cached : cmp.uncached;
-            if (rep == 0) {
-                kept = o;
-                emit runFinished(o);
-            } else {
-                identical = identical && o.result.generatedIds == kept.result.generatedIds;
-            }
-            (pass == 0 ? cmp.cachedTotalsMs : cmp.uncachedTotalsMs)
-                .push_back(o.result.timings.totalMs);
-            (pass == 0 ? cmp.cachedDecodeMs : cmp.uncachedDecodeMs)
-                .push_back(o.result.timings.decodeMs);
-            (pass == 0 ? cmp.cachedStepMs : cmp.uncachedStepMs).push_back(o.result.timings.stepMs);
-            (pass == 0 ? cmp.cachedFirstTokenMs : cmp.uncachedFirstTokenMs)
-                .push_back(o.result.timings.firstTokenMs);
-            (pass == 0 ? cmp.cachedCpuMs : cmp.uncachedCpuMs).push_back(cpuMs);
-            emit compareProgress(request.runId, ++done, total);
-        }
-        // A tenfold gap needs no third repeat; a busy spell that spoiled the figures needs
-        // another, rather than no answer.
-        if (rep + 1 >= 2 && rep + 1 < repeats && !cancelled() && comparisonSettled(cmp)) {
-            repeats = rep + 1;
-            emit compareProgress(request.runId, done, done);
-            break;
-        }
-        if (rep + 1 == repeats && repeats < asked + kExtraRepeats && !cancelled() &&
-            !comparisonConcludes(cmp)) {
-            ++repeats;
-            total += 2;
-        }
-    }
-    cmp.cancelled = cancelled() || static_cast<int>(cmp.uncachedTotalsMs.size()) < repeats;
-    if (cmp.cancelled)
+    const quint64 runId = request.runId;
+    CompareHooks hooks;
+    hooks.onToken = [&](ComparePass pass, const TokenEvent& e, double elapsedMs) {
+        TokenUpdate u;
+        u.runId = runId;
+        u.pass = static_cast<int>(pass);
+        u.event = e;
+        u.elapsedMs = elapsedMs;
+        emit tokenReady(u);
+    };
+    hooks.onRepeatTokens = [&](ComparePass pass, int tokens) {
+        emit compareTokens(runId, static_cast<int>(pass), tokens);
+    };
+    hooks.onPassFinished = [&](ComparePass pass, const Result& result) {
+        GenerationOptions options = request.options;
+        options.useCache = pass == ComparePass::Cached;
+        RunOutcome& kept = pass == ComparePass::Cached ? cmp.cached : cmp.uncached;
+        kept = outcomeOf(request, options, static_cast<int>(pass), result);
+        emit runFinished(kept);
+    };
+    hooks.onProgress = [&](int done, int total) { emit compareProgress(runId, done, total); };
+    // The GUI thread draws the streamed tokens of the first repeat only, so it is left out.
+    hooks.processorMs = [this] {
+        return cpuClockMs(CLOCK_PROCESS_CPUTIME_ID) - (m_guiClock ? cpuClockMs(*m_guiClock) : 0.0);
+    };
+    cmp.measured = CompareJob(std::move(params)).run(*m_session, hooks);
+    if (cmp.measured.cancelled)
         cmp.uncached.result.cancelled = cmp.cached.result.cancelled = true;
-    cmp.identical = !cmp.cancelled && identical &&
-                    cmp.cached.result.generatedIds == cmp.uncached.result.generatedIds;
     return cmp;
 }
 
@@ -241,7 +184,7 @@ void EngineWorker::run(const RunRequest& request) {
             cmp.cached = out;
             cmp.uncached = out;
             cmp.uncached.pass = 1;
-            cmp.cancelled = true;
+            cmp.measured.cancelled = true;
             emit compareFinished(cmp);
         }
         return;
@@ -259,7 +202,7 @@ void EngineWorker::run(const RunRequest& request) {
     // the program, and the user should see the engine's own message instead.
     try {
         if (request.kind == RunKind::Single) {
-            emit runFinished(runPass(request, request.options, 0));
+            emit runFinished(runPass(request));
             return;
         }
         emit compareFinished(compare(request));

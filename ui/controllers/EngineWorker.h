@@ -94,14 +94,14 @@ signals:
 private:
     std::optional<clockid_t> m_guiClock; // the GUI thread's processor-time clock
 
-    // What a pass reports while it runs: every token (tokenReady), how far it got
-    // (compareTokens: a comparison's repeats), or nothing (its warm-up).
-    enum class Report { Tokens, Progress, Nothing };
-
     void install(std::shared_ptr<const Model> model, const QString& packageDir,
                  const PrecisionChoice* choice = nullptr);
-    RunOutcome runPass(const RunRequest& request, const GenerationOptions& options, int pass,
-                       Report report = Report::Tokens);
+    // A finished pass of `request` run with `options`, its answer parsed.
+    RunOutcome outcomeOf(const RunRequest& request, const GenerationOptions& options, int pass,
+                         Result result) const;
+    // A single run, every token reported (tokenReady).
+    RunOutcome runPass(const RunRequest& request);
+    // The same request with and without the cache (florence::CompareJob), observed.
     CompareOutcome compare(const RunRequest& request);
 
     std::atomic<bool> m_stopLoading{false};

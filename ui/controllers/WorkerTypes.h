@@ -10,6 +10,7 @@
 
 #include <florence/answer.h>
 #include <florence/auto_precision.h>
+#include <florence/compare_job.h>
 #include <florence/describe_run.h>
 #include <florence/engine.h>
 #include <florence/package.h>
@@ -87,20 +88,14 @@ struct RunOutcome {
     }
 };
 
-// A comparison: the first measured pass of each kind in full, and every repeat's timings.
+// A comparison (florence::CompareJob): the first measured pass of each kind as the window
+// showed it, and what the job measured.
 struct CompareOutcome {
     quint64 runId = 0;
     RunOutcome cached;
     RunOutcome uncached;
-    std::vector<double> cachedTotalsMs, uncachedTotalsMs; // one per repeat, in run order
-    std::vector<double> cachedDecodeMs, uncachedDecodeMs;
-    std::vector<std::vector<double>> cachedStepMs, uncachedStepMs; // every repeat's steps
-    std::vector<double> cachedFirstTokenMs, uncachedFirstTokenMs;
-    // The processor time each repeat used (all of the process's threads): what another busy
-    // program on the same cores does not inflate, unlike the wall-clock totals.
-    std::vector<double> cachedCpuMs, uncachedCpuMs;
-    bool cancelled = false;
-    bool identical = false; // the same generated token ids, in every repeat
+    // Every repeat's timings, whether it was cancelled and whether the answers were the same.
+    CompareResult measured;
 };
 
 // A loaded model: its package manifest and how this process runs it.

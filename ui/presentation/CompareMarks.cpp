@@ -1,7 +1,6 @@
 #include "presentation/CompareMarks.h"
 
-#include "presentation/CompareVerdict.h"
-
+#include <florence/compare_job.h>
 #include <florence/stats.h>
 
 #include <QObject>
@@ -34,8 +33,8 @@ SpeedupMark markAt(const CompareOutcome& o, int tokens, bool end) {
     SpeedupMark m;
     m.tokens = tokens;
     m.end = end;
-    m.cachedMs = medianPrefixMs(o.cachedStepMs, tokens);
-    m.uncachedMs = medianPrefixMs(o.uncachedStepMs, tokens);
+    m.cachedMs = medianPrefixMs(o.measured.cached.stepMs, tokens);
+    m.uncachedMs = medianPrefixMs(o.measured.uncached.stepMs, tokens);
     m.speedup = m.cachedMs > 0 ? m.uncachedMs / m.cachedMs : 0;
     return m;
 }
@@ -65,7 +64,8 @@ std::vector<double> cumulativeMs(const std::vector<double>& stepMs) {
 
 CompareMarks compareMarks(const CompareOutcome& o) {
     CompareMarks c;
-    const int tokens = std::min(shortestRun(o.cachedStepMs), shortestRun(o.uncachedStepMs));
+    const int tokens =
+        std::min(shortestRun(o.measured.cached.stepMs), shortestRun(o.measured.uncached.stepMs));
     if (tokens <= 0)
         return c;
     for (const int mark : kSpeedupMarks)
@@ -73,8 +73,8 @@ CompareMarks compareMarks(const CompareOutcome& o) {
             c.marks.push_back(markAt(o, mark, false));
     c.marks.push_back(markAt(o, tokens, true));
     c.speedupText = speedupText(c.marks);
-    c.cachedFirstTokenMs = spreadOf(o.cachedFirstTokenMs).medianMs;
-    c.uncachedFirstTokenMs = spreadOf(o.uncachedFirstTokenMs).medianMs;
+    c.cachedFirstTokenMs = spreadOf(o.measured.cached.firstTokenMs).medianMs;
+    c.uncachedFirstTokenMs = spreadOf(o.measured.uncached.firstTokenMs).medianMs;
     c.firstTokenText = QObject::tr("cache on %1, cache off %2")
                            .arg(QString::fromStdString(formatMs(c.cachedFirstTokenMs)),
                                 QString::fromStdString(formatMs(c.uncachedFirstTokenMs)));

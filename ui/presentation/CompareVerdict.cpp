@@ -14,55 +14,6 @@ QString msText(double ms) {
     return QString::fromStdString(formatMs(ms));
 }
 
-} // namespace
-
-Spread spreadOf(const std::vector<double>& ms) {
-    Spread s;
-    s.count = static_cast<int>(ms.size());
-    if (ms.empty())
-        return s;
-    const auto [lo, hi] = std::minmax_element(ms.begin(), ms.end());
-    s.minMs = *lo;
-    s.maxMs = *hi;
-    s.medianMs = median(ms);
-    return s;
-}
-
-namespace {
-
-bool agree(const Spread& a, const Spread& b) {
-    return a.count > 0 && b.count > 0 && a.medianMs > 0 && b.medianMs > 0 &&
-           std::max(a.relative(), b.relative()) <= kMaxConclusiveSpread;
-}
-
-// Every repeat of one kind took less than every repeat of the other: with three of each,
-// alternating, chance alone orders them so one time in twenty, however noisy each one is.
-bool separated(const Spread& a, const Spread& b) {
-    return a.count >= 3 && b.count >= 3 && a.medianMs > 0 &&
-           (a.maxMs < b.minMs || b.maxMs < a.minMs);
-}
-
-} // namespace
-
-bool comparisonSettled(const CompareOutcome& o) {
-    const Spread wall[2] = {spreadOf(o.cachedTotalsMs), spreadOf(o.uncachedTotalsMs)};
-    const Spread cpu[2] = {spreadOf(o.cachedCpuMs), spreadOf(o.uncachedCpuMs)};
-    const auto apart = [](const Spread& a, const Spread& b) {
-        return a.count >= 2 && b.count >= 2 && agree(a, b) &&
-               (a.maxMs * kSettledGap < b.minMs || b.maxMs * kSettledGap < a.minMs);
-    };
-    return apart(cpu[0], cpu[1]) || apart(wall[0], wall[1]);
-}
-
-bool comparisonConcludes(const CompareOutcome& o) {
-    const Spread wall[2] = {spreadOf(o.cachedTotalsMs), spreadOf(o.uncachedTotalsMs)};
-    const Spread cpu[2] = {spreadOf(o.cachedCpuMs), spreadOf(o.uncachedCpuMs)};
-    return agree(wall[0], wall[1]) || agree(cpu[0], cpu[1]) || separated(cpu[0], cpu[1]) ||
-           separated(wall[0], wall[1]);
-}
-
-namespace {
-
 // "850 ms", "3.1 s", "31 s": as a person says a duration.
 QString roundDuration(double ms) {
     if (ms < 1000)
@@ -88,10 +39,11 @@ QString headlineFor(const CompareVerdict& v, const CompareOutcome& o) {
                     : QObject::tr("At %1 the cache saves nothing yet: %2 with it, %3 without.")
                           .arg(tokensText(tokens))
                           .arg(roundDuration(with.medianMs), roundDuration(without.medianMs));
-    if (!o.cancelled)
+    if (!o.measured.cancelled)
         s += QLatin1Char(' ') +
-             (o.identical ? QObject::tr("Same answer.")
-                          : QObject::tr("The answers differ (the cache changed the answer)."));
+             (o.measured.identical
+                  ? QObject::tr("Same answer.")
+                  : QObject::tr("The answers differ (the cache changed the answer)."));
     return s;
 }
 
@@ -99,31 +51,13 @@ QString headlineFor(const CompareVerdict& v, const CompareOutcome& o) {
 
 CompareVerdict judgeComparison(const CompareOutcome& o) {
     CompareVerdict v;
-    v.cached = spreadOf(o.cachedTotalsMs);
-    v.uncached = spreadOf(o.uncachedTotalsMs);
-    v.cachedDecode = spreadOf(o.cachedDecodeMs);
-    v.uncachedDecode = spreadOf(o.uncachedDecodeMs);
-    v.cachedCpu = spreadOf(o.cachedCpuMs);
-    v.uncachedCpu = spreadOf(o.uncachedCpuMs);
-    if (v.cached.count == 0 || v.uncached.count == 0 || v.cached.medianMs <= 0) {
+    static_cast<CompareFigures&>(v) = compareFigures(o.measured);
+    if (!v.enoughRuns) {
         v.speedupText = QStringLiteral("–");
         v.conclusion = QObject::tr("Not enough runs to compare.");
         return v;
     }
-    // Wall-clock times when the repeats agree; else the processor time each pass used, which
-    // another program does not inflate; else whichever puts every repeat of one kind below
-    // every repeat of the other.
-    const bool wallAgrees = agree(v.cached, v.uncached);
-    const bool cpuAgrees = agree(v.cachedCpu, v.uncachedCpu);
-    const bool cpuSeparated = separated(v.cachedCpu, v.uncachedCpu);
-    v.conclusive = wallAgrees || cpuAgrees || cpuSeparated || separated(v.cached, v.uncached);
-    v.basis = !wallAgrees && (cpuAgrees || cpuSeparated) ? CompareVerdict::Basis::ProcessorTime
-                                                         : CompareVerdict::Basis::WallClock;
     const bool cpu = v.basis == CompareVerdict::Basis::ProcessorTime;
-    v.speedup = cpu ? v.uncachedCpu.medianMs / v.cachedCpu.medianMs
-                    : v.uncached.medianMs / v.cached.medianMs;
-    v.decodeSpeedup =
-        v.cachedDecode.medianMs > 0 ? v.uncachedDecode.medianMs / v.cachedDecode.medianMs : 0;
     v.speedupText =
         (cpu ? QObject::tr("%1× in processor time, %2× decoding (medians of %3 alternating runs "
                            "each)")

@@ -191,7 +191,7 @@ void CompareView::setPassFinished(const RunOutcome& outcome) {
 
 void CompareView::setOutcome(const CompareOutcome& outcome) {
     m_progress->hide();
-    if (outcome.cancelled) {
+    if (outcome.measured.cancelled) {
         m_chart->setTitle(tr("Cached vs uncached (cancelled)"));
         m_speedup->setText(QStringLiteral("–"));
         m_note->clear();
@@ -234,15 +234,16 @@ void CompareView::setOutcome(const CompareOutcome& outcome) {
                   "before Run.")
          : cachedReused ? tr("Both passes used the image features computed before Run.")
                         : tr("Both passes ran the vision encoder (no precomputed features).")));
-    m_verdict->setText(outcome.identical ? tr("identical ✔")
-                                         : tr("different ✘ (the cache changed the answer)"));
+    m_verdict->setText(outcome.measured.identical
+                           ? tr("identical ✔")
+                           : tr("different ✘ (the cache changed the answer)"));
 }
 
 void CompareView::plotMedianSteps(const CompareOutcome& outcome) {
     // The same basis as the first-token and speedup texts: each step's median over the
     // repeats, not one repeat that a busy spell may have slowed.
     const std::array<const std::vector<std::vector<double>>*, 2> repeats = {
-        &outcome.cachedStepMs, &outcome.uncachedStepMs};
+        &outcome.measured.cached.stepMs, &outcome.measured.uncached.stepMs};
     for (size_t pass = 0; pass < 2; ++pass) {
         if (repeats[pass]->empty())
             continue;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,10 @@ using Clock = std::chrono::steady_clock;
 
 // Milliseconds from `start` to now.
 double msSince(Clock::time_point start);
+
+// The processor time on `clock` in milliseconds: CLOCK_PROCESS_CPUTIME_ID counts every thread of
+// the process, a thread's own clock (pthread_getcpuclockid) one thread; 0 when it cannot be read.
+double cpuClockMs(clockid_t clock = CLOCK_PROCESS_CPUTIME_ID);
 
 // The q-th quantile (q in [0, 1]) by linear interpolation between closest ranks, numpy's
 // default; 0 for no values.
