@@ -232,9 +232,9 @@ ReducedReport measureReduced(std::unique_ptr<Session>& session, const Request& r
     return b;
 }
 
-// The package and the image to measure: those given, else the speed demo of the size installed
-// with the app (its weights are generated at load: no Python, nothing to download or import)
-// and the bundled pier.png.
+// The params as measured: the package and the image given, else the speed demo of the size
+// installed with the app (its weights are generated at load: no Python, nothing to download or
+// import) and the bundled pier.png.
 BenchParams resolved(BenchParams c) {
     if (c.lengths.empty() || *std::min_element(c.lengths.begin(), c.lengths.end()) < 1)
         throw Error("the benchmark needs lengths of at least one token to generate");
@@ -256,6 +256,9 @@ BenchParams resolved(BenchParams c) {
         if (c.image.empty() || !QFileInfo::exists(QString::fromStdString(c.image)))
             throw Error("no bundled sample image found to measure with; give an image");
     }
+    // Batching runs four of the bundled samples; without them it is not measured, nor counted
+    // in the progress's total.
+    c.batching = c.batching && !samplesDir().empty();
     return c;
 }
 
@@ -293,7 +296,7 @@ BenchResult runBenchJob(const BenchParams& params, const BenchHooks& hooks) {
     report.peakBytes = peakResidentBytes();
     report.reuse = measureReuse(*session, req, hooks.cancel);
     progress.step("feature reuse");
-    if (c.batching && !samplesDir().empty())
+    if (c.batching)
         report.batching = measureBatching(*session, progress);
     report.peakWithBatchBytes = peakResidentBytes();
     // After the peak is taken: the measurement's own 1 GiB buffer must not count.
