@@ -1,5 +1,5 @@
-// `florence-studio-cli bench`: speed at the real Florence-2 sizes with random weights, against
-// the same weights run eagerly in Python, and against the machine's memory bandwidth.
+// `florence-studio-cli bench`: the benchmark job (<florence/bench_job.h>) run from the command
+// line, its progress on the terminal and its result printed as JSON or as tables.
 #pragma once
 
 namespace florence::cli {

@@ -1,9 +1,10 @@
 #include "BenchReport.h"
 
-#include "Common.h"
+#include <florence/stats.h>
 
 #include <QJsonArray>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace florence::cli {
@@ -23,7 +24,7 @@ QJsonArray toJson(const std::vector<double>& v) {
     return a;
 }
 
-QJsonObject lengthsJson(const BenchReport& r, QJsonObject& uncached, QJsonObject& ratio) {
+QJsonObject lengthsJson(const BenchResult& r, QJsonObject& uncached, QJsonObject& ratio) {
     QJsonObject cached;
     for (const LengthReport& l : r.lengths) {
         const std::vector<double>& s = l.stepMs;
@@ -48,7 +49,7 @@ QJsonObject lengthsJson(const BenchReport& r, QJsonObject& uncached, QJsonObject
     return cached;
 }
 
-QJsonObject comparisonsJson(const BenchReport& r, QJsonObject out) {
+QJsonObject comparisonsJson(const BenchResult& r, QJsonObject out) {
     if (r.python) {
         const PythonReport& p = *r.python;
         QJsonArray runs;
@@ -75,7 +76,7 @@ QJsonObject comparisonsJson(const BenchReport& r, QJsonObject out) {
         if (!*mode)
             continue;
         const ReducedReport& b = **mode;
-        const double floorMs = bandwidthFloorMs(b.stepBytes, r.bandwidth);
+        const double floorMs = r.floorMs(b);
         QJsonObject bj{{"first_token_ms", b.firstTokenMs},
                        {"vision_ms", b.visionMs},
                        {"text_encoder_ms", b.textEncoderMs},
@@ -103,7 +104,7 @@ QJsonObject comparisonsJson(const BenchReport& r, QJsonObject out) {
 
 } // namespace
 
-QJsonObject toJson(const BenchReport& r) {
+QJsonObject toJson(const BenchResult& r) {
     QJsonObject out;
     out["model"] = QString::fromStdString(r.model);
     out["package"] = QString::fromStdString(r.package);
@@ -158,7 +159,7 @@ void line(const std::string& label, const std::string& value) {
     std::printf("  %-44s %s\n", label.c_str(), value.c_str());
 }
 
-void printDecodingTable(const BenchReport& r) {
+void printDecodingTable(const BenchResult& r) {
     line("load", formatMs(r.loadMs));
     line("preprocess / vision / text encoder", formatMs(median(r.preprocessMs)) + " / " +
                                                    formatMs(median(r.visionMs)) + " / " +
@@ -182,7 +183,7 @@ void printDecodingTable(const BenchReport& r) {
     }
 }
 
-void printMachineTable(const BenchReport& r) {
+void printMachineTable(const BenchResult& r) {
     line("first token of a 2nd task, without / with reuse",
          formatMs(r.reuse.withoutMs) + " / " + formatMs(r.reuse.withMs));
     line("first token, image and prompt encoded ahead",
@@ -206,7 +207,7 @@ void printMachineTable(const BenchReport& r) {
              num(r.cachedMedianMs() / r.floorMs(), "%.2fx floor") + ")");
 }
 
-void printComparisonTable(const BenchReport& r) {
+void printComparisonTable(const BenchResult& r) {
     if (r.python) {
         const PythonReport& p = *r.python;
         for (const PythonReport& run : r.pythonRuns)
@@ -224,7 +225,7 @@ void printComparisonTable(const BenchReport& r) {
             continue;
         const ReducedReport& b = **mode;
         const std::string n = name;
-        const double floorMs = bandwidthFloorMs(b.stepBytes, r.bandwidth);
+        const double floorMs = r.floorMs(b);
         line(n + ": first token / median step",
              formatMs(b.firstTokenMs) + " / " + formatMs(b.medianStepMs));
         line(n + ": bandwidth floor per step",
@@ -250,7 +251,7 @@ void printComparisonTable(const BenchReport& r) {
 
 } // namespace
 
-void printTable(const BenchReport& r) {
+void printTable(const BenchResult& r) {
     std::printf("%s — %s\n%s%s\n\n", r.model.c_str(), r.package.c_str(), r.runtime.c_str(),
                 r.busyThreads ? (", " + std::to_string(r.busyThreads) +
                                  " busy background thread(s) of bench's own")

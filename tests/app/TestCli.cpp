@@ -89,6 +89,7 @@ private slots:
     void threadsBeyondTheCoresAreClamped();
     void automaticPrecisionIsMeasuredOnceAndSaid();
     void exifOrientationInTheAnswer();
+    void benchJson();
     void version();
 };
 
@@ -458,6 +459,12 @@ void TestCli::badArguments_data() {
         << QStringList{"import", "--hf", FLORENCE_SOURCE_DIR "/engine", "--out",
                        "/tmp/never-written"}
         << 1 << "config.json";
+    QTest::newRow("bench size") << QStringList{"bench", "--size", "huge"} << 2
+                                << "--size takes base or large, not 'huge'";
+    QTest::newRow("bench length") << QStringList{"bench", "--lengths", "8,0"} << 2
+                                  << "--lengths takes numbers from 1 to 1024";
+    QTest::newRow("bench model folder")
+        << QStringList{"bench", "--model", "/nonexistent", "--no-python"} << 1 << "does not exist";
 }
 
 void TestCli::badArguments() {
@@ -588,6 +595,42 @@ void TestCli::exifOrientationInTheAnswer() {
         QCOMPARE(image["width"].toInt(), rotate ? 200 : 400);
         QCOMPARE(image["height"].toInt(), rotate ? 400 : 200);
     }
+}
+
+// bench's JSON on the bundled model with its cheapest measurements: the keys scripts read, and
+// exactly the length asked for.
+void TestCli::benchJson() {
+    const Output o = runCli({"bench", "--model", FLORENCE_BUILD_DATA_DIR "/models/default",
+                             "--lengths", "4", "--threads", "1", "--no-python", "--no-uncached",
+                             "--no-batch", "--no-bf16", "--no-int8", "--json"},
+                            300000);
+    QVERIFY2(o.exitCode == 0, o.err.constData());
+    const QJsonObject r = QJsonDocument::fromJson(o.out).object();
+    const QStringList keys{"bandwidth_floor_ms",
+                           "busy_threads",
+                           "cached",
+                           "feature_reuse",
+                           "first_token_ms",
+                           "load_ms",
+                           "model",
+                           "package",
+                           "parameters",
+                           "peak_rss_bytes",
+                           "peak_rss_with_batch_bytes",
+                           "preprocess_ms",
+                           "read_bandwidth_gbps",
+                           "runtime",
+                           "step_bytes",
+                           "step_over_floor",
+                           "text_encoder_ms",
+                           "vision_ms"};
+    QCOMPARE(r.keys(), keys); // nothing skipped is reported
+    QVERIFY(r["load_ms"].toDouble() > 0);
+    QVERIFY(r["bandwidth_floor_ms"].toDouble() > 0);
+    const QJsonObject cached = r["cached"].toObject()["4"].toObject();
+    QCOMPARE(cached["step_ms"].toArray().size(), 4);
+    QVERIFY(cached["median_step_ms"].toDouble() > 0);
+    QVERIFY(r["feature_reuse"].toObject()["reused"].toBool());
 }
 
 void TestCli::version() {

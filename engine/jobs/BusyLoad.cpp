@@ -1,8 +1,8 @@
-#include "BusyLoad.h"
+#include "jobs/BusyLoad.h"
 
 #include <cstdint>
 
-namespace florence::cli {
+namespace florence::detail {
 
 namespace {
 
@@ -34,4 +34,4 @@ BusyLoad::~BusyLoad() {
         t.join();
 }
 
-} // namespace florence::cli
+} // namespace florence::detail

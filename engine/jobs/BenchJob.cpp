@@ -1,23 +1,50 @@
-#include "BenchMeasure.h"
+// The measurements of the benchmark job: load, the encoders, cached and uncached decoding,
+// feature reuse, batching, peak memory, the read bandwidth, the Python baseline and the
+// reduced-precision modes, under the same competition (busy threads) from the load on.
+#include <florence/bench_job.h>
 
-#include "BenchPython.h"
-#include "BusyLoad.h"
-#include "Common.h"
+#include "jobs/BenchPython.h"
+#include "jobs/BusyLoad.h"
 #include <florence/engine.h>
+#include <florence/error.h>
 #include <florence/image.h>
 #include <florence/machine.h>
 #include <florence/paths.h>
-#include <florence/process.h>
-#include <florence/stats.h>
 #include <florence/tasks.h>
 
+#include <QFileInfo>
+
+#include <algorithm>
 #include <cmath>
 #include <memory>
-#include <numeric>
 
-namespace florence::cli {
+namespace florence {
 
 namespace {
+
+// Counts the measurements for onProgress and stops the job between them when cancelled.
+class BenchSteps {
+public:
+    BenchSteps(const BenchHooks& hooks, int total) : m_hooks(hooks), m_total(total) {}
+
+    const std::atomic<bool>* cancel() const { return m_hooks.cancel; }
+    void checkCancel() const {
+        if (m_hooks.cancel && m_hooks.cancel->load())
+            throw EngineError("the benchmark was cancelled");
+    }
+    // After each measurement: a measurement cut short by the cancel flag is never kept.
+    void step(const std::string& what) {
+        ++m_done;
+        if (m_hooks.onProgress)
+            m_hooks.onProgress(m_done, m_total, what);
+        checkCancel();
+    }
+
+private:
+    const BenchHooks& m_hooks;
+    int m_total;
+    int m_done = 0;
+};
 
 double cosine(const std::vector<float>& a, const std::vector<float>& b, size_t begin, size_t n) {
     double dot = 0, na = 0, nb = 0;
@@ -30,13 +57,14 @@ double cosine(const std::vector<float>& a, const std::vector<float>& b, size_t b
 }
 
 Result generateFixed(Session& session, const Request& req, const Model& model, int tokens,
-                     bool cache, bool reuse = false) {
+                     bool cache, const std::atomic<bool>* cancel) {
     GenerationOptions o = model.defaultOptions();
     o.numBeams = 1;
     o.maxNewTokens = tokens;
     o.ignoreEos = true;
     o.useCache = cache;
-    o.reuseFeatures = reuse;
+    o.reuseFeatures = false;
+    o.cancel = cancel;
     o.noRepeatNgramSize = 0; // a fixed token count: nothing may end or ban the run
     return session.generate(req, o);
 }
@@ -50,12 +78,12 @@ struct Float32Runs {
     std::vector<int64_t> referenceIds; // the longest cached run's tokens
 };
 
-Float32Runs measureDecoding(Session& session, const Request& req, const BenchConfig& c,
-                            Progress& progress, BenchReport& report) {
+Float32Runs measureDecoding(Session& session, const Request& req, const BenchParams& c,
+                            BenchSteps& progress, BenchResult& report) {
     const Model& model = session.model();
     Float32Runs runs;
     for (int len : c.lengths) {
-        Result r = generateFixed(session, req, model, len, true);
+        Result r = generateFixed(session, req, model, len, true, progress.cancel());
         progress.step("cached decoding, " + std::to_string(len) + " tokens");
         report.preprocessMs.push_back(r.timings.preprocessMs);
         report.visionMs.push_back(r.timings.visionMs);
@@ -70,7 +98,7 @@ Float32Runs measureDecoding(Session& session, const Request& req, const BenchCon
         l.stepMs = r.timings.stepMs;
         l.decodeMs = r.timings.decodeMs;
         if (c.uncached) {
-            Result u = generateFixed(session, req, model, len, false);
+            Result u = generateFixed(session, req, model, len, false, progress.cancel());
             progress.step("uncached decoding, " + std::to_string(len) + " tokens");
             l.hasUncached = true;
             l.uncachedDecodeMs = u.timings.decodeMs;
@@ -84,10 +112,11 @@ Float32Runs measureDecoding(Session& session, const Request& req, const BenchCon
 
 // A second task on the same image skips preprocessing and the vision encoder; a task whose
 // prompt was encoded ahead with the image (Session::encodeImage) skips the text encoder too.
-ReuseReport measureReuse(Session& session, const Request& req) {
+ReuseReport measureReuse(Session& session, const Request& req, const std::atomic<bool>* cancel) {
     GenerationOptions o = session.model().defaultOptions();
     o.numBeams = 1;
     o.maxNewTokens = 1;
+    o.cancel = cancel;
     Request second = req;
     second.prompt = buildPrompt({"<OD>", "", std::nullopt}, req.image->width, req.image->height);
     o.reuseFeatures = false;
@@ -101,6 +130,7 @@ ReuseReport measureReuse(Session& session, const Request& req) {
     r.reused = warm.timings.featuresReused;
     EncodeOptions ahead;
     ahead.prompt = req.prompt;
+    ahead.cancel = cancel;
     session.encodeImage(*req.image, ahead);
     const Result aheadRun = session.generate(req, o);
     r.aheadMs = aheadRun.timings.firstTokenMs;
@@ -109,7 +139,7 @@ ReuseReport measureReuse(Session& session, const Request& req) {
 }
 
 // Four different images with a fixed number of tokens, together and one by one.
-BatchReport measureBatching(Session& session, Progress& progress) {
+BatchReport measureBatching(Session& session, BenchSteps& progress) {
     std::vector<Request> reqs;
     for (const char* name : {"pier.png", "chelsea.png", "coffee.png", "rocket.jpg"}) {
         Request r;
@@ -123,6 +153,7 @@ BatchReport measureBatching(Session& session, Progress& progress) {
     o.ignoreEos = true;
     o.noRepeatNgramSize = 0;
     o.reuseFeatures = false;
+    o.cancel = progress.cancel();
     BatchReport b;
     const auto t0 = Clock::now();
     std::vector<Result> alone;
@@ -163,15 +194,19 @@ LogitsReference logitsReference(Session& session, const Request& req, const Floa
 // Speed, and agreement of the decoder logits with float32 over the same tokens. Replaces the
 // model in the session by the one of `precision`: one model in memory at a time.
 ReducedReport measureReduced(std::unique_ptr<Session>& session, const Request& req,
-                             const BenchConfig& c, const LogitsReference& reference,
-                             Precision precision, Progress& progress) {
+                             const BenchParams& c, const LogitsReference& reference,
+                             Precision precision, BenchSteps& progress) {
     const std::string name = precisionName(precision);
     session.reset();
-    session = std::make_unique<Session>(Model::load(c.package, LoadOptions{c.threads, precision}));
+    LoadOptions lo;
+    lo.threads = c.threads;
+    lo.precision = precision;
+    lo.cancel = progress.cancel();
+    session = std::make_unique<Session>(Model::load(c.package, lo));
     progress.step(name + " load");
     const Model& bm = session->model();
-    generateFixed(*session, req, bm, 4, true);
-    const Result r = generateFixed(*session, req, bm, c.maxLength(), true);
+    generateFixed(*session, req, bm, 4, true, progress.cancel());
+    const Result r = generateFixed(*session, req, bm, c.maxLength(), true, progress.cancel());
     progress.step(name + " decoding");
     const FloatArray got =
         session->decoderLogits(reference.pixels, reference.promptIds, reference.tokens);
@@ -197,17 +232,49 @@ ReducedReport measureReduced(std::unique_ptr<Session>& session, const Request& r
     return b;
 }
 
+// The params as measured: the package and the image given, else the speed demo of the size
+// installed with the app (its weights are generated at load: no Python, nothing to download or
+// import) and the bundled pier.png.
+BenchParams resolved(BenchParams c) {
+    if (c.lengths.empty() || *std::min_element(c.lengths.begin(), c.lengths.end()) < 1)
+        throw Error("the benchmark needs lengths of at least one token to generate");
+    if (c.package.empty()) {
+        for (const std::string& dir : speedDemoModelDirs())
+            if (QFileInfo(QString::fromStdString(dir)).fileName().toStdString() ==
+                "speed-demo-" + c.size)
+                c.package = dir;
+        if (c.package.empty())
+            throw Error("the " + c.size + " speed-demo package is not installed (looked for " +
+                        dataDir() + "/models/speed-demo-" + c.size +
+                        "); reinstall the app, or measure another package (for example one "
+                        "made by `florence-studio-cli import --random-init " +
+                        c.size + " --out PKG`)");
+    }
+    c.package = QFileInfo(QString::fromStdString(c.package)).absoluteFilePath().toStdString();
+    if (c.image.empty()) {
+        c.image = samplesDir().empty() ? "" : samplesDir() + "/pier.png";
+        if (c.image.empty() || !QFileInfo::exists(QString::fromStdString(c.image)))
+            throw Error("no bundled sample image found to measure with; give an image");
+    }
+    // Batching runs four of the bundled samples; without them it is not measured, nor counted
+    // in the progress's total.
+    c.batching = c.batching && !samplesDir().empty();
+    return c;
+}
+
 } // namespace
 
-BenchReport measure(const BenchConfig& c) {
-    Progress progress(c.progressSteps());
-    BenchReport report;
+BenchResult runBenchJob(const BenchParams& params, const BenchHooks& hooks) {
+    const BenchParams c = resolved(params);
+    BenchSteps progress(hooks, c.progressSteps());
+    BenchResult report;
     // From the load to the last baseline, so every figure shares the same competition.
-    const BusyLoad busy(c.busy);
+    const detail::BusyLoad busy(c.busy);
     report.busyThreads = busy.threads();
     const auto img = std::make_shared<const RgbImage>(loadImage(c.image));
     LoadOptions lo;
     lo.threads = c.threads;
+    lo.cancel = hooks.cancel;
     auto session = std::make_unique<Session>(Model::load(c.package, lo));
     progress.step("load");
     const Manifest m = session->model().manifest(); // a copy: the float32 model goes for bf16
@@ -220,16 +287,16 @@ BenchReport measure(const BenchConfig& c) {
     req.prompt = buildPrompt({"<CAPTION>", "", std::nullopt}, img->width, img->height);
 
     // Warm-up: the first run of each module pays one-time costs (allocation, kernel selection).
-    generateFixed(*session, req, session->model(), 4, true);
-    generateFixed(*session, req, session->model(), 4, false);
+    generateFixed(*session, req, session->model(), 4, true, hooks.cancel);
+    generateFixed(*session, req, session->model(), 4, false, hooks.cancel);
     progress.step("warm-up");
 
     const Float32Runs runs = measureDecoding(*session, req, c, progress, report);
     // Peak memory of single requests (the batch of four images below needs more).
     report.peakBytes = peakResidentBytes();
-    report.reuse = measureReuse(*session, req);
+    report.reuse = measureReuse(*session, req, hooks.cancel);
     progress.step("feature reuse");
-    if (c.batching && !samplesDir().empty())
+    if (c.batching)
         report.batching = measureBatching(*session, progress);
     report.peakWithBatchBytes = peakResidentBytes();
     // After the peak is taken: the measurement's own 1 GiB buffer must not count.
@@ -238,7 +305,9 @@ BenchReport measure(const BenchConfig& c) {
     report.stepBytes = session->model().decodeStepBytes(m.imageTokens + int(runs.promptIds.size()));
     report.runtime = runtimeSummary();
     if (c.python)
-        measurePython(c, runs.promptIds, report, progress);
+        detail::measurePython(
+            c, runs.promptIds, report, [&](const std::string& what) { progress.step(what); },
+            hooks.cancel);
     if (c.bf16 || c.int8) {
         const LogitsReference reference = logitsReference(*session, req, runs);
         if (c.bf16)
@@ -246,8 +315,7 @@ BenchReport measure(const BenchConfig& c) {
         if (c.int8)
             report.int8 = measureReduced(session, req, c, reference, Precision::Int8, progress);
     }
-    progress.done();
     return report;
 }
 
-} // namespace florence::cli
+} // namespace florence

@@ -1,10 +1,7 @@
-#include "BenchConfig.h"
+#include "BenchArgs.h"
 
 #include "Args.h"
 #include "Common.h"
-#include <florence/paths.h>
-
-#include <QFileInfo>
 
 #include <sstream>
 
@@ -57,40 +54,20 @@ std::vector<int> parseLengths(const std::string& s) {
     return out;
 }
 
-std::string defaultImage() {
-    const std::string image = samplesDir().empty() ? "" : samplesDir() + "/pier.png";
-    if (image.empty() || !QFileInfo::exists(QString::fromStdString(image)))
-        throw UsageError("no bundled sample image found; pass --image FILE");
-    return image;
-}
-
-// The package to measure: --model, or the speed demo of the size installed with the app (its
-// weights are generated at load: no Python, nothing to download or import).
-std::string benchPackage(const std::string& model, const std::string& size) {
-    if (!model.empty())
-        return QFileInfo(QString::fromStdString(model)).absoluteFilePath().toStdString();
-    for (const std::string& dir : speedDemoModelDirs())
-        if (QFileInfo(QString::fromStdString(dir)).fileName().toStdString() == "speed-demo-" + size)
-            return dir;
-    throw std::runtime_error("the " + size + " speed-demo package is not installed (looked for " +
-                             dataDir() + "/models/speed-demo-" + size +
-                             "); reinstall the app, or pass --model PKG (for example a package "
-                             "made by `florence-studio-cli import --random-init " +
-                             size + " --out PKG`)");
-}
-
 } // namespace
 
 const char* benchUsage() {
     return kBenchUsage;
 }
 
-BenchConfig parseBenchArgs(int argc, char** argv) {
+BenchArgs parseBenchArgs(int argc, char** argv) {
     Args a = parseArgs(argc, argv, 2, {"size", "lengths", "threads", "busy", "image", "model"},
                        {"no-python", "no-uncached", "no-bf16", "no-int8", "no-batch", "json"});
     if (!a.positional.empty())
         throw UsageError("unexpected argument '" + a.positional[0] + "'");
-    BenchConfig c;
+    BenchArgs args;
+    args.json = a.has("json");
+    BenchParams& c = args.params;
     c.size = a.get("size", "base");
     if (c.size != "base" && c.size != "large")
         throw UsageError("--size takes base or large, not '" + c.size + "'");
@@ -99,17 +76,14 @@ BenchConfig parseBenchArgs(int argc, char** argv) {
     c.busy = a.getInt("busy", 0);
     if (c.busy < 0 || c.busy > 64)
         throw UsageError("--busy takes a number of threads from 0 to 64");
-    c.json = a.has("json");
-    c.image = a.get("image");
-    if (c.image.empty())
-        c.image = defaultImage();
-    c.package = benchPackage(a.get("model"), c.size);
+    c.image = a.get("image");   // "": the bundled pier.png
+    c.package = a.get("model"); // "": the speed demo of --size
     c.python = !a.has("no-python");
     c.uncached = !a.has("no-uncached");
     c.bf16 = !a.has("no-bf16");
     c.int8 = !a.has("no-int8");
     c.batching = !a.has("no-batch");
-    return c;
+    return args;
 }
 
 } // namespace florence::cli

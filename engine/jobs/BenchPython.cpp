@@ -1,9 +1,10 @@
-#include "BenchPython.h"
+#include "jobs/BenchPython.h"
 
-#include "Common.h"
+#include <florence/error.h>
 #include <florence/machine.h>
 #include <florence/paths.h>
 #include <florence/process.h>
+#include <florence/stats.h>
 
 #include <QFileInfo>
 #include <QJsonArray>
@@ -13,7 +14,9 @@
 #include <QProcessEnvironment>
 #include <QRegularExpression>
 
-namespace florence::cli {
+#include <algorithm>
+
+namespace florence::detail {
 
 namespace {
 
@@ -33,9 +36,27 @@ std::string pythonFailure(const QString& stderrText) {
     return last.isEmpty() ? std::string("python baseline failed to run") : last.toStdString();
 }
 
+// Waits an hour at most for the baseline; stops it and the job when `cancel` is set.
+bool waitForBaseline(QProcess& proc, const std::atomic<bool>* cancel) {
+    const auto start = Clock::now();
+    while (!proc.waitForFinished(100)) {
+        if (cancel && cancel->load()) {
+            proc.kill();
+            proc.waitForFinished(-1);
+            throw EngineError("the benchmark was cancelled");
+        }
+        if (proc.state() == QProcess::NotRunning)
+            break;
+        if (msSince(start) > 3600 * 1000.0)
+            return false;
+    }
+    return proc.exitStatus() == QProcess::NormalExit;
+}
+
 QJsonObject runPython(const std::string& package, const std::string& image,
                       const std::vector<int64_t>& ids, const std::string& lengths, int threads,
-                      const QProcessEnvironment& env, std::string& error) {
+                      const QProcessEnvironment& env, const std::atomic<bool>* cancel,
+                      std::string& error) {
     const std::string script = exporterScript();
     if (script.empty()) {
         error = "exporter tools not found";
@@ -58,7 +79,7 @@ QJsonObject runPython(const std::string& package, const std::string& image,
         error = "cannot start " + pythonInterpreter() + ": " + kPythonNeeds;
         return {};
     }
-    if (!proc.waitForFinished(3600 * 1000) || proc.exitCode() != 0) {
+    if (!waitForBaseline(proc, cancel) || proc.exitCode() != 0) {
         error = pythonFailure(QString::fromUtf8(proc.readAllStandardError()));
         return {};
     }
@@ -102,16 +123,18 @@ std::vector<std::pair<std::string, QProcessEnvironment>> pythonEnvironments() {
 } // namespace
 
 // The Python baseline, same threads, once per BLAS setting (pythonEnvironments).
-void measurePython(const BenchConfig& c, const std::vector<int64_t>& promptIds, BenchReport& report,
-                   Progress& progress) {
+void measurePython(const BenchParams& c, const std::vector<int64_t>& promptIds, BenchResult& report,
+                   const std::function<void(const std::string&)>& step,
+                   const std::atomic<bool>* cancel) {
     std::string lens;
     for (int len : c.lengths)
         lens += (lens.empty() ? "" : ",") + std::to_string(len);
     const int threads = c.threads > 0 ? c.threads : ::florence::threads();
     for (const auto& [blas, env] : pythonEnvironments()) {
         std::string err;
-        const QJsonObject py = runPython(c.package, c.image, promptIds, lens, threads, env, err);
-        progress.step("python eager baseline, " + blas);
+        const QJsonObject py =
+            runPython(c.package, c.image, promptIds, lens, threads, env, cancel, err);
+        step("python eager baseline, " + blas);
         if (py.isEmpty()) {
             report.pythonError = blas + ": " + err;
             continue;
@@ -141,4 +164,4 @@ void measurePython(const BenchConfig& c, const std::vector<int64_t>& promptIds, 
         [&](const PythonReport& a, const PythonReport& b) { return total(a) < total(b); });
 }
 
-} // namespace florence::cli
+} // namespace florence::detail
