@@ -90,6 +90,7 @@ private slots:
     void automaticPrecisionIsMeasuredOnceAndSaid();
     void exifOrientationInTheAnswer();
     void benchJson();
+    void benchPythonBaseline();
     void version();
 };
 
@@ -219,7 +220,7 @@ void TestCli::noCacheGivesSameTokens() {
 void TestCli::compareJson() {
     // The app's comparison from the command line: the medians and spreads of both kinds of
     // pass, the verdict's basis, the same answer with and without the cache.
-    const Output o = runCli({"compare", kSamples + "/scenes/scene_01.png", "--task", "<OD>",
+    const Output o = runCli({"compare", "--image", kSamples + "/scenes/scene_01.png", "--task", "<OD>",
                              "--max-new-tokens", "10", "--beams", "1", "--repeats", "2",
                              "--ignore-eos", "--no-warmup", "--precision", "float32", "--json"});
     QVERIFY2(o.exitCode == 0, o.err.constData());
@@ -425,7 +426,7 @@ void TestCli::badArguments_data() {
         << QStringList{"compare", "/nonexistent/x.png"} << 1 << "/nonexistent/x.png";
     QTest::newRow("compare: unreadable image")
         << QStringList{"compare", FLORENCE_SOURCE_DIR "/CMakeLists.txt"} << 1 << "CMakeLists.txt";
-    QTest::newRow("compare without an image") << QStringList{"compare"} << 2 << "one IMAGE";
+    QTest::newRow("compare without an image") << QStringList{"compare"} << 2 << "one image";
     QTest::newRow("compare: no repeats")
         << QStringList{"compare", pier, "--repeats", "0"} << 2 << "--repeats must be at least 1";
     QTest::newRow("bad model folder")
@@ -631,6 +632,23 @@ void TestCli::benchJson() {
     QCOMPARE(cached["step_ms"].toArray().size(), 4);
     QVERIFY(cached["median_step_ms"].toDouble() > 0);
     QVERIFY(r["feature_reuse"].toObject()["reused"].toBool());
+}
+
+void TestCli::benchPythonBaseline() {
+    // The eager PyTorch baseline runs the package's weights on /usr/bin/python3's torch. It
+    // once failed on every package (a local name hid the module that reads the manifest) and the
+    // report only said so in python_error.
+    const Output o = runCli({"bench", "--model", FLORENCE_BUILD_DATA_DIR "/models/default",
+                             "--lengths", "4", "--threads", "1", "--no-uncached", "--no-batch",
+                             "--no-bf16", "--no-int8", "--json"},
+                            300000);
+    QVERIFY2(o.exitCode == 0, o.err.constData());
+    const QJsonObject r = QJsonDocument::fromJson(o.out).object();
+    QVERIFY2(!r.contains("python_error"), qPrintable(r["python_error"].toString()));
+    const QJsonObject python = r["python_eager"].toObject();
+    QVERIFY2(python["vision_ms"].toDouble() > 0, o.out.constData());
+    QVERIFY(python["median_step_ms"].toDouble() > 0);
+    QVERIFY(!r["python_eager_runs"].toArray().isEmpty());
 }
 
 void TestCli::version() {

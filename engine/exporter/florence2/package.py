@@ -71,14 +71,14 @@ def restore_shared(modules: Dict[str, torch.nn.Module], shared: List[dict]) -> N
 def load_modules(folder: str, dtype: torch.dtype = torch.float32
                  ) -> Tuple[dict, Dict[str, torch.nn.Module]]:
     manifest = files.read_json(os.path.join(folder, "manifest.json"))
-    files = manifest["files"]
+    entries = manifest["files"]
     # Modules exported since model.py calls florence's operators need their library to load
     # (older packages load either way); found as the exporter finds it (ops.py). Not at import:
     # a program that names its library (--ops-library) loads that one first.
     ops.try_load_library()
     modules = {}
     for role in ROLES:
-        modules[role] = torch.jit.load(os.path.join(folder, files[role]["name"])).to(dtype).eval()
+        modules[role] = torch.jit.load(os.path.join(folder, entries[role]["name"])).to(dtype).eval()
     if "generated_parameters" in manifest:
         generate_parameters(modules, manifest["generated_parameters"])
         if dtype != torch.float32:
