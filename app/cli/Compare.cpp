@@ -81,11 +81,14 @@ std::string compareLine(int tokens, const CompareResult& r, const CompareFigures
 
 int runCompare(int argc, char** argv) {
     Args a = parseArgs(argc, argv, 2,
-                       {"task", "text", "prompt", "model", "beams", "max-new-tokens", "threads",
-                        "precision", "repeats"},
+                       {"image", "task", "text", "prompt", "model", "beams", "max-new-tokens",
+                        "threads", "precision", "repeats"},
                        {"json", "quiet", "ignore-eos", "no-exif-rotate", "no-warmup"});
+    // The image as `run` takes it (--image) or on its own.
+    if (a.has("image") && a.positional.empty())
+        a.positional.push_back(a.get("image"));
     if (a.positional.size() != 1)
-        throw UsageError("compare takes one IMAGE argument");
+        throw UsageError("compare takes one image: compare IMAGE or compare --image IMAGE");
     const int repeats = a.getInt("repeats", 3);
     if (repeats < 1)
         throw UsageError("--repeats must be at least 1");

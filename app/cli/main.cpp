@@ -84,8 +84,8 @@ Commands:
               --dir DIR [--recursive] --task TOKEN [--text STR] [--out OUT]
               [--resume | --overwrite] [--format txt,json,coco,jsonl] [--jsonl]
   compare   The same run with and without the key/value cache, side by side:
-              compare IMAGE [--task TOKEN] [--max-new-tokens N] [--repeats N] [--model PKG]
-              [--json] [--quiet] [--no-warmup]
+              compare IMAGE|--image IMAGE [--task TOKEN] [--max-new-tokens N] [--repeats N]
+              [--model PKG] [--json] [--quiet] [--no-warmup]
                                   a warm-up, then the two alternate --repeats times each
                                   (default 3; up to two more while they disagree); prints
                                   the medians, the speedup and whether the answers match
