@@ -38,6 +38,8 @@ packages=(
     # draws the SVG window icon (the .deb recommends it)
     "$svg_plugins"
     libtorch-dev python3-torch
+    # the eager PyTorch baseline of `bench` reads its image with PIL (test_cli runs it)
+    python3-pil
     libopencv-dev
     # the sanitizer build and the fuzz harnesses (tools/run-sanitizers.sh): clang with libFuzzer
     # and the sanitizer runtimes of the release's default clang (14 on Debian 12, 19 on 13)
