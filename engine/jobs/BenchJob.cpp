@@ -10,6 +10,7 @@
 #include <florence/image.h>
 #include <florence/machine.h>
 #include <florence/paths.h>
+#include <florence/stats.h>
 #include <florence/tasks.h>
 
 #include <QFileInfo>
@@ -45,16 +46,6 @@ private:
     int m_total;
     int m_done = 0;
 };
-
-double cosine(const std::vector<float>& a, const std::vector<float>& b, size_t begin, size_t n) {
-    double dot = 0, na = 0, nb = 0;
-    for (size_t i = begin; i < begin + n; ++i) {
-        dot += double(a[i]) * b[i];
-        na += double(a[i]) * a[i];
-        nb += double(b[i]) * b[i];
-    }
-    return dot / std::sqrt(na * nb);
-}
 
 Result generateFixed(Session& session, const Request& req, const Model& model, int tokens,
                      bool cache, const std::atomic<bool>* cancel) {
@@ -215,7 +206,8 @@ ReducedReport measureReduced(std::unique_ptr<Session>& session, const Request& r
     const size_t vocab = size_t(ref.shape[1]);
     double minCos = 1, sumCos = 0;
     for (int64_t row = 0; row < ref.shape[0]; ++row) {
-        const double cos = cosine(ref.data, got.data, row * vocab, vocab);
+        const double cos =
+            cosine(ref.data.data() + row * vocab, got.data.data() + row * vocab, vocab);
         minCos = std::min(minCos, cos);
         sumCos += cos;
     }

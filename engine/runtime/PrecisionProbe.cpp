@@ -64,14 +64,8 @@ RgbImage probeImage(int width, int height) {
 }
 
 double rowCosine(const FloatArray& a, const FloatArray& b, int64_t row) {
-    const size_t n = size_t(a.shape[1]), begin = size_t(row) * n;
-    double dot = 0, na = 0, nb = 0;
-    for (size_t i = begin; i < begin + n; ++i) {
-        dot += double(a.data[i]) * b.data[i];
-        na += double(a.data[i]) * a.data[i];
-        nb += double(b.data[i]) * b.data[i];
-    }
-    return na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : (na == nb ? 1.0 : 0.0);
+    const size_t n = size_t(a.shape[1]);
+    return cosine(a.data.data() + size_t(row) * n, b.data.data() + size_t(row) * n, n);
 }
 
 // Decoding steps timed per run (after two untimed ones), and compared with float32's logits.

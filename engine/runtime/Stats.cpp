@@ -33,6 +33,16 @@ double median(std::vector<double> values) {
     return percentile(std::move(values), 0.5);
 }
 
+double cosine(const float* a, const float* b, size_t n) {
+    double dot = 0, na = 0, nb = 0;
+    for (size_t i = 0; i < n; ++i) {
+        dot += double(a[i]) * b[i];
+        na += double(a[i]) * a[i];
+        nb += double(b[i]) * b[i];
+    }
+    return na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : (na == nb ? 1.0 : 0.0);
+}
+
 StepStats summarizeSteps(const std::vector<double>& stepMs) {
     StepStats s;
     s.count = static_cast<int>(stepMs.size());

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <ctime>
 #include <string>
 #include <vector>
@@ -28,6 +29,10 @@ double cpuClockMs(clockid_t clock = CLOCK_PROCESS_CPUTIME_ID);
 // default; 0 for no values.
 double percentile(std::vector<double> values, double q);
 double median(std::vector<double> values);
+
+// The cosine of n floats at a and at b, summed in double: how far a reduced precision's logits
+// moved from float32's. 1 when both are all zeros, 0 when only one is.
+double cosine(const float* a, const float* b, size_t n);
 
 // Summary of a run's per-step latencies.
 struct StepStats {
