@@ -209,7 +209,159 @@ void weightedValues(const float* v, int64_t vs, const float* p, int64_t S, int64
     }
 }
 
+// Window attention (attendWindowF32Avx2). The scores of two query rows against keys jb..jb+8NV
+// of Kt (the keys transposed, [d][nPad]): 2 NV accumulators, each key vector loaded once for
+// both rows. s1 may equal s0 (one row left: q1 = q0, the same sums stored twice).
+template <int NV>
+inline void windowScores(const float* q0, const float* q1, const float* kt, int64_t nPad,
+                         int64_t d, int64_t jb, float scale, float* s0, float* s1) {
+    __m256 a0[NV], a1[NV];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v)
+        a0[v] = a1[v] = _mm256_setzero_ps();
+    for (int64_t e = 0; e < d; ++e) {
+        const __m256 b0 = _mm256_set1_ps(q0[e]);
+        const __m256 b1 = _mm256_set1_ps(q1[e]);
+        const float* row = kt + e * nPad + jb;
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) {
+            const __m256 kv = _mm256_loadu_ps(row + 8 * v);
+            a0[v] = _mm256_fmadd_ps(b0, kv, a0[v]);
+            a1[v] = _mm256_fmadd_ps(b1, kv, a1[v]);
+        }
+    }
+    const __m256 sc = _mm256_set1_ps(scale);
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+        _mm256_storeu_ps(s0 + jb + 8 * v, _mm256_mul_ps(a0[v], sc));
+        _mm256_storeu_ps(s1 + jb + 8 * v, _mm256_mul_ps(a1[v], sc));
+    }
+}
+
+void windowScoreRows(const float* q0, const float* q1, const float* kt, int64_t nPad, int64_t d,
+                     float scale, float* s0, float* s1) {
+    int64_t jb = 0;
+    for (; jb + 48 <= nPad; jb += 48)
+        windowScores<6>(q0, q1, kt, nPad, d, jb, scale, s0, s1);
+    switch ((nPad - jb) / 8) {
+    case 5:
+        return windowScores<5>(q0, q1, kt, nPad, d, jb, scale, s0, s1);
+    case 4:
+        return windowScores<4>(q0, q1, kt, nPad, d, jb, scale, s0, s1);
+    case 3:
+        return windowScores<3>(q0, q1, kt, nPad, d, jb, scale, s0, s1);
+    case 2:
+        return windowScores<2>(q0, q1, kt, nPad, d, jb, scale, s0, s1);
+    case 1:
+        return windowScores<1>(q0, q1, kt, nPad, d, jb, scale, s0, s1);
+    default:
+        return;
+    }
+}
+
+// out rows r < R (outStride apart) = sum over j < n of p[r][j] v_j, p rows nPad apart (already
+// normalized), v rows vs apart, d = 8 D8: R x D8 accumulators, each value vector loaded once.
+template <int D8, int R>
+inline void windowValues(const float* p, int64_t nPad, const float* v, int64_t vs, int64_t n,
+                         float* out, int64_t outStride) {
+    __m256 acc[R][D8];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+        for (int c = 0; c < D8; ++c)
+            acc[r][c] = _mm256_setzero_ps();
+    for (int64_t j = 0; j < n; ++j) {
+        __m256 b[R];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r)
+            b[r] = _mm256_set1_ps(p[r * nPad + j]);
+        const float* row = v + j * vs;
+#pragma GCC unroll 8
+        for (int c = 0; c < D8; ++c) {
+            const __m256 vv = _mm256_loadu_ps(row + 8 * c);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r)
+                acc[r][c] = _mm256_fmadd_ps(b[r], vv, acc[r][c]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+        for (int c = 0; c < D8; ++c)
+            _mm256_storeu_ps(out + r * outStride + 8 * c, acc[r][c]);
+}
+
+// Rows of P in groups of R (4 for d <= 16, 2 for d <= 32, else 1: at most 12 accumulators).
+template <int D8>
+void windowValueRows(const float* p, int64_t nPad, const float* v, int64_t vs, int64_t n,
+                     int64_t rows, float* out, int64_t outStride) {
+    constexpr int R = D8 <= 2 ? 4 : D8 <= 4 ? 2 : 1;
+    int64_t i = 0;
+    for (; i + R <= rows; i += R)
+        windowValues<D8, R>(p + i * nPad, nPad, v, vs, n, out + i * outStride, outStride);
+    for (; i < rows; ++i)
+        windowValues<D8, 1>(p + i * nPad, nPad, v, vs, n, out + i * outStride, outStride);
+}
+
+using WindowValueRows = void (*)(const float*, int64_t, const float*, int64_t, int64_t, int64_t,
+                                 float*, int64_t);
+
+WindowValueRows windowValueKernel(int64_t d) {
+    switch (d / 8) {
+    case 1:
+        return windowValueRows<1>;
+    case 2:
+        return windowValueRows<2>;
+    case 3:
+        return windowValueRows<3>;
+    case 4:
+        return windowValueRows<4>;
+    case 5:
+        return windowValueRows<5>;
+    case 6:
+        return windowValueRows<6>;
+    case 7:
+        return windowValueRows<7>;
+    default:
+        return windowValueRows<8>;
+    }
+}
+
 } // namespace
+
+void attendWindowF32Avx2(const float* q, const float* k, const float* v, int64_t stride, int64_t n,
+                         int64_t d, float scale, float* scratch, float* out, int64_t outStride) {
+    const int64_t nPad = (n + 7) / 8 * 8;
+    float* kt = scratch;                // [d][nPad], the keys transposed, zero past n
+    float* block = scratch + d * nPad; // [kWindowRowBlock][nPad], scores then probabilities
+    for (int64_t e = 0; e < d; ++e) {
+        float* row = kt + e * nPad;
+        for (int64_t j = 0; j < n; ++j)
+            row[j] = k[j * stride + e];
+        std::fill(row + n, row + nPad, 0.0f);
+    }
+    const WindowValueRows values = windowValueKernel(d);
+    for (int64_t i0 = 0; i0 < n; i0 += kWindowRowBlock) {
+        const int64_t rows = std::min(kWindowRowBlock, n - i0);
+        for (int64_t i = 0; i < rows; i += 2) {
+            const bool two = i + 1 < rows;
+            const float* q0 = q + (i0 + i) * stride;
+            float* s0 = block + i * nPad;
+            windowScoreRows(q0, two ? q0 + stride : q0, kt, nPad, d, scale, s0,
+                            two ? s0 + nPad : s0);
+        }
+        for (int64_t i = 0; i < rows; ++i) {
+            float* p = block + i * nPad;
+            const __m256 inv = _mm256_set1_ps(1.0f / expInPlace(p, n));
+            int64_t j = 0;
+            for (; j + 8 <= n; j += 8)
+                _mm256_storeu_ps(p + j, _mm256_mul_ps(_mm256_loadu_ps(p + j), inv));
+            for (; j < n; ++j)
+                p[j] *= _mm256_cvtss_f32(inv);
+        }
+        values(block, nPad, v, stride, n, rows, out + i0 * outStride, outStride);
+    }
+}
 
 void attendOneF32Avx2(const float* q, const float* k, int64_t kStride, const float* v,
                       int64_t vStride, const float* mask, int64_t maskStride, int64_t S, int64_t d,

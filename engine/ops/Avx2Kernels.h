@@ -39,4 +39,17 @@ void attendOneF32Avx2(const float* q, const float* k, int64_t kStride, const flo
                       int64_t vStride, const float* mask, int64_t maskStride, int64_t S, int64_t d,
                       float* scratch, float* out);
 
+// Attention within one window for one head (florence::attend_windows): row t of out (rows
+// outStride floats apart) = softmax(scale q_t K^T) V over the window's n positions, with q, k and
+// v rows `stride` floats apart (one head's columns of the window's qkv projection), in blocks of
+// kWindowRowBlock query rows whose scores stay in the second-level cache. d a multiple of 8 up to
+// 64; scratch: windowScratchFloats(n, d) floats.
+constexpr int64_t kWindowRowBlock = 12;
+constexpr int64_t kWindowMaxDim = 64;
+inline int64_t windowScratchFloats(int64_t n, int64_t d) {
+    return (d + kWindowRowBlock) * ((n + 7) / 8 * 8);
+}
+void attendWindowF32Avx2(const float* q, const float* k, const float* v, int64_t stride, int64_t n,
+                         int64_t d, float scale, float* scratch, float* out, int64_t outStride);
+
 } // namespace florence::ops

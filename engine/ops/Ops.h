@@ -6,6 +6,7 @@
 //   y = torch.ops.florence.linear_rows(x, weight, bias)
 //   y = torch.ops.florence.linear_int8(x, int8_weight, bias)
 //   a = torch.ops.florence.attend_one(q, k, v, mask)
+//   x = torch.ops.florence.attend_windows(qkv, heads, scale)
 //
 // florence::linear_rows(Tensor x, Tensor weight, Tensor? bias) -> Tensor
 //   x [..., k], weight [n, k] float32, bfloat16 or int8 (a per-channel quantized tensor, axis 0,
@@ -30,6 +31,14 @@
 //   the heads costs no copy). One pass over each head's keys and values with AVX-512 or AVX2,
 //   heads split over the cores by StepThreads.h; other shapes and dtypes, d > 128 and the
 //   LibTorch path go to LibTorch's arithmetic.
+//
+// florence::attend_windows(Tensor qkv, int heads, float scale) -> Tensor
+//   The vision encoder's window attention: qkv [windows, n, 3 c] float32 (a window's q, k and v
+//   projections side by side, each c = heads * d columns), returns [windows, n, c], per window
+//   and head softmax(scale q k^T) v with the heads merged. Windows and heads split over the
+//   cores (at::parallel_for), each computed with AVX2 + FMA in registers and cache
+//   (AttendWindows.cpp); other dtypes, d not a multiple of 8 or above 64, and the LibTorch path
+//   go to LibTorch's batched products.
 #pragma once
 
 #include <string>

@@ -4,7 +4,8 @@
 // multiple of 16, masked positions, keys and values as views of a larger preallocated cache,
 // several beams or images, a mask per image or one for all) on every kernel path the CPU has
 // (AVX-512, AVX2 + FMA, LibTorch; rows for a path the CPU lacks are skipped), and that the
-// TorchScript interpreter finds it, as loading a package needs.
+// TorchScript interpreter finds it, as loading a package needs. Also florence::attend_windows,
+// the vision encoder's window attention, against LibTorch's batched products on each path.
 #include "KernelPath.h"
 #include "Ops.h"
 #include "engine/KernelPaths.h"
@@ -41,6 +42,23 @@ at::Tensor reference(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
     return at::matmul(scores.softmax(-1), v.to(at::kDouble));
 }
 
+at::Tensor attendWindows(const at::Tensor& qkv, int64_t heads, double scale) {
+    static const auto op = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("florence::attend_windows", "")
+                               .typed<at::Tensor(const at::Tensor&, int64_t, double)>();
+    return op.call(qkv, heads, scale);
+}
+
+// What model.py's window_attention() computes without the operator, in double precision.
+at::Tensor windowReference(const at::Tensor& qkv, int64_t heads, double scale) {
+    const int64_t windows = qkv.size(0), n = qkv.size(1), c = qkv.size(2) / 3;
+    const at::Tensor parts = qkv.to(at::kDouble)
+                                 .reshape({windows, n, 3, heads, c / heads})
+                                 .permute({2, 0, 3, 1, 4});
+    const at::Tensor attn = at::matmul(parts[0] * scale, parts[1].transpose(-2, -1)).softmax(-1);
+    return at::matmul(attn, parts[2]).transpose(1, 2).reshape({windows, n, c});
+}
+
 double relativeError(const at::Tensor& got, const at::Tensor& want) {
     const double scale = std::max(1e-30, want.abs().max().item<double>());
     return (got.to(at::kDouble) - want.to(at::kDouble)).abs().max().item<double>() / scale;
@@ -64,6 +82,10 @@ private slots:
     void otherShapesGoToLibTorch();
     void refusesMismatchedShapes();
     void interpreterFindsTheOperator();
+    void windowsMatchLibTorch_data();
+    void windowsMatchLibTorch();
+    void windowsOfOtherShapesGoToLibTorch();
+    void windowsRefuseMismatchedShapes();
 };
 
 void TestAttendOne::initTestCase() {
@@ -234,6 +256,91 @@ void TestAttendOne::interpreterFindsTheOperator() {
     ops[0]->getOperation()(stack);
     QCOMPARE(stack.size(), size_t(1));
     QVERIFY(relativeError(stack[0].toTensor(), reference(q, k, v, mask)) < 1e-5);
+    // And "ops.florence.attend_windows" in a package's vision.pt.
+    QCOMPARE(torch::jit::getAllOperatorsFor(c10::Symbol::fromQualString("florence::attend_windows"))
+                 .size(),
+             size_t(1));
+}
+
+void TestAttendOne::windowsMatchLibTorch_data() {
+    QTest::addColumn<int>("path");
+    QTest::addColumn<int>("windows");
+    QTest::addColumn<int>("positions");
+    QTest::addColumn<int>("heads");
+    QTest::addColumn<int>("dim");
+    QTest::addColumn<bool>("strided");
+    struct Shape {
+        int windows, positions, heads, dim;
+    };
+    // Florence-2's windows are 12 x 12 with heads of 32 (every stage, base and large); the others
+    // leave key counts that are not a multiple of 8 or 48, query blocks and pairs cut short, a
+    // single position, and every head width the kernel has (8 to 64).
+    const Shape shapes[] = {{4, 144, 4, 32}, {3, 49, 2, 16}, {2, 13, 3, 64}, {1, 1, 1, 8},
+                            {2, 25, 2, 56},  {2, 17, 5, 40}, {1, 200, 1, 48}, {2, 50, 3, 24}};
+    for (KernelPath path : kPaths)
+        for (const Shape& s : shapes)
+            for (bool strided : {false, true})
+                QTest::addRow("%s: %d windows of %d, %d heads of %d%s",
+                              florence::ops::kernelPathName(path), s.windows, s.positions, s.heads,
+                              s.dim, strided ? ", strided" : "")
+                    << int(path) << s.windows << s.positions << s.heads << s.dim << strided;
+}
+
+void TestAttendOne::windowsMatchLibTorch() {
+    QFETCH(int, path);
+    QFETCH(int, windows);
+    QFETCH(int, positions);
+    QFETCH(int, heads);
+    QFETCH(int, dim);
+    QFETCH(bool, strided);
+    SKIP_UNLESS_SUPPORTED(KernelPath(path));
+    const OnPath onPath{KernelPath(path)};
+    c10::InferenceMode guard;
+    const int64_t columns = 3 * int64_t(heads) * dim;
+    // Spread like a trained model's scores; `strided`: a view whose rows are further apart.
+    at::Tensor qkv = torch::randn({windows, positions, columns + (strided ? 5 : 0)}) * 3.0;
+    if (strided)
+        qkv = qkv.slice(2, 0, columns);
+    const double scale = 1.0 / std::sqrt(double(dim));
+    const at::Tensor got = attendWindows(qkv, heads, scale);
+    QCOMPARE(got.scalar_type(), at::kFloat);
+    QCOMPARE(got.sizes().vec(), (std::vector<int64_t>{windows, positions, heads * int64_t(dim)}));
+    QVERIFY(bool(got.isfinite().all().item<bool>()));
+    const double err = relativeError(got, windowReference(qkv, heads, scale));
+    QVERIFY2(err < 1e-5, qPrintable(QString("relative error %1 against LibTorch").arg(err)));
+}
+
+void TestAttendOne::windowsOfOtherShapesGoToLibTorch() {
+    // Heads not a multiple of 8 wide or wider than 64, and bfloat16, are computed by LibTorch.
+    c10::InferenceMode guard;
+    for (int dim : {20, 72}) {
+        const at::Tensor qkv = torch::randn({2, 9, 3 * 2 * dim});
+        const double err = relativeError(attendWindows(qkv, 2, 0.2), windowReference(qkv, 2, 0.2));
+        QVERIFY2(err < 1e-5, qPrintable(QString("heads of %1: relative error %2").arg(dim).arg(err)));
+    }
+    const at::Tensor qkv = torch::randn({2, 9, 3 * 2 * 32});
+    const at::Tensor got16 = attendWindows(qkv.to(at::kBFloat16), 2, 0.2);
+    QCOMPARE(got16.scalar_type(), at::kBFloat16);
+    QVERIFY(relativeError(got16, windowReference(qkv, 2, 0.2)) < 5e-2);
+}
+
+void TestAttendOne::windowsRefuseMismatchedShapes() {
+    c10::InferenceMode guard;
+    QString message;
+    try {
+        attendWindows(torch::randn({9, 96}), 2, 0.2);
+    } catch (const c10::Error& e) {
+        message = QString::fromStdString(e.what_without_backtrace());
+    }
+    QVERIFY2(message.contains("must be 3-D"), qPrintable(message));
+    message.clear();
+    try {
+        attendWindows(torch::randn({1, 9, 100}), 2, 0.2);
+    } catch (const c10::Error& e) {
+        message = QString::fromStdString(e.what_without_backtrace());
+    }
+    QVERIFY2(message.contains("do not split into q, k and v of 2 heads"), qPrintable(message));
+    QVERIFY_THROWS_EXCEPTION(c10::Error, attendWindows(torch::randn({1, 9, 96}), 0, 0.2));
 }
 
 QTEST_GUILESS_MAIN(TestAttendOne)
