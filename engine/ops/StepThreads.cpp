@@ -133,16 +133,22 @@ private:
     // Backing off when the cores are taken: a helper that another program's thread preempts in
     // the middle of a chunk keeps the caller waiting for a scheduler slice (milliseconds, where
     // a chunk takes tens of microseconds). After kStallsToBackOff such waits, each within
-    // kWindow calls of the one before, the next kAloneCalls calls (a few dozen decoding steps)
-    // run on the caller alone, as they would on one thread; then the helpers are tried again.
-    // Under callMutex_.
+    // kWindow calls of the one before, the next calls run on the caller alone, as they would on
+    // one thread; then the helpers are tried again. The first back-off is short
+    // (kMinAloneCalls, about three decoding steps), so a quiet machine's rare hiccup (a virtual
+    // CPU descheduled for a moment) costs little; each one that follows within kCalmCalls calls
+    // of the last doubles it up to kMaxAloneCalls (a few dozen steps), so a busy neighbour is
+    // not retried every few steps. Under callMutex_.
     static constexpr auto kStall = std::chrono::microseconds(300);
     static constexpr int kWindow = 64;
     static constexpr int kStallsToBackOff = 4;
-    static constexpr int kAloneCalls = 4096;
+    static constexpr int kMinAloneCalls = 256;
+    static constexpr int kMaxAloneCalls = 4096;
+    static constexpr int kCalmCalls = 1024;
     int callsSinceStall_ = 0;
     int stalls_ = 0;
     int aloneLeft_ = 0;
+    int nextAloneCalls_ = kMinAloneCalls;
 
     bool alone() {
         if (aloneLeft_ > 0) {
@@ -151,6 +157,8 @@ private:
         }
         if (++callsSinceStall_ > kWindow)
             stalls_ = 0;
+        if (callsSinceStall_ > kCalmCalls)
+            nextAloneCalls_ = kMinAloneCalls;
         return false;
     }
 
@@ -160,7 +168,8 @@ private:
         callsSinceStall_ = 0;
         if (++stalls_ < kStallsToBackOff)
             return;
-        aloneLeft_ = kAloneCalls;
+        aloneLeft_ = nextAloneCalls_;
+        nextAloneCalls_ = std::min(2 * nextAloneCalls_, kMaxAloneCalls);
         stalls_ = 0;
     }
 

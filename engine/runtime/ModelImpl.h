@@ -53,12 +53,15 @@ struct Model::Impl {
     static constexpr int64_t kInt8TextMaxWidth = 768;
     // `floatActivations`: the encoders stay float32 and only their large products take int8
     // weights (CPUs without AVX-512, where LibTorch sums bfloat16 products in bfloat16, or
-    // FLORENCE_KERNELS=avx2): both sides >= kInt8FloatMinSide, since oneDNN's AVX2 int8 GEMM
-    // also beats the float32 one on the vision encoder's stage 1 (256 -> 1024: 0.7x its time;
-    // stages 2 and 3 and the text encoder 0.5-0.6x); the blocks' low_activations attribute is
-    // cleared, so activations and attention stay float32. Call only when
-    // hasFloatActivationInt8() says the package's code can.
-    static constexpr int64_t kInt8FloatMinSide = 256;
+    // FLORENCE_KERNELS=avx2): both sides >= kInt8FloatMinSide, which takes in every linear
+    // layer of Florence-2-base's vision encoder, since oneDNN's AVX2 int8 GEMM also beats the
+    // float32 one on stage 0's 128-wide products (36864 x 128 x 384: 1.4-4x; stage 1 0.7x its
+    // time, stages 2 and 3 and the text encoder 0.5-0.6x; the base vision encoder's int8 time
+    // to first token 2.66-2.73 s against 2.67-3.78 s with stage 0 in float32, alternated; the
+    // decoder's logits cosine against float32 0.999671 against 0.999677); the blocks'
+    // low_activations attribute is cleared, so activations and attention stay float32. Call
+    // only when hasFloatActivationInt8() says the package's code can.
+    static constexpr int64_t kInt8FloatMinSide = 128;
     void quantizeEncoders(bool floatActivations); // Quantize.cpp
     // Whether both encoders' code runs int8 products with float32 activations (int8_products()
     // and blocks with low_activations; an earlier exporter's do not).

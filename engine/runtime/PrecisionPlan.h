@@ -35,7 +35,7 @@ struct PrecisionFacts {
 enum class EncoderInt8 {
     None,
     LowActivations,   // bfloat16 encoders; their products of both sides >= 512 int8
-    FloatActivations, // float32 encoders; their products of both sides >= 256 on oneDNN's int8
+    FloatActivations, // float32 encoders; their products of both sides >= 128 on oneDNN's int8
                       // GEMM, activations float32 in and out
 };
 

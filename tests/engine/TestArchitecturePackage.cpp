@@ -222,7 +222,7 @@ private slots:
 
     void int8EncodersOnAvx2MatchFloat32() {
         // The AVX2 class's int8 (encoders with float32 activations, their products of both
-        // sides >= 256 on oneDNN's int8 GEMM; the decoder int8) against float32 on the base
+        // sides >= 128 on oneDNN's int8 GEMM; the decoder int8) against float32 on the base
         // speed demo: the image features and the decoder's logits keep a cosine >= 0.999.
         if (!florence::ops::kernelPathSupported(KernelPath::Avx2))
             QSKIP("this CPU cannot run the AVX2 kernels");

@@ -2,7 +2,7 @@
 // exactly once whatever the thread count, calls from several threads at once and from inside a
 // chunk each get their whole range, one thread runs everything on the caller, the helpers do
 // take part (the point of them: florence::linear_rows on both cores), and helpers that keep the
-// caller waiting are left out for a while.
+// caller waiting are left out for a while, a short while when it happens once.
 #include "StepThreads.h"
 
 #include <ATen/Parallel.h>
@@ -33,10 +33,11 @@ std::vector<int> visits(int64_t n, int64_t chunk) {
     return out;
 }
 
-// Enough quick calls to end a back-off left by an earlier test (kAloneCalls in StepThreads.cpp)
-// and to start a fresh window of calls.
+// Enough quick calls to end a back-off left by an earlier test (at most kMaxAloneCalls in
+// StepThreads.cpp), to start a fresh window of calls and to make the next back-off a short one
+// again (kCalmCalls).
 void drainBackOff() {
-    for (int i = 0; i < 5000; ++i)
+    for (int i = 0; i < 6000; ++i)
         splitOverCores(2, 1, [](int64_t, int64_t) {});
 }
 
@@ -58,6 +59,7 @@ private slots:
     void oneThreadRunsOnTheCaller();
     void helpersTakePart();
     void backsOffWhenHelpersStall();
+    void helpersReturnSoonAfterOneBackOff();
 
 private:
     int saved_ = at::get_num_threads();
@@ -141,12 +143,12 @@ void TestStepThreads::helpersTakePart() {
     QVERIFY2(helped, "no chunk ran on a helper thread in 20 calls of 32 chunks");
 }
 
-void TestStepThreads::backsOffWhenHelpersStall() {
-    // A helper that keeps the caller waiting (here: a chunk that ends 2 ms after the caller's
-    // whenever a helper runs it, as when another program preempts it) makes the following calls
-    // run on the caller alone.
-    at::set_num_threads(2);
-    drainBackOff();
+namespace {
+
+// Four calls in which a helper keeps the caller waiting (a chunk that ends 2 ms after the
+// caller's whenever a helper runs it, as when another program preempts it); returns how many
+// stalled (4, unless a helper never took part in 200 calls).
+int stallFourTimes() {
     const auto caller = std::this_thread::get_id();
     int stalled = 0;
     for (int attempt = 0; attempt < 200 && stalled < 4; ++attempt) {
@@ -166,7 +168,17 @@ void TestStepThreads::backsOffWhenHelpersStall() {
         });
         stalled += helped.load();
     }
-    QCOMPARE(stalled, 4);
+    return stalled;
+}
+
+} // namespace
+
+void TestStepThreads::backsOffWhenHelpersStall() {
+    // Four stalls make the following calls run on the caller alone.
+    at::set_num_threads(2);
+    drainBackOff();
+    const auto caller = std::this_thread::get_id();
+    QCOMPARE(stallFourTimes(), 4);
     bool elsewhere = false;
     splitOverCores(64, 1, [&](int64_t, int64_t) {
         std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -174,6 +186,31 @@ void TestStepThreads::backsOffWhenHelpersStall() {
             elsewhere = true;
     });
     QVERIFY2(!elsewhere, "a helper took part right after four stalls");
+}
+
+void TestStepThreads::helpersReturnSoonAfterOneBackOff() {
+    // One burst of stalls on an otherwise quiet machine (a virtual CPU descheduled for a moment)
+    // leaves the helpers out for a few decoding steps, not for dozens: within a few hundred calls
+    // (a step makes about 80) they take part again. Counted in calls of 32 chunks of 50 us, so
+    // a helper has time to wake and take one; 4000 calls would not be enough for the longest
+    // back-off, which a machine this busy would have earned.
+    at::set_num_threads(2);
+    drainBackOff();
+    const auto caller = std::this_thread::get_id();
+    QCOMPARE(stallFourTimes(), 4);
+    int calls = 0;
+    bool helped = false;
+    for (; calls < 4000 && !helped; ++calls) {
+        std::atomic<bool> elsewhere{false};
+        splitOverCores(32, 1, [&](int64_t, int64_t) {
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
+            if (std::this_thread::get_id() != caller)
+                elsewhere = true;
+        });
+        helped = elsewhere.load();
+    }
+    QVERIFY2(helped, "no helper took part in 4000 calls after one back-off");
+    qInfo("helpers took part again after %d calls", calls);
 }
 
 QTEST_GUILESS_MAIN(TestStepThreads)

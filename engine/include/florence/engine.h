@@ -41,7 +41,7 @@ enum class Precision {
     // sides >= 512; encoders wider than Florence-2-base's stay bfloat16: README, int8).
     // On CPUs whose bfloat16 products are inaccurate, the encoders stay float32 in both reduced
     // precisions (Model::encoderPrecision); in int8 on the AVX2 kernel class their large linear
-    // layers (both sides >= 256) still run in int8 through oneDNN, with float32 activations.
+    // layers (both sides >= 128) still run in int8 through oneDNN, with float32 activations.
     Int8,
 };
 
