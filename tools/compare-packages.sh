@@ -22,6 +22,8 @@ echo "== $cli: $a (PyTorch $(torch_of "$a")) against $b (PyTorch $(torch_of "$b"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # The generated token ids from the --json output (one line, "generated_ids":[...]).
+# The precision is always named: left automatic, each package measures its own and the two can
+# pick different ones (int8 and bfloat16 both within a few percent of each other on AVX-512).
 ids() {
     "$cli" run --model "$1" --image "$2" --task "$3" $4 --max-new-tokens 40 --quiet --json \
         > "$tmp/out.json" || { echo "COMPARE FAILED: $1 does not run" >&2; exit 1; }
@@ -29,8 +31,11 @@ ids() {
 }
 runs=0
 for scene in "$@"; do
-    # The cached step and the uncached full recompute run different methods of decoder.pt.
-    for run in "<CAPTION>" "<OD>" "<OCR>" "<CAPTION> --no-cache"; do
+    # The cached step and the uncached full recompute run different methods of decoder.pt; the
+    # reduced precisions quantize the same weights at load time and must agree as well.
+    for run in "<CAPTION> --precision float32" "<OD> --precision float32" \
+        "<OCR> --precision float32" "<CAPTION> --precision float32 --no-cache" \
+        "<CAPTION> --precision bfloat16" "<CAPTION> --precision int8"; do
         task=${run%% *}
         mode=${run#"$task"}
         ia=$(ids "$a" "$scene" "$task" "$mode")
