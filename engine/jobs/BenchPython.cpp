@@ -102,6 +102,10 @@ std::vector<std::pair<std::string, QProcessEnvironment>> pythonEnvironments() {
         env.remove("FLORENCE_STUDIO_OMP_PASSIVE");
         env.remove("OMP_WAIT_POLICY");
     }
+    if (env.contains("FLORENCE_STUDIO_MALLOC_REEXEC")) {
+        env.remove("FLORENCE_STUDIO_MALLOC_REEXEC");
+        env.remove("GLIBC_TUNABLES");
+    }
     env.remove("FLORENCE_STUDIO_REEXEC");
     const QString preset = env.value("OPENBLAS_CORETYPE");
     std::vector<std::pair<std::string, QProcessEnvironment>> out;

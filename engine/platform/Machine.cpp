@@ -79,6 +79,8 @@ std::string runtimeSummary() {
                                       : ", no int8 encoder products (no oneDNN quantized engine)";
     if (!bfloat16ProductsAccurate())
         s += ", bfloat16 products sum in bfloat16";
+    if (hugePageTensors())
+        s += ", huge pages";
     if (const char* wait = std::getenv("OMP_WAIT_POLICY"))
         s += std::string(", OMP_WAIT_POLICY=") + wait;
     return s;

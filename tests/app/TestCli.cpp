@@ -80,6 +80,7 @@ private slots:
     void compareJson();
     void ignoreEosGeneratesExactlyMaxNewTokens();
     void openMpThreadsSleepUnlessTheUserChose();
+    void largeTensorsOnHugePagesUnlessTheUserChose();
     void modelsListsTheSpeedDemos();
     void batchOfImages();
     void tokenize();
@@ -294,6 +295,37 @@ void TestCli::openMpThreadsSleepUnlessTheUserChose() {
     QVERIFY2(chosen.endsWith("OMP_WAIT_POLICY=PASSIVE"), qPrintable(chosen));
     const QString users = runtimeWith("ACTIVE");
     QVERIFY2(users.endsWith("OMP_WAIT_POLICY=ACTIVE"), qPrintable(users));
+}
+
+void TestCli::largeTensorsOnHugePagesUnlessTheUserChose() {
+    // Where the kernel gives transparent huge pages on request, prepareProcess asks glibc's
+    // allocator for them (GLIBC_TUNABLES) and the runtime line says "huge pages"; tunables of the
+    // user's own are kept as they are. The runtime line's part appears only when in effect.
+    QFile thp("/sys/kernel/mm/transparent_hugepage/enabled");
+    const bool onRequest = thp.open(QIODevice::ReadOnly) && thp.readAll().contains("[madvise]");
+    const QStringList args{"run",     "--image", kSamples + "/scenes/scene_00.png",
+                           "--beams", "1",       "--max-new-tokens",
+                           "2",       "--json",  "--quiet"};
+    const auto runtimeWith = [&](const QString& tunables) {
+        QProcess p;
+        QProcessEnvironment env = cliEnvironment();
+        env.remove("GLIBC_TUNABLES");
+        if (!tunables.isEmpty())
+            env.insert("GLIBC_TUNABLES", tunables);
+        p.setProcessEnvironment(env);
+        p.start(kCli, args);
+        if (!p.waitForFinished(120000) || p.exitCode() != 0)
+            return QString("failed: ") + p.readAllStandardError();
+        return QJsonDocument::fromJson(p.readAllStandardOutput()).object()["runtime"].toString();
+    };
+    const QString chosen = runtimeWith(QString());
+    QVERIFY2(!chosen.startsWith("failed"), qPrintable(chosen));
+    QCOMPARE(chosen.contains(", huge pages"), onRequest);
+    const QString users = runtimeWith("glibc.malloc.perturb=0");
+    QVERIFY2(!users.startsWith("failed"), qPrintable(users));
+    QVERIFY2(!users.contains("huge pages"), qPrintable(users));
+    const QString usersHuge = runtimeWith("glibc.malloc.hugetlb=1");
+    QCOMPARE(usersHuge.contains(", huge pages"), onRequest);
 }
 
 void TestCli::modelsListsTheSpeedDemos() {

@@ -14,10 +14,16 @@ namespace florence {
 // - OMP_WAIT_POLICY=PASSIVE: OpenMP threads waiting for work sleep instead of spinning, which on
 //   cores shared with another busy program keeps the slowdown near that program's share
 //   (README, Performance: a busy desktop);
+// - GLIBC_TUNABLES=glibc.malloc.hugetlb=1: large tensors on transparent huge pages, where the
+//   kernel gives them on request (docs/performance.md, "What the speed comes from");
 // - OPENBLAS_CORETYPE: OpenBLAS 0.3.21 does not recognize recent CPUs and falls back to its
 //   slowest kernels; then this picks the CPU's (SkylakeX on AVX-512, Haswell on AVX2).
 // Never overrides a value the user set; the BLAS part does nothing when OpenBLAS is not in use.
 void prepareProcess(int argc, char** argv);
+
+// Whether this process's allocator puts large blocks on transparent huge pages (the setting
+// prepareProcess chooses, or the user's own, and a kernel that honours it).
+bool hugePageTensors();
 
 // Keeps freed tensor memory in the heap instead of returning it to the kernel: the vision
 // encoder allocates and frees tensors of tens of MB per layer, and glibc's default maps each
