@@ -32,7 +32,9 @@ bool bfloat16ProductsAccurate();
 
 // The probe's measure: the relative error (Frobenius norm) of a bfloat16 batched product with
 // 576 terms a sum, against float32 products of the same bfloat16 inputs. About 0.002 when the
-// sums are float32 (the result's rounding alone), 0.01 or more when they are bfloat16.
+// sums are float32 (the result's rounding alone), 0.01 or more when they are bfloat16; infinity
+// when LibTorch cannot run the product at all (oneDNN held below the CPU's bfloat16 ISA with
+// DNNL_MAX_CPU_ISA refuses it), which counts as inaccurate.
 double bfloat16ProductError();
 
 // One line describing the runtime ("LibTorch 1.13.1, 2 threads, OpenBLAS SkylakeX, row kernels
