@@ -63,6 +63,24 @@ bool sameJson(const QJsonValue& a, const QJsonValue& b, QString& where) {
     return a == b;
 }
 
+// The runtime line of a two-token run with `variable` removed from the environment, or set to
+// `value` when one is given; "failed: …" when the run fails.
+QString runtimeLineWith(const QString& variable, const QString& value) {
+    const QStringList args{"run",     "--image", kSamples + "/scenes/scene_00.png",
+                           "--beams", "1",       "--max-new-tokens",
+                           "2",       "--json",  "--quiet"};
+    QProcess p;
+    QProcessEnvironment env = cliEnvironment();
+    env.remove(variable);
+    if (!value.isEmpty())
+        env.insert(variable, value);
+    p.setProcessEnvironment(env);
+    p.start(kCli, args);
+    if (!p.waitForFinished(120000) || p.exitCode() != 0)
+        return QString("failed: ") + p.readAllStandardError();
+    return QJsonDocument::fromJson(p.readAllStandardOutput()).object()["runtime"].toString();
+}
+
 } // namespace
 
 class TestCli : public QObject {
@@ -276,24 +294,9 @@ void TestCli::ignoreEosGeneratesExactlyMaxNewTokens() {
 void TestCli::openMpThreadsSleepUnlessTheUserChose() {
     // The runtime line names the OpenMP wait policy the run had: PASSIVE when the environment
     // has none (prepareProcess sets it and re-executes), the user's own value otherwise.
-    const QStringList args{"run",     "--image", kSamples + "/scenes/scene_00.png",
-                           "--beams", "1",       "--max-new-tokens",
-                           "2",       "--json",  "--quiet"};
-    const auto runtimeWith = [&](const QString& policy) {
-        QProcess p;
-        QProcessEnvironment env = cliEnvironment();
-        env.remove("OMP_WAIT_POLICY");
-        if (!policy.isEmpty())
-            env.insert("OMP_WAIT_POLICY", policy);
-        p.setProcessEnvironment(env);
-        p.start(kCli, args);
-        if (!p.waitForFinished(120000) || p.exitCode() != 0)
-            return QString("failed: ") + p.readAllStandardError();
-        return QJsonDocument::fromJson(p.readAllStandardOutput()).object()["runtime"].toString();
-    };
-    const QString chosen = runtimeWith(QString());
+    const QString chosen = runtimeLineWith("OMP_WAIT_POLICY", QString());
     QVERIFY2(chosen.endsWith("OMP_WAIT_POLICY=PASSIVE"), qPrintable(chosen));
-    const QString users = runtimeWith("ACTIVE");
+    const QString users = runtimeLineWith("OMP_WAIT_POLICY", "ACTIVE");
     QVERIFY2(users.endsWith("OMP_WAIT_POLICY=ACTIVE"), qPrintable(users));
 }
 
@@ -303,28 +306,13 @@ void TestCli::largeTensorsOnHugePagesUnlessTheUserChose() {
     // user's own are kept as they are. The runtime line's part appears only when in effect.
     QFile thp("/sys/kernel/mm/transparent_hugepage/enabled");
     const bool onRequest = thp.open(QIODevice::ReadOnly) && thp.readAll().contains("[madvise]");
-    const QStringList args{"run",     "--image", kSamples + "/scenes/scene_00.png",
-                           "--beams", "1",       "--max-new-tokens",
-                           "2",       "--json",  "--quiet"};
-    const auto runtimeWith = [&](const QString& tunables) {
-        QProcess p;
-        QProcessEnvironment env = cliEnvironment();
-        env.remove("GLIBC_TUNABLES");
-        if (!tunables.isEmpty())
-            env.insert("GLIBC_TUNABLES", tunables);
-        p.setProcessEnvironment(env);
-        p.start(kCli, args);
-        if (!p.waitForFinished(120000) || p.exitCode() != 0)
-            return QString("failed: ") + p.readAllStandardError();
-        return QJsonDocument::fromJson(p.readAllStandardOutput()).object()["runtime"].toString();
-    };
-    const QString chosen = runtimeWith(QString());
+    const QString chosen = runtimeLineWith("GLIBC_TUNABLES", QString());
     QVERIFY2(!chosen.startsWith("failed"), qPrintable(chosen));
     QCOMPARE(chosen.contains(", huge pages"), onRequest);
-    const QString users = runtimeWith("glibc.malloc.perturb=0");
+    const QString users = runtimeLineWith("GLIBC_TUNABLES", "glibc.malloc.perturb=0");
     QVERIFY2(!users.startsWith("failed"), qPrintable(users));
     QVERIFY2(!users.contains("huge pages"), qPrintable(users));
-    const QString usersHuge = runtimeWith("glibc.malloc.hugetlb=1");
+    const QString usersHuge = runtimeLineWith("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1");
     QCOMPARE(usersHuge.contains(", huge pages"), onRequest);
 }
 
