@@ -94,19 +94,8 @@ QJsonObject runPython(const std::string& package, const std::string& image,
 std::vector<std::pair<std::string, QProcessEnvironment>> pythonEnvironments() {
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     // What prepareProcess set itself (florence/process.h), the baseline runs without.
-    if (env.contains("FLORENCE_STUDIO_BLAS_REEXEC")) {
-        env.remove("FLORENCE_STUDIO_BLAS_REEXEC");
-        env.remove("OPENBLAS_CORETYPE");
-    }
-    if (env.contains("FLORENCE_STUDIO_OMP_PASSIVE")) {
-        env.remove("FLORENCE_STUDIO_OMP_PASSIVE");
-        env.remove("OMP_WAIT_POLICY");
-    }
-    if (env.contains("FLORENCE_STUDIO_MALLOC_REEXEC")) {
-        env.remove("FLORENCE_STUDIO_MALLOC_REEXEC");
-        env.remove("GLIBC_TUNABLES");
-    }
-    env.remove("FLORENCE_STUDIO_REEXEC");
+    for (const std::string& name : variablesSetByPrepareProcess())
+        env.remove(QString::fromStdString(name));
     const QString preset = env.value("OPENBLAS_CORETYPE");
     std::vector<std::pair<std::string, QProcessEnvironment>> out;
     out.emplace_back(preset.isEmpty()

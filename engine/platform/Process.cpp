@@ -12,7 +12,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace florence {
 
@@ -35,6 +37,15 @@ constexpr const char* kChoseBlas = "FLORENCE_STUDIO_BLAS_REEXEC";
 constexpr const char* kChoseOmp = "FLORENCE_STUDIO_OMP_PASSIVE";
 constexpr const char* kChoseTunables = "FLORENCE_STUDIO_MALLOC_REEXEC";
 constexpr const char* kHugePages = "glibc.malloc.hugetlb=1";
+
+// Each variable prepareProcess may set, with the marker it sets beside it.
+struct Chosen {
+    const char* variable;
+    const char* marker;
+};
+constexpr Chosen kChosen[] = {{"OMP_WAIT_POLICY", kChoseOmp},
+                              {"GLIBC_TUNABLES", kChoseTunables},
+                              {"OPENBLAS_CORETYPE", kChoseBlas}};
 
 // Whether the kernel gives transparent huge pages only to memory that asks for them ("madvise",
 // Debian's default): then glibc's allocator asks when told to. "always" needs no asking, "never"
@@ -104,19 +115,28 @@ void prepareProcess(int argc, char** argv) {
     // libgomp reads its settings and libopenblas picks its kernels when they load, so both take
     // effect only in a new process image. On failure we go on as we are.
     execv("/proc/self/exe", argv);
-    if (std::getenv(kChoseOmp))
-        unsetenv("OMP_WAIT_POLICY");
-    if (std::getenv(kChoseBlas))
-        unsetenv("OPENBLAS_CORETYPE");
-    if (std::getenv(kChoseTunables))
-        unsetenv("GLIBC_TUNABLES");
+    for (const Chosen& c : kChosen)
+        if (std::getenv(c.marker)) {
+            unsetenv(c.variable);
+            unsetenv(c.marker);
+        }
+    unsetenv(kReexecGuard);
+}
+
+std::vector<std::string> variablesSetByPrepareProcess() {
+    std::vector<std::string> names;
+    for (const Chosen& c : kChosen)
+        if (std::getenv(c.marker)) {
+            names.emplace_back(c.variable);
+            names.emplace_back(c.marker);
+        }
+    names.emplace_back(kReexecGuard);
+    return names;
 }
 
 bool hugePageTensors() {
     const char* tunables = std::getenv("GLIBC_TUNABLES");
-    return tunables && hugePagesOnRequest() &&
-           (std::strstr(tunables, "glibc.malloc.hugetlb=1") ||
-            std::strstr(tunables, "glibc.malloc.hugetlb=2"));
+    return tunables && std::strstr(tunables, kHugePages) && hugePagesOnRequest();
 }
 
 void tuneAllocator() {

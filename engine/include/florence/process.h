@@ -7,6 +7,9 @@
 //   }
 #pragma once
 
+#include <string>
+#include <vector>
+
 namespace florence {
 
 // Settings the libraries read when they load, before main(), so they take effect only in a new
@@ -21,8 +24,13 @@ namespace florence {
 // Never overrides a value the user set; the BLAS part does nothing when OpenBLAS is not in use.
 void prepareProcess(int argc, char** argv);
 
-// Whether this process's allocator puts large blocks on transparent huge pages (the setting
-// prepareProcess chooses, or the user's own, and a kernel that honours it).
+// What prepareProcess set in this process rather than the user: each variable it chose, the
+// marker it set beside it, and its re-execution guard. A child that should run in the user's own
+// environment (bench's Python baseline) removes these.
+std::vector<std::string> variablesSetByPrepareProcess();
+
+// Whether this process's allocator puts large blocks on transparent huge pages
+// (glibc.malloc.hugetlb=1, prepareProcess's choice or the user's, and a kernel that gives them).
 bool hugePageTensors();
 
 // Keeps freed tensor memory in the heap instead of returning it to the kernel: the vision
