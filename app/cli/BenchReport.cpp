@@ -1,5 +1,6 @@
 #include "BenchReport.h"
 
+#include <florence/machine.h>
 #include <florence/stats.h>
 
 #include <QJsonArray>
@@ -72,6 +73,8 @@ QJsonObject comparisonsJson(const BenchResult& r, QJsonObject out) {
     } else if (!r.pythonError.empty()) {
         out["python_error"] = QString::fromStdString(r.pythonError);
     }
+    if (!r.bf16Error.empty())
+        out["bfloat16_error"] = QString::fromStdString(r.bf16Error);
     for (const auto& [key, mode] : {std::pair{"bfloat16", &r.bf16}, std::pair{"int8", &r.int8}}) {
         if (!*mode)
             continue;
@@ -220,6 +223,8 @@ void printComparisonTable(const BenchResult& r) {
     } else if (!r.pythonError.empty()) {
         line("python eager baseline", "not run: " + r.pythonError);
     }
+    if (!r.bf16Error.empty())
+        line("bfloat16", "not measured: " + r.bf16Error);
     for (const auto& [name, mode] : {std::pair{"bfloat16", &r.bf16}, std::pair{"int8", &r.int8}}) {
         if (!*mode)
             continue;
@@ -239,7 +244,7 @@ void printComparisonTable(const BenchResult& r) {
              num(b.logitsCosineMin, "%.6f") + " / " + num(b.logitsCosineMean, "%.6f"));
         if (b.encoderPrecision != n)
             line(n + ": encoders run in",
-                 b.encoderPrecision + " (this CPU's bfloat16 products sum in bfloat16)");
+                 b.encoderPrecision + " (" + florence::bfloat16ProductsProblem() + " here)");
         if (mode == &r.int8) {
             std::string modules;
             for (const std::string& m : b.int8Modules)

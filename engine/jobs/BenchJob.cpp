@@ -268,6 +268,9 @@ BenchParams resolved(BenchParams c) {
     // Batching runs four of the bundled samples; without them it is not measured, nor counted
     // in the progress's total.
     c.batching = c.batching && !samplesDir().empty();
+    // Where LibTorch refuses bfloat16 products (oneDNN held below the CPU's bfloat16
+    // instructions) the bfloat16 model cannot load: it is not measured, and the report says why.
+    c.bf16 = c.bf16 && bfloat16ProductsRun();
     return c;
 }
 
@@ -277,6 +280,8 @@ BenchResult runBenchJob(const BenchParams& params, const BenchHooks& hooks) {
     const BenchParams c = resolved(params);
     BenchSteps progress(hooks, c.progressSteps());
     BenchResult report;
+    if (params.bf16 && !c.bf16)
+        report.bf16Error = bfloat16ProductsProblem() + " here";
     // From the load to the last baseline, so every figure shares the same competition.
     const detail::BusyLoad busy(c.busy);
     report.busyThreads = busy.threads();

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <string>
@@ -63,12 +64,29 @@ double bfloat16ProductError() {
     }
 }
 
+namespace {
+
+double probedBfloat16Error() {
+    static const double error = bfloat16ProductError();
+    return error;
+}
+
+} // namespace
+
 bool bfloat16ProductsAccurate() {
     if (const char* forced = std::getenv("FLORENCE_BFLOAT16_PRODUCTS"))
         if (std::string(forced) == "inaccurate")
             return false;
-    static const bool accurate = bfloat16ProductError() < 0.01;
-    return accurate;
+    return probedBfloat16Error() < 0.01;
+}
+
+bool bfloat16ProductsRun() {
+    return std::isfinite(probedBfloat16Error());
+}
+
+std::string bfloat16ProductsProblem() {
+    return bfloat16ProductsRun() ? "bfloat16 products sum in bfloat16"
+                                 : "LibTorch cannot run bfloat16 products";
 }
 
 std::string runtimeSummary() {
@@ -83,7 +101,7 @@ std::string runtimeSummary() {
         s += ops::int8GemmAvailable() ? ", int8 encoder products oneDNN"
                                       : ", no int8 encoder products (no oneDNN quantized engine)";
     if (!bfloat16ProductsAccurate())
-        s += ", bfloat16 products sum in bfloat16";
+        s += ", " + bfloat16ProductsProblem();
     if (hugePageTensors())
         s += ", huge pages";
     if (const char* wait = std::getenv("OMP_WAIT_POLICY"))

@@ -122,10 +122,11 @@ std::string floatEncodersNote(const Model::Impl& d, Precision precision) {
     else
         note = std::string("the encoders run in float32 and only the decoder in ") +
                precisionName(precision);
-    note += bfloat16ProductsAccurate()
-                ? ": the AVX2 kernels were asked for (FLORENCE_KERNELS=avx2)"
-                : ": without AVX-512, LibTorch's bfloat16 products sum in bfloat16, which "
-                  "changes the answers";
+    note += bfloat16ProductsAccurate() ? ": the AVX2 kernels were asked for (FLORENCE_KERNELS=avx2)"
+            : bfloat16ProductsRun()    ? ": without AVX-512, LibTorch's bfloat16 products sum in "
+                                         "bfloat16, which changes the answers"
+                                       : ": LibTorch cannot run bfloat16 products here (oneDNN "
+                                         "is held below the CPU's bfloat16 instructions)";
     if (precision == Precision::Int8 && path == ops::KernelPath::Avx2 && !vision8 && !text8)
         note += !ops::int8GemmAvailable()
                     ? ", and this LibTorch has no oneDNN quantized engine for their int8 products"
@@ -409,6 +410,13 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
     facts.avx2Kernels = ops::kernelPath() == ops::KernelPath::Avx2;
     if (options.precision != Precision::Float32)
         facts.bfloat16ProductsAccurate = bfloat16ProductsAccurate();
+    // The decoder's products of five rows and more (the prompt, the image features' keys and
+    // values) are LibTorch's in bfloat16: where it refuses them every run would fail.
+    if (options.precision == Precision::BFloat16 && !bfloat16ProductsRun())
+        throw EngineError(d.manifest.dir +
+                          ": cannot run in bfloat16 on this machine: LibTorch cannot run "
+                          "bfloat16 products here (oneDNN held below the CPU's bfloat16 "
+                          "instructions, e.g. by DNNL_MAX_CPU_ISA); float32 and int8 can");
     const bool int8Avx2 = options.precision == Precision::Int8 && facts.avx2Kernels;
     if (int8Avx2)
         facts.int8GemmAvailable = ops::int8GemmAvailable();

@@ -125,6 +125,7 @@ struct BenchResult {
     std::optional<PythonReport> python;   // the faster of them: what the ratios compare with
     std::string pythonError;
     std::optional<ReducedReport> bf16, int8;
+    std::string bf16Error; // why bfloat16 was asked for and not measured
 
     // Median step of the longest cached run (the last one of that length).
     double cachedMedianMs() const {

@@ -37,6 +37,15 @@ bool bfloat16ProductsAccurate();
 // DNNL_MAX_CPU_ISA refuses it), which counts as inaccurate.
 double bfloat16ProductError();
 
+// Whether LibTorch runs bfloat16 matrix products here at all (the probe's error is finite). A CPU
+// without AVX-512 runs them, summing in bfloat16; oneDNN held below the CPU's bfloat16 ISA does
+// not. Probed once per process, with bfloat16ProductsAccurate().
+bool bfloat16ProductsRun();
+
+// How the runtime line, the bench and the load note say why the encoders stay float32: "sum in
+// bfloat16" where they run inaccurately, "cannot run" where LibTorch refuses them.
+std::string bfloat16ProductsProblem();
+
 // One line describing the runtime ("LibTorch 1.13.1, 2 threads, OpenBLAS SkylakeX, row kernels
 // AVX-512").
 std::string runtimeSummary();
