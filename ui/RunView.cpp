@@ -129,7 +129,8 @@ void RunView::clear() {
 
 void RunView::finish(const QString& status) {
     m_refreshTimer->stop();
-    m_w.results->endPending(); // ended before its first token: the previous answer stands
+    // Ended before its first token: the previous answer stands, saying so.
+    m_w.results->endPending(status);
     m_run->finish();
     m_w.status->setText(status);
     emit runEnded();

@@ -69,10 +69,13 @@ Commands:
               --precision P       auto (default, or $FLORENCE_PRECISION): the fastest of
                                   the three whose answers hold on this CPU, measured
                                   once per model and kept in the cache folder;
-                                  float32; bfloat16 (faster with AVX512-BF16 or the
-                                  AVX2 kernels); int8 (decoder and the encoders' large
-                                  products in int8, but not encoders wider than
-                                  base's; the rest bfloat16: fastest)
+                                  float32 (exact); bfloat16 and int8 (smaller
+                                  weights: faster, answers a little less exact):
+                                  bfloat16 halves the weights (with AVX-512 the
+                                  encoders too, else the decoder only); int8 quarters
+                                  the decoder's and the encoders' large products
+                                  (not encoders wider than base's), the rest bfloat16
+                                  with AVX-512, float32 without
               --json              print one JSON object with ids, text, result and timings
               --annotate OUT.png  write the image with the answer drawn on it
               --coco OUT.json     write the answer as COCO annotations

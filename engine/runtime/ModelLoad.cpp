@@ -117,16 +117,21 @@ std::string floatEncodersNote(const Model::Impl& d, Precision precision) {
     std::string note;
     if (vision8 || text8)
         note = std::string("the encoders run in float32 except the large products of ") +
-               (vision8 && text8 ? "both" : vision8 ? "the vision encoder" : "the text encoder") +
-               ", which run in int8 (oneDNN, AVX2), as the decoder does";
+               (vision8 && text8 ? "both"
+                : vision8        ? "the vision encoder"
+                                 : "the text encoder") +
+               ", which run in int8 like the decoder (oneDNN's int8 GEMM)";
     else
         note = std::string("the encoders run in float32 and only the decoder in ") +
                precisionName(precision);
+    // Why not bfloat16 activations, as on AVX-512.
     note += bfloat16ProductsAccurate() ? ": the AVX2 kernels were asked for (FLORENCE_KERNELS=avx2)"
             : bfloat16ProductsRun()    ? ": without AVX-512, LibTorch's bfloat16 products sum in "
                                          "bfloat16, which changes the answers"
                                        : ": LibTorch cannot run bfloat16 products here (oneDNN "
                                          "is held below the CPU's bfloat16 instructions)";
+    if (vision8 || text8)
+        return note; // the int8 decoder's kernels: the runtime line names them
     if (precision == Precision::Int8 && path == ops::KernelPath::Avx2 && !vision8 && !text8)
         note += !ops::int8GemmAvailable()
                     ? ", and this LibTorch has no oneDNN quantized engine for their int8 products"

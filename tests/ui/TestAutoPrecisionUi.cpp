@@ -102,9 +102,22 @@ void TestAutoPrecisionUi::itemsSayWhatEachModeCosts() {
                              option(Precision::Int8, 0, false, "cannot run here: no memory")});
     QCOMPARE(p.combo()->itemText(2), QString("bfloat16 (answers differ here)"));
     QCOMPARE(p.combo()->itemText(3), QString("int8 (cannot run here)"));
-    // The precision chosen does not change with the words.
+    // A mode that cannot run is not offered; one whose answers differ still is.
+    const auto* items = qobject_cast<QStandardItemModel*>(p.combo()->model());
+    QVERIFY(items);
+    QVERIFY(!items->item(3)->isEnabled());
+    QVERIFY(items->item(2)->isEnabled());
+    QCOMPARE(p.combo()->itemData(3, Qt::ToolTipRole).toString(),
+             QString("cannot run here: no memory"));
+    // The precision chosen does not change with the words (a preference kept from before).
     p.panel.setPrecision(Precision::Int8);
     QCOMPARE(precisionName(*p.panel.precision()), "int8");
+    // Another model that runs it offers it again.
+    p.panel.setPrecisionCosts(Precision::Int8,
+                              {option(Precision::Float32, 1, true, "the reference"),
+                               option(Precision::BFloat16, 0.97, true, "as fast as float32"),
+                               option(Precision::Int8, 0.62, true, "0.62x float32's time")});
+    QVERIFY(items->item(3)->isEnabled());
 }
 
 void TestAutoPrecisionUi::workerMeasuresOnceThenLoadsThePick() {

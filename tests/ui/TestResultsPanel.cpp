@@ -144,6 +144,12 @@ void TestResultsPanel::pendingGreysThePreviousAnswer() {
     QVERIFY(!busy->isVisible());
     QVERIFY(answer->isEnabled());
     QCOMPARE(summary->text(), QStringLiteral("Caption · 4 answer tokens"));
+    // With the reason the run gave no answer: the answer shown says it is from before.
+    panel.showPending(QStringLiteral("Reading the image…"));
+    panel.endPending(QStringLiteral("Failed"));
+    QVERIFY(answer->isEnabled());
+    QCOMPARE(summary->text(),
+             QStringLiteral("Caption · 4 answer tokens · kept from before (last run: failed)"));
 
     // The first token: the old answer goes.
     panel.showPending(QStringLiteral("Reading the image…"));

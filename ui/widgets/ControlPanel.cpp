@@ -16,6 +16,7 @@
 #include <QScrollBar>
 #include <QSignalBlocker>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -529,9 +530,14 @@ void ControlPanel::setPrecisionCosts(Precision picked,
             continue;
         const QString name = QString::fromLatin1(precisionName(o.precision));
         QString text = name;
+        const bool cannotRun = o.precision != Precision::Float32 && !o.note.empty() && o.cost <= 0;
+        // Not offered where it cannot run (its tooltip says why); a later model may run it.
+        if (auto* items = qobject_cast<QStandardItemModel*>(m_precisionCombo->model()))
+            if (QStandardItem* item = items->item(index))
+                item->setEnabled(!cannotRun);
         if (o.precision == Precision::Float32)
             ; // the reference the others are measured against
-        else if (!o.note.empty() && o.cost <= 0)
+        else if (cannotRun)
             text = tr("%1 (cannot run here)").arg(name);
         else if (!o.accurate)
             text = tr("%1 (answers differ here)").arg(name);

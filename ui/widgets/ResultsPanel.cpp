@@ -342,12 +342,20 @@ void ResultsPanel::showPending(const QString& phase) {
                               "token arrives"));
 }
 
-void ResultsPanel::endPending() {
+void ResultsPanel::endPending(const QString& why) {
     if (!isPending())
         return;
     m_pending->hide();
     m_answerViews->setEnabled(true);
-    m_summary->setText(m_summaryBeforePending);
+    const bool previous = !m_answerText->toPlainText().isEmpty() || m_table->rowCount() > 0;
+    if (why.isEmpty() || !previous) {
+        m_summary->setText(m_summaryBeforePending);
+        return;
+    }
+    QString reason = why;
+    reason[0] = reason[0].toLower();
+    m_summary->setText(
+        tr("%1 · kept from before (last run: %2)").arg(m_summaryBeforePending, reason));
 }
 
 bool ResultsPanel::isPending() const {

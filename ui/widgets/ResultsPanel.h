@@ -54,7 +54,9 @@ public:
     // endPending() ends it.
     void showPending(const QString& phase);
     // The run ended before its first token: the previous answer is the current one again.
-    void endPending();
+    // `why` (the run's status, e.g. "Failed"): the previous answer's summary says it is kept from
+    // before and why the last run gave none, so it cannot pass for that run's answer.
+    void endPending(const QString& why = QString());
     bool isPending() const;
     QString pendingPhase() const;
 
