@@ -149,7 +149,7 @@ void TestResultsPanel::pendingGreysThePreviousAnswer() {
     panel.endPending(QStringLiteral("Failed"));
     QVERIFY(answer->isEnabled());
     QCOMPARE(summary->text(),
-             QStringLiteral("Caption · 4 answer tokens · kept from before (last run: failed)"));
+             QStringLiteral("From before (last run: failed) · Caption · 4 answer tokens"));
 
     // The first token: the old answer goes.
     panel.showPending(QStringLiteral("Reading the image…"));

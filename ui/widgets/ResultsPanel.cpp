@@ -354,8 +354,8 @@ void ResultsPanel::endPending(const QString& why) {
     }
     QString reason = why;
     reason[0] = reason[0].toLower();
-    m_summary->setText(
-        tr("%1 · kept from before (last run: %2)").arg(m_summaryBeforePending, reason));
+    // The reason first: a narrow panel cuts the label's end.
+    m_summary->setText(tr("From before (last run: %1) · %2").arg(reason, m_summaryBeforePending));
 }
 
 bool ResultsPanel::isPending() const {
