@@ -132,7 +132,7 @@ std::string floatEncodersNote(const Model::Impl& d, Precision precision) {
                                          "is held below the CPU's bfloat16 instructions)";
     if (vision8 || text8)
         return note; // the int8 decoder's kernels: the runtime line names them
-    if (precision == Precision::Int8 && path == ops::KernelPath::Avx2 && !vision8 && !text8)
+    if (precision == Precision::Int8 && path == ops::KernelPath::Avx2)
         note += !ops::int8GemmAvailable()
                     ? ", and this LibTorch has no oneDNN quantized engine for their int8 products"
                 : !d.hasFloatActivationInt8()

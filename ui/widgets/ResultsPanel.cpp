@@ -335,7 +335,7 @@ void ResultsPanel::showPending(const QString& phase) {
     m_pending->show();
     // Greyed, so it cannot pass for the answer on its way.
     m_answerViews->setEnabled(false);
-    if (m_answerText->toPlainText().isEmpty() && m_table->rowCount() == 0)
+    if (!hasAnswerShown())
         m_summary->setText(tr("Waiting for the first token…"));
     else
         m_summary->setText(tr("Previous answer (greyed) · the new one replaces it when its first "
@@ -347,8 +347,7 @@ void ResultsPanel::endPending(const QString& why) {
         return;
     m_pending->hide();
     m_answerViews->setEnabled(true);
-    const bool previous = !m_answerText->toPlainText().isEmpty() || m_table->rowCount() > 0;
-    if (why.isEmpty() || !previous) {
+    if (why.isEmpty() || !hasAnswerShown()) {
         m_summary->setText(m_summaryBeforePending);
         return;
     }
@@ -356,6 +355,10 @@ void ResultsPanel::endPending(const QString& why) {
     reason[0] = reason[0].toLower();
     // The reason first: a narrow panel cuts the label's end.
     m_summary->setText(tr("From before (last run: %1) · %2").arg(reason, m_summaryBeforePending));
+}
+
+bool ResultsPanel::hasAnswerShown() const {
+    return !m_answerText->toPlainText().isEmpty() || m_table->rowCount() > 0;
 }
 
 bool ResultsPanel::isPending() const {

@@ -70,6 +70,8 @@ signals:
 
 private:
     void onSelectionChanged();
+    // An answer is on show (text or table rows), current or from the run before.
+    bool hasAnswerShown() const;
     void showTextRow(const ParsedAnswer& answer, const QString& text);
 
     QLabel* m_summary = nullptr;
