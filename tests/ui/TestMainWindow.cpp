@@ -257,12 +257,19 @@ void TestMainWindow::cancelBeforeFirstTokenKeepsResults() {
     auto* table = child<QTableWidget>(m_w.get(), "itemsTable");
     auto* raw = child<QPlainTextEdit>(m_w.get(), "rawText");
     auto* status = child<QLabel>(m_w.get(), "statusRun");
+    auto* summary = child<QLabel>(m_w.get(), "resultSummary");
     auto resultsKept = [&] {
         return table->rowCount() == 1 && m_w->imageView()->overlayItemCount() == 1 &&
                raw->toPlainText().contains("car<loc_52>") &&
-               child<QLabel>(m_w.get(), "resultSummary")->text().startsWith("Object detection · ");
+               summary->text().contains("Object detection · ");
+    };
+    // After a cancel the kept answer says it is from before, and why, first.
+    auto keptSaysSo = [&] {
+        return summary->text().startsWith("From before (last run: cancel") &&
+               summary->text().contains(") · Object detection · ");
     };
     QVERIFY(resultsKept());
+    QVERIFY(summary->text().startsWith("Object detection · "));
     m_w->setTask("<CAPTION>");
     setSpin("maxTokensSpin", 5);
     QSignalSpy tokens(m_w.get(), &MainWindow::tokenArrived);
@@ -289,6 +296,7 @@ void TestMainWindow::cancelBeforeFirstTokenKeepsResults() {
     QCOMPARE(tokens.count(), 0);
     QVERIFY2(status->text().contains("Cancelled"), qPrintable(status->text()));
     QVERIFY(resultsKept());
+    QVERIFY2(keptSaysSo(), qPrintable(summary->text()));
     QVERIFY(!m_w->isRunning());
     QVERIFY(child<QAbstractButton>(m_w.get(), "runButton")->isEnabled());
 
@@ -309,6 +317,7 @@ void TestMainWindow::cancelBeforeFirstTokenKeepsResults() {
     QCOMPARE(tokens.count(), 0);
     QVERIFY2(status->text().contains("Cancelled"), qPrintable(status->text()));
     QVERIFY(resultsKept());
+    QVERIFY2(keptSaysSo(), qPrintable(summary->text()));
 
     // The same for a comparison cancelled while queued.
     QSignalSpy compared(m_w.get(), &MainWindow::comparisonCompleted);
