@@ -103,10 +103,9 @@ std::shared_ptr<const florence::Model> loadModel(const Args& a) {
     } else {
         // Measured once per CPU and package (a few seconds, each precision loaded in turn),
         // then read from the user's cache folder.
-        const florence::PrecisionChoice choice = florence::automaticPrecision(
-            dir, lo.threads, &g_cancel, [&](const std::string& stage) {
-                std::cerr << "automatic precision: " << stage
-                          << " (once for this CPU and model)\n";
+        const florence::PrecisionChoice choice =
+            florence::automaticPrecision(dir, lo.threads, &g_cancel, [&](const std::string& stage) {
+                std::cerr << "automatic precision, once for this CPU and model: " << stage << "\n";
             });
         lo.precision = choice.precision;
         std::cerr << "note: " << choice.reason << " ("

@@ -10,9 +10,12 @@
 
 #include <dlfcn.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <string>
@@ -45,6 +48,46 @@ int64_t peakResidentBytes() {
     struct rusage usage {};
     getrusage(RUSAGE_SELF, &usage);
     return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+}
+
+namespace {
+
+// Seconds every processor of the machine spent busy since boot (user, nice, system, interrupts
+// and a host's steal), from /proc/stat's first line; -1 when it cannot be read.
+double machineBusySeconds() {
+    std::FILE* f = std::fopen("/proc/stat", "re");
+    if (!f)
+        return -1;
+    unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0,
+                       steal = 0;
+    const int got = std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &user, &nice,
+                                &system, &idle, &iowait, &irq, &softirq, &steal);
+    std::fclose(f);
+    if (got < 4)
+        return -1;
+    const long hz = sysconf(_SC_CLK_TCK);
+    return double(user + nice + system + irq + softirq + steal) / double(hz > 0 ? hz : 100);
+}
+
+double steadySeconds() {
+    return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+}
+
+} // namespace
+
+OtherProgramsLoad::OtherProgramsLoad()
+    : m_busySeconds(machineBusySeconds()), m_ownSeconds(cpuClockMs() / 1000),
+      m_startSeconds(steadySeconds()) {}
+
+double OtherProgramsLoad::cores() const {
+    const double busy = machineBusySeconds();
+    const double wall = steadySeconds() - m_startSeconds;
+    if (m_busySeconds < 0 || busy < 0 || wall <= 0)
+        return -1;
+    // The kernel's counters tick in hundredths of a second: a short span reads a little off
+    // either way, never below nothing.
+    const double others = (busy - m_busySeconds) - (cpuClockMs() / 1000 - m_ownSeconds);
+    return std::max(0.0, others / wall);
 }
 
 double bfloat16ProductError() {

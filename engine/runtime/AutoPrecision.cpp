@@ -12,8 +12,10 @@
 #include <QSaveFile>
 #include <QStandardPaths>
 
+#include <algorithm>
 #include <cstdio>
 #include <mutex>
+#include <utility>
 
 namespace florence {
 
@@ -41,7 +43,27 @@ const PrecisionTrial* findTrial(const PrecisionProbe& probe, Precision p) {
     return nullptr;
 }
 
+// The least and the most of the loads the modes that ran were measured under; {0, 0} when none
+// was read.
+std::pair<double, double> loadRange(const PrecisionProbe& probe) {
+    double lo = 0, hi = 0;
+    bool any = false;
+    for (const PrecisionTrial& t : probe.trials) {
+        if (!t.error.empty() || t.otherCores < 0)
+            continue;
+        lo = any ? std::min(lo, t.otherCores) : t.otherCores;
+        hi = any ? std::max(hi, t.otherCores) : t.otherCores;
+        any = true;
+    }
+    return {lo, hi};
+}
+
 } // namespace
+
+bool measuredUnderDifferentLoads(const PrecisionProbe& probe) {
+    const auto [lo, hi] = loadRange(probe);
+    return hi - lo > kMaxLoadDifferenceCores;
+}
 
 PrecisionChoice choosePrecision(const PrecisionProbe& probe) {
     const PrecisionTrial* reference = findTrial(probe, Precision::Float32);
@@ -98,6 +120,13 @@ PrecisionChoice choosePrecision(const PrecisionProbe& probe) {
     }
     if (!rejected.empty())
         choice.reason += "; " + rejected;
+    if (measuredUnderDifferentLoads(probe)) {
+        const auto [lo, hi] = loadRange(probe);
+        choice.reason +=
+            "; other programs' load changed while the precisions were measured (" + fixed(lo, 1) +
+            " to " + fixed(hi, 1) + " cores busy" + (probe.remeasured ? ", measured twice" : "") +
+            "), so the pick may be off; to measure again, delete " + precisionProbeCachePath();
+    }
     return choice;
 }
 
@@ -127,9 +156,11 @@ QJsonObject toJson(const PrecisionProbe& probe) {
                                   {"first_token_ms", t.firstTokenMs},
                                   {"step_ms", t.stepMs},
                                   {"logits_cosine", t.logitsCosine},
-                                  {"error", QString::fromStdString(t.error)}});
+                                  {"error", QString::fromStdString(t.error)},
+                                  {"other_cores", t.otherCores}});
     return QJsonObject{{"cpu", QString::fromStdString(probe.cpu)},
                        {"package", QString::fromStdString(probe.package)},
+                       {"remeasured", probe.remeasured},
                        {"trials", trials}};
 }
 
@@ -143,7 +174,7 @@ std::optional<PrecisionProbe> cachedPrecisionProbe(const std::string& cpu,
         if (o.value("cpu").toString().toStdString() != cpu ||
             o.value("package").toString().toStdString() != package)
             continue;
-        PrecisionProbe probe{cpu, package, {}};
+        PrecisionProbe probe{cpu, package, {}, o.value("remeasured").toBool()};
         for (const QJsonValue& tv : o.value("trials").toArray()) {
             const QJsonObject t = tv.toObject();
             PrecisionTrial trial;
@@ -156,6 +187,7 @@ std::optional<PrecisionProbe> cachedPrecisionProbe(const std::string& cpu,
             trial.stepMs = t.value("step_ms").toDouble();
             trial.logitsCosine = t.value("logits_cosine").toDouble();
             trial.error = t.value("error").toString().toStdString();
+            trial.otherCores = t.value("other_cores").toDouble(-1); // -1: written before it was
             probe.trials.push_back(trial);
         }
         return probe;

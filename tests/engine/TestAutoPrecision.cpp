@@ -3,10 +3,12 @@
 // measurements in the user's cache folder. Torch-free: the measurements are given.
 #include <florence/auto_precision.h>
 #include <florence/generation_settings.h>
+#include <florence/machine.h>
 
 #include <QtTest>
 
 #include <QFile>
+#include <QProcess>
 #include <QTemporaryDir>
 
 using namespace florence;
@@ -16,7 +18,7 @@ Q_DECLARE_METATYPE(florence::Precision)
 
 namespace {
 
-// name() is florence_engine's; this suite links florence_core only.
+// The precisions' names as the cache and the reasons write them.
 const char* name(Precision p) {
     return p == Precision::Float32 ? "float32" : p == Precision::BFloat16 ? "bfloat16" : "int8";
 }
@@ -29,6 +31,11 @@ PrecisionTrial trial(Precision p, double firstTokenMs, double stepMs, double cos
     t.stepMs = stepMs;
     t.logitsCosine = cosine;
     t.error = error;
+    return t;
+}
+
+PrecisionTrial loaded(PrecisionTrial t, double otherCores) {
+    t.otherCores = otherCores;
     return t;
 }
 
@@ -52,6 +59,8 @@ private slots:
     void choice();
     void slowerModesShowTheirCost();
     void noFloat32IsRefused();
+    void differentLoadsAreSaid();
+    void otherProgramsLoadCountsOthers();
     void settingWords();
     void cacheRoundTrip();
     void unreadableCacheIsNone();
@@ -145,6 +154,52 @@ void TestAutoPrecision::noFloat32IsRefused() {
                          "c", "p", {trial(Precision::Float32, 0, 0, 1, "out of memory")}}));
 }
 
+void TestAutoPrecision::differentLoadsAreSaid() {
+    using P = Precision;
+    // A steady busy program slows every mode alike: the ratios hold, nothing to say.
+    PrecisionProbe steady = probe(loaded(trial(P::Float32, 1000, 10), 0.9),
+                                  loaded(trial(P::BFloat16, 900, 6, 0.9999), 1.0),
+                                  loaded(trial(P::Int8, 600, 5, 0.9999), 1.1));
+    QVERIFY(!measuredUnderDifferentLoads(steady));
+    QVERIFY(choosePrecision(steady).reason.find("load") == std::string::npos);
+    // One that started while int8 was measured.
+    PrecisionProbe changed = probe(loaded(trial(P::Float32, 1000, 10), 0.05),
+                                   loaded(trial(P::BFloat16, 900, 6, 0.9999), 0.1),
+                                   loaded(trial(P::Int8, 1100, 12, 0.9999), 0.95));
+    QVERIFY(measuredUnderDifferentLoads(changed));
+    changed.remeasured = true;
+    const std::string reason = choosePrecision(changed).reason;
+    QVERIFY2(reason.find("other programs' load changed while the precisions were measured (0.1 "
+                         "to 0.9 cores busy, measured twice), so the pick may be off; to measure "
+                         "again, delete " +
+                         precisionProbeCachePath()) != std::string::npos,
+             reason.c_str());
+    QCOMPARE(name(choosePrecision(changed).precision), "bfloat16");
+    // The difference is over the bound, not at it.
+    changed.trials[2].otherCores = 0.05 + kMaxLoadDifferenceCores;
+    QVERIFY(!measuredUnderDifferentLoads(changed));
+    // A mode that failed, or whose load was not read (-1, a cache from before), does not count.
+    PrecisionProbe partial = probe(loaded(trial(P::Float32, 1000, 10), 0.1),
+                                   loaded(trial(P::BFloat16, 0, 0, 1, "cannot run"), 1.5),
+                                   loaded(trial(P::Int8, 600, 5, 0.9999), -1));
+    QVERIFY(!measuredUnderDifferentLoads(partial));
+}
+
+void TestAutoPrecision::otherProgramsLoadCountsOthers() {
+    // A program spinning beside this one for half a second is a good part of a core's worth
+    // (more if others are busy too); this process only sleeps meanwhile.
+    QProcess spinner;
+    spinner.start("/bin/sh", {"-c", "while :; do :; done"});
+    QVERIFY(spinner.waitForStarted());
+    QTest::qWait(100);
+    const OtherProgramsLoad load;
+    QThread::msleep(600);
+    const double cores = load.cores();
+    spinner.kill();
+    spinner.waitForFinished();
+    QVERIFY2(cores >= 0.3, qPrintable(QString::number(cores)));
+}
+
 void TestAutoPrecision::settingWords() {
     QVERIFY(!parsePrecisionSetting("auto").has_value());
     QVERIFY(!parsePrecisionSetting("automatic").has_value());
@@ -186,12 +241,20 @@ void TestAutoPrecision::cacheRoundTrip() {
     QCOMPARE(QString::fromStdString(gotA->trials[2].error), QString("cannot quantize"));
     QCOMPARE(gotB->trials[1].stepMs, 123.0);
     QCOMPARE(name(choosePrecision(*gotA).precision), "bfloat16");
+    QCOMPARE(gotA->trials[0].otherCores, 0.0);
+    QVERIFY(!gotA->remeasured);
     QCOMPARE(name(choosePrecision(*gotB).precision), "float32");
     // Measuring again replaces the old figures of that key, not the others'.
     b.trials[1].stepMs = 10;
     QVERIFY(storePrecisionProbe(b));
     QCOMPARE(cachedPrecisionProbe("cpu B", "pkg")->trials[1].stepMs, 10.0);
     QCOMPARE(cachedPrecisionProbe("cpu A", "pkg")->trials[1].stepMs, 15.0);
+    // The loads the modes were measured under, and whether they were measured twice.
+    b.remeasured = true;
+    b.trials[0].otherCores = 0.25;
+    QVERIFY(storePrecisionProbe(b));
+    QVERIFY(cachedPrecisionProbe("cpu B", "pkg")->remeasured);
+    QCOMPARE(cachedPrecisionProbe("cpu B", "pkg")->trials[0].otherCores, 0.25);
     qunsetenv("XDG_CACHE_HOME");
 }
 
@@ -215,6 +278,15 @@ void TestAutoPrecision::unreadableCacheIsNone() {
             "[{\"precision\": \"int4\"}]}]}");
     f.close();
     QVERIFY(!cachedPrecisionProbe("c", "p").has_value());
+    // Written before the loads were kept: read, the loads unknown.
+    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write("{\"probes\": [{\"cpu\": \"c\", \"package\": \"p\", \"trials\": "
+            "[{\"precision\": \"float32\", \"first_token_ms\": 5, \"step_ms\": 1}]}]}");
+    f.close();
+    const std::optional<PrecisionProbe> old = cachedPrecisionProbe("c", "p");
+    QVERIFY(old.has_value());
+    QCOMPARE(old->trials.at(0).otherCores, -1.0);
+    QVERIFY(!measuredUnderDifferentLoads(*old));
     qunsetenv("XDG_CACHE_HOME");
 }
 

@@ -38,6 +38,9 @@ struct PrecisionTrial {
     double stepMs = 0;       // median cached decoding step
     double logitsCosine = 1; // lowest over the steps measured, against float32 (1 for float32)
     std::string error;       // why it could not run; such a mode is never chosen
+    // Other programs' load during its quietest timed run, in cores (OtherProgramsLoad); -1
+    // where it could not be read.
+    double otherCores = 0;
 
     // The time of an answer of kAutomaticAnswerTokens tokens.
     double answerMs() const { return firstTokenMs + kAutomaticAnswerTokens * stepMs; }
@@ -47,7 +50,15 @@ struct PrecisionProbe {
     std::string cpu;     // precisionProbeCpuKey(): the CPU, the runtime and the kernels
     std::string package; // precisionProbePackageKey(): the model and its files
     std::vector<PrecisionTrial> trials; // float32 first
+    bool remeasured = false; // every mode was measured twice, their loads having differed
 };
+
+// The modes' loads may differ by this much (in cores) before the probe measures them all once
+// more: a busy program that starts or stops between two modes would otherwise make the one
+// measured beside it look slower than it is.
+constexpr double kMaxLoadDifferenceCores = 0.35;
+// Whether the modes that ran were measured under other programs' loads that differ by more.
+bool measuredUnderDifferentLoads(const PrecisionProbe& probe);
 
 // One mode as the precision box shows it.
 struct PrecisionOption {
@@ -65,8 +76,9 @@ struct PrecisionChoice {
 };
 
 // The rule: the accurate mode whose answer is fastest, when it takes at most kAutomaticMaxCost
-// of float32's time; float32 otherwise. Throws EngineError when the probe has no float32 trial
-// (the reference every other mode is measured against).
+// of float32's time; float32 otherwise. The reason says so when the loads still differed after
+// a second measurement. Throws EngineError when the probe has no float32 trial (the reference
+// every other mode is measured against).
 PrecisionChoice choosePrecision(const PrecisionProbe& probe);
 
 // The cache file: <user cache folder>/florence-studio/precision-probes.json.
@@ -84,9 +96,10 @@ bool storePrecisionProbe(const PrecisionProbe& probe);
 std::string precisionProbeCpuKey();
 std::string precisionProbePackageKey(const std::string& packageDir);
 
-// Loads the package once in each precision and measures it. `progress` gets
-// one line per stage ("measuring int8"). Throws EngineError when float32 itself cannot run,
-// or "… was cancelled" when `cancel` is set.
+// Loads the package once in each precision and measures it; when other programs' load differed
+// between the modes, measures each once more in the reverse order and keeps the quicker
+// figures. `progress` gets one line per stage ("measuring int8"). Throws EngineError when
+// float32 itself cannot run, or "… was cancelled" when `cancel` is set.
 PrecisionProbe probePrecisions(const std::string& packageDir, int threads,
                                const std::atomic<bool>* cancel = nullptr,
                                const std::function<void(const std::string&)>& progress = {});

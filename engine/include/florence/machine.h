@@ -17,6 +17,25 @@ double measureReadBandwidth(size_t bufferBytes = size_t(1) << 30);
 // Peak resident memory of this process so far, in bytes.
 int64_t peakResidentBytes();
 
+// The processor time other programs took from the moment it is made: the machine's busy time
+// in /proc/stat (with what a virtual machine's host withheld, "steal") less this process's own,
+// in cores (0.5: half a core's worth, on average, since then). How busy the desktop was while
+// something was timed; -1 where /proc/stat cannot be read.
+//
+//   OtherProgramsLoad load;
+//   ... // timed work
+//   double cores = load.cores();
+class OtherProgramsLoad {
+public:
+    OtherProgramsLoad();
+    double cores() const;
+
+private:
+    double m_busySeconds;  // the machine's, from /proc/stat; < 0 when unreadable
+    double m_ownSeconds;   // this process's processor time
+    double m_startSeconds; // steady clock
+};
+
 // The kernel family OpenBLAS chose ("SkylakeX", "Haswell", "Prescott" for its fallback), or
 // nullptr when the BLAS in use is not OpenBLAS.
 const char* openblasCoreName();
