@@ -2,19 +2,24 @@
 // screen and holds at 1024x700, and texts that differ from machine to machine (model names,
 // runtime lines, precision notes, status messages) elide or wrap instead of widening the window.
 #include "MainWindow.h"
+#include "Theme.h"
+#include "widgets/ControlPanel.h"
 #include "widgets/ElidedLabel.h"
 
 #include <florence/paths.h>
 
+#include <QAction>
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDockWidget>
 #include <QLabel>
 #include <QScreen>
+#include <QScrollArea>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QTemporaryDir>
@@ -71,6 +76,7 @@ private slots:
 
     void windowFitsSmallScreens();
     void machineTextsDoNotWidenTheWindow();
+    void settingsFitTheirPanelOnSmallScreens();
     void elidedLabelElidesAndKeepsItsText();
     void wheelOverSettingsScrollsInsteadOfChanging();
 
@@ -182,6 +188,69 @@ void TestLayout::machineTextsDoNotWidenTheWindow() {
         after <= std::max(before, 1024),
         qPrintable(
             QString("least width %1 -> %2:\n%3").arg(before).arg(after).arg(widthTree(m_w.get()))));
+}
+
+void TestLayout::settingsFitTheirPanelOnSmallScreens() {
+    // The settings scroll up and down, never sideways: nothing in them may reach past the
+    // panel's edge, whatever the lists hold (the longest task name, precisions with their
+    // measured costs, the longest "bfloat16 (as fast as float32 here)", a long imported
+    // model's name), on a 1280x720 screen or at the panel's least width.
+    using florence::Precision;
+    const std::vector<florence::PrecisionOption> costs{
+        {Precision::Float32, 1.0, true, "the reference"},
+        {Precision::BFloat16, 1.0, true, "as fast as float32 on this CPU"},
+        {Precision::Int8, 0, false, "cannot run here: LibTorch cannot run int8 products here"}};
+    const auto fits = [](QScrollArea* scroll, const QString& where) {
+        QCoreApplication::processEvents();
+        const QWidget* viewport = scroll->viewport();
+        QString out;
+        if (scroll->widget()->width() > viewport->width())
+            out = QString("%1: the settings are %2 wide in a panel of %3:\n%4")
+                      .arg(where)
+                      .arg(scroll->widget()->width())
+                      .arg(viewport->width())
+                      .arg(widthTree(scroll->widget()));
+        for (QComboBox* combo : scroll->widget()->findChildren<QComboBox*>()) {
+            const QRect r(combo->mapTo(viewport, QPoint(0, 0)), combo->size());
+            if (combo->isVisible() && r.right() >= viewport->width())
+                out += QString("\n%1: %2 reaches past the panel").arg(where, combo->objectName());
+        }
+        return out;
+    };
+
+    // A panel whose precisions learn their costs, then the theme changes (the combo boxes size
+    // themselves again then), shown at its least width.
+    QStandardItemModel models;
+    models.appendRow(new QStandardItem(QStringLiteral(
+        "Imported: Florence-2-large-ft-PromptGen-v2.0-finetuned-on-invoices (776.7 M)")));
+    QAction run, cancel, compare;
+    florence::ui::ControlPanel alone(&models, &run, &cancel, &compare);
+    alone.setPrecisionCosts(Precision::BFloat16, costs);
+    florence::ui::applyTheme(florence::ui::Theme::Dark);
+    florence::ui::applyTheme(florence::ui::Theme::System);
+    alone.resize(alone.minimumSizeHint().width(), 700);
+    alone.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&alone));
+    auto* scroll = alone.findChild<QScrollArea*>(QStringLiteral("controlScroll"));
+    QVERIFY(scroll && scroll->widget());
+    QString problem = fits(scroll, "alone at its least width");
+    QVERIFY2(problem.isEmpty(), qPrintable(problem));
+
+    // The window's, resized from a large screen to small ones and back.
+    auto* panel = m_w->findChild<florence::ui::ControlPanel*>();
+    QVERIFY(panel);
+    panel->setPrecisionCosts(Precision::BFloat16, costs);
+    florence::ui::applyTheme(florence::ui::Theme::Dark);
+    scroll = panel->findChild<QScrollArea*>(QStringLiteral("controlScroll"));
+    QVERIFY(scroll && scroll->widget());
+    for (const QSize size :
+         {QSize(1440, 900), QSize(1280, 680), QSize(1024, 660), QSize(1440, 900)}) {
+        m_w->resize(size);
+        QTRY_COMPARE(m_w->size(), size);
+        problem = fits(scroll, sizeText(size));
+        QVERIFY2(problem.isEmpty(), qPrintable(problem));
+    }
+    florence::ui::applyTheme(florence::ui::Theme::System);
 }
 
 void TestLayout::elidedLabelElidesAndKeepsItsText() {

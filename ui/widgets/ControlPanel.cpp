@@ -110,6 +110,10 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
     auto* taskBox = new QGroupBox(tr("Task"), this);
     m_taskCombo = new QComboBox(taskBox);
     m_taskCombo->setObjectName(QStringLiteral("taskCombo"));
+    // Sized for a short name, not the longest: the settings never grow wider than their panel
+    // on a small screen (the open list shows every name whole).
+    m_taskCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_taskCombo->setMinimumContentsLength(16);
     for (const TaskInfo& t : allTasks())
         m_taskCombo->addItem(QString::fromStdString(t.name), QString::fromStdString(t.token));
     m_taskHint = wrappingLabel(taskBox, "taskHintLabel");
@@ -155,8 +159,12 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
     m_cacheCheck->setChecked(m_defaults.useCache);
     m_cacheCheck->setToolTip(tr("Off: the whole prefix runs through the decoder at every step"));
     createIgnoreEosCheck(genBox);
-    m_precisionCombo = new QComboBox(genBox);
+    m_precisionCombo = new QComboBox(modelBox);
     m_precisionCombo->setObjectName(QStringLiteral("precisionCombo"));
+    // Its items gain measured costs after the first load ("bfloat16 (1.7x slower here)"): sized
+    // to contents, it widened the settings past a 1280x720 window's panel.
+    m_precisionCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_precisionCombo->setMinimumContentsLength(12);
     m_precisionCombo->addItem(tr("Automatic"), kAutomaticPrecision);
     for (const Precision p : knownPrecisions())
         m_precisionCombo->addItem(QString::fromLatin1(precisionName(p)), static_cast<int>(p));
@@ -170,13 +178,20 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
            "when the model loads; Florence-2-large's encoders stay bfloat16, where int8 loses "
            "too much accuracy), the rest in bfloat16: the fastest, answers can differ a "
            "little more. On CPUs with AVX2 but without AVX-512 the decoder's products run on "
-           "AVX2 kernels (faster than float32 there too) and the encoders stay float32 "
-           "(LibTorch's bfloat16 products would change the answers). Changing it reloads the "
-           "model."));
+           "AVX2 kernels (faster than float32 there too) and the encoders stay float32, "
+           "except their large products in int8 (LibTorch's bfloat16 products would change "
+           "the answers there). Changing it reloads the model."));
+    // With the model, not the generation settings: it is how the model is loaded, and so in
+    // view without scrolling on a small screen.
+    auto* precisionRow = new QHBoxLayout();
+    auto* precisionLabel = new QLabel(tr("Precision:"), modelBox);
+    precisionLabel->setBuddy(m_precisionCombo);
+    precisionRow->addWidget(precisionLabel);
+    precisionRow->addWidget(m_precisionCombo, 1);
+    modelLayout->addLayout(precisionRow);
     auto* genLayout = new QFormLayout(genBox);
     genLayout->addRow(tr("Beams:"), m_beamsSpin);
     genLayout->addRow(tr("Max new tokens:"), m_maxTokensSpin);
-    genLayout->addRow(tr("Precision:"), m_precisionCombo);
     genLayout->addRow(m_cacheCheck);
     genLayout->addRow(m_ignoreEosCheck);
     m_defaultsButton = new QPushButton(tr("Model's defaults"), genBox);
@@ -243,12 +258,12 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
     guardWheel(new WheelGuard(this),
                {m_modelCombo, m_taskCombo, m_beamsSpin, m_maxTokensSpin, m_precisionCombo});
 
-    setTabOrder(m_modelCombo, m_taskCombo);
+    setTabOrder(m_modelCombo, m_precisionCombo);
+    setTabOrder(m_precisionCombo, m_taskCombo);
     setTabOrder(m_taskCombo, m_inputEdit);
     setTabOrder(m_inputEdit, m_beamsSpin);
     setTabOrder(m_beamsSpin, m_maxTokensSpin);
-    setTabOrder(m_maxTokensSpin, m_precisionCombo);
-    setTabOrder(m_precisionCombo, m_cacheCheck);
+    setTabOrder(m_maxTokensSpin, m_cacheCheck);
     setTabOrder(m_cacheCheck, m_ignoreEosCheck);
     setTabOrder(m_ignoreEosCheck, m_runButton);
     setTabOrder(m_runButton, m_cancelButton);
