@@ -87,8 +87,9 @@ void TestAutoPrecisionUi::itemsSayWhatEachModeCosts() {
     QCOMPARE(p.combo()->itemText(1), QString("float32"));
     QCOMPARE(p.combo()->itemText(2), QString("bfloat16 (1.7x slower here)"));
     QCOMPARE(p.combo()->itemText(3), QString("int8 (2.1x slower here)"));
+    // Each item's tooltip is the note as a paragraph, so that a long one wraps.
     QCOMPARE(p.combo()->itemData(3, Qt::ToolTipRole).toString(),
-             QString("2.1x slower than float32 on this CPU"));
+             QString("<p>2.1x slower than float32 on this CPU</p>"));
     // With this project's AVX2 kernels: faster; an inaccurate or failed mode says so.
     p.panel.setPrecisionCosts(
         Precision::Int8, {option(Precision::Float32, 1, true, "the reference"),
@@ -108,7 +109,7 @@ void TestAutoPrecisionUi::itemsSayWhatEachModeCosts() {
     QVERIFY(!items->item(3)->isEnabled());
     QVERIFY(items->item(2)->isEnabled());
     QCOMPARE(p.combo()->itemData(3, Qt::ToolTipRole).toString(),
-             QString("cannot run here: no memory"));
+             QString("<p>cannot run here: no memory</p>"));
     // The precision chosen does not change with the words (a preference kept from before).
     p.panel.setPrecision(Precision::Int8);
     QCOMPARE(precisionName(*p.panel.precision()), "int8");

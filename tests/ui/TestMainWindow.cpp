@@ -429,7 +429,8 @@ void TestMainWindow::precisionSwitchReloadsModel() {
     QCOMPARE(m_w->modelInfo().precision(), QString("int8"));
     QVERIFY2(label->text().contains("int8") && label->text().contains("(encoders float32)"),
              qPrintable(label->text()));
-    QVERIFY2(label->toolTip().startsWith("Precision: the encoders run in float32"),
+    // First, in a paragraph of its own (the tooltip wraps).
+    QVERIFY2(label->toolTip().startsWith("<p>Precision: the encoders run in float32"),
              qPrintable(label->toolTip()));
     QCOMPARE(m_w->modelInfo().encoderPrecision, florence::Precision::Float32);
     const int beforeInt8 = tokens.count();

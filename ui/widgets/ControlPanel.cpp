@@ -25,6 +25,18 @@ namespace florence::ui {
 
 namespace {
 
+// A plain-text tooltip as paragraphs that wrap: Qt shows plain text on one line, and a
+// reason naming a package's path ran off a 1280-pixel screen.
+QString wrappedTip(const QString& plain) {
+    if (plain.isEmpty())
+        return plain;
+    QString html;
+    for (const QString& paragraph : plain.split(QStringLiteral("\n\n")))
+        html += QStringLiteral("<p>%1</p>")
+                    .arg(paragraph.toHtmlEscaped().replace(QLatin1Char('\n'), "<br>"));
+    return html;
+}
+
 QString capitalized(const std::string& s) {
     QString q = QString::fromStdString(s);
     if (!q.isEmpty())
@@ -332,7 +344,7 @@ QWidget* ControlPanel::lastInFocusChain() const {
 void ControlPanel::setModelText(const QString& text, const QString& toolTip) {
     m_modelLabel->setText(text);
     if (!toolTip.isNull())
-        m_modelLabel->setToolTip(toolTip);
+        m_modelLabel->setToolTip(wrappedTip(toolTip));
 }
 
 void ControlPanel::setTrainedTasks(const std::optional<QStringList>& tokens) {
@@ -563,7 +575,8 @@ void ControlPanel::setPrecisionCosts(Precision picked,
         else
             text = tr("%1 (as fast as float32 here)").arg(name);
         m_precisionCombo->setItemText(index, text);
-        m_precisionCombo->setItemData(index, QString::fromStdString(o.note), Qt::ToolTipRole);
+        m_precisionCombo->setItemData(index, wrappedTip(QString::fromStdString(o.note)),
+                                      Qt::ToolTipRole);
     }
 }
 
