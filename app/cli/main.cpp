@@ -31,6 +31,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -198,19 +199,31 @@ void buildPrompts(RunInputs& in) {
     }
 }
 
-// Runs the one request, streaming its tokens to stderr unless --quiet.
+// Runs the one request, streaming its text to stderr unless --quiet: as a person reads it
+// (readableText: no </s>, <s> or <loc_…>), the whole answer is the document on stdout.
 florence::Result generateOne(florence::Session& session, const florence::Request& request,
                              florence::GenerationOptions opts, bool quiet) {
     opts.cancel = &g_cancel;
+    struct Streamed {
+        std::string generated; // the best hypothesis's text with its model tokens
+        std::string shown;     // what stderr has of it
+    };
+    auto streamed = std::make_shared<Streamed>();
     if (!quiet)
-        opts.onToken = [](const florence::TokenEvent& e) {
-            if (e.rewound) // the whole new text follows on a line of its own
-                std::cerr << "\n";
-            std::cerr << e.textDelta << std::flush;
+        opts.onToken = [streamed](const florence::TokenEvent& e) {
+            streamed->generated =
+                e.rewound || e.step == 0 ? e.textDelta : streamed->generated + e.textDelta;
+            const std::string text = florence::readableText(streamed->generated);
+            if (text.compare(0, streamed->shown.size(), streamed->shown) == 0)
+                std::cerr << text.substr(streamed->shown.size());
+            else // beam search switched hypothesis: the new text on a line of its own
+                std::cerr << "\n" << text;
+            std::cerr << std::flush;
+            streamed->shown = text;
             return true;
         };
     florence::Result result = session.generate(request, opts);
-    if (!quiet)
+    if (!streamed->shown.empty())
         std::cerr << "\n";
     return result;
 }

@@ -218,8 +218,13 @@ void TestCli::runJsonHasTimingsAndAnnotates() {
              QString("chelsea.png"));
     QCOMPARE(c["images"].toArray().first().toObject()["width"].toInt(), 451);
     QVERIFY(c.contains("annotations") && c.contains("categories"));
-    // Tokens streamed to stderr while generating: the decoded text appears there.
-    QVERIFY(!o.err.trimmed().isEmpty());
+    // Streamed to stderr while generating: the text as a person reads it, the labels without
+    // the model's tokens (the answer itself is the document on stdout). A beam search that
+    // switches hypothesis starts a new line with the new one's text: the last line is the answer.
+    const QString streamed = QString::fromUtf8(o.err).trimmed();
+    QCOMPARE(streamed.section('\n', -1), r["native"]["text"].toString());
+    QVERIFY(!r["native"]["text"].toString().isEmpty());
+    QVERIFY2(!streamed.contains("</s>") && !streamed.contains("<loc_"), qPrintable(streamed));
 }
 
 void TestCli::noCacheGivesSameTokens() {
