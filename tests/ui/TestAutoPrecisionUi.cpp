@@ -119,6 +119,17 @@ void TestAutoPrecisionUi::itemsSayWhatEachModeCosts() {
                                option(Precision::BFloat16, 0.97, true, "as fast as float32"),
                                option(Precision::Int8, 0.62, true, "0.62x float32's time")});
     QVERIFY(items->item(3)->isEnabled());
+    // While another package loads, the items are as before any measurement.
+    p.panel.setPrecisionCosts(Precision::Float32,
+                              {option(Precision::Int8, 0, false, "cannot run here: no memory")});
+    p.panel.clearPrecisionCosts();
+    for (int i = 0; i < p.combo()->count(); ++i) {
+        QVERIFY(items->item(i)->isEnabled());
+        QVERIFY(p.combo()->itemData(i, Qt::ToolTipRole).toString().isEmpty());
+    }
+    QCOMPARE(p.combo()->itemText(0), QString("Automatic"));
+    QCOMPARE(p.combo()->itemText(3), QString("int8"));
+    QCOMPARE(precisionName(*p.panel.precision()), "int8");
 }
 
 void TestAutoPrecisionUi::workerMeasuresOnceThenLoadsThePick() {

@@ -120,6 +120,16 @@ void TestWindowModels::oldModelReleasedOnlyForAPackageThatPassedItsChecks() {
     connect(worker, &EngineWorker::modelReleased, &context, [&] { events << "released"; });
     connect(worker, &EngineWorker::modelLoaded, &context, [&] { events << "loaded"; });
     connect(worker, &EngineWorker::modelFailed, &context, [&] { events << "failed"; });
+    // While another package loads, what the panel says the model in use is for is not shown
+    // (it would pass for the new one's); it is back when that load fails.
+    auto* purpose = child<QLabel>(m_w.get(), "modelPurposeLabel");
+    const QString purposeText = purpose->text();
+    QVERIFY(!purposeText.isEmpty() && !purpose->isHidden());
+    QStringList purposeWhileLoading;
+    connect(
+        worker, &EngineWorker::modelLoading, &context,
+        [&] { purposeWhileLoading << (purpose->isHidden() ? "hidden" : purpose->text()); },
+        Qt::QueuedConnection);
     const QString damaged = copyBundledPackage(m_tmp.filePath("damaged-package"), [](auto&) {});
     {
         QFile decoder(damaged + "/decoder.pt");
@@ -132,6 +142,9 @@ void TestWindowModels::oldModelReleasedOnlyForAPackageThatPassedItsChecks() {
     QTRY_COMPARE_WITH_TIMEOUT(events, QStringList{"failed"}, 60'000);
     QVERIFY2(m_w->messageText().contains("checksum"), qPrintable(m_w->messageText()));
     QVERIFY(m_w->isModelReady());
+    QCOMPARE(purposeWhileLoading, QStringList{"hidden"});
+    QVERIFY(!purpose->isHidden());
+    QCOMPARE(purpose->text(), purposeText);
 
     events.clear();
     m_w->setPrecision(florence::Precision::BFloat16);

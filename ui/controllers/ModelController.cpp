@@ -120,6 +120,12 @@ void ModelController::onLoading(const QString& dir) {
     m_panel->setModelText(
         tr("Loading (%1)…")
             .arg(chosen ? QString::fromLatin1(precisionName(*chosen)) : tr("automatic precision")));
+    // Another package: what the panel says of the one in use (what it is for, what each
+    // precision costs with it) would pass for the new one's until it is loaded.
+    if (!m_ready || ModelCatalog::cleanDir(dir) != ModelCatalog::cleanDir(m_info.dir)) {
+        m_panel->setModelPurpose(QString());
+        m_panel->clearPrecisionCosts();
+    }
 }
 
 void ModelController::onLoadProgress(const QString& dir, int stage, double fraction) {
@@ -197,6 +203,9 @@ void ModelController::onFailed(const QString& dir, const QString& text) {
     }
     if (m_ready) {
         m_panel->setModelText(ModelCatalog::describeModel(m_info));
+        m_panel->setModelPurpose(QString::fromStdString(m_info.manifest.purpose));
+        if (m_info.automatic)
+            m_panel->setPrecisionCosts(m_info.precisionMode, m_info.precisionOptions);
         m_status->setText(ModelCatalog::describeModel(m_info));
         m_panel->modelCombo()->setCurrentIndex(m_catalog->indexOf(m_info.dir));
     } else {

@@ -580,6 +580,20 @@ void ControlPanel::setPrecisionCosts(Precision picked,
     }
 }
 
+void ControlPanel::clearPrecisionCosts() {
+    m_precisionCombo->setItemText(0, tr("Automatic"));
+    auto* items = qobject_cast<QStandardItemModel*>(m_precisionCombo->model());
+    for (const Precision p : knownPrecisions()) {
+        const int index = m_precisionCombo->findData(static_cast<int>(p));
+        if (index < 0)
+            continue;
+        m_precisionCombo->setItemText(index, QString::fromLatin1(precisionName(p)));
+        m_precisionCombo->setItemData(index, QVariant(), Qt::ToolTipRole);
+        if (items && items->item(index))
+            items->item(index)->setEnabled(true);
+    }
+}
+
 void ControlPanel::restorePreferences(const Preferences& p) {
     setTask(p.task);
     setTaskText(p.taskText);

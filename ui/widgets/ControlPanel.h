@@ -97,6 +97,9 @@ public:
     // slower than float32 is never taken for a speed-up. An empty list (a precision chosen by
     // hand, before any measurement) leaves the items as they were.
     void setPrecisionCosts(Precision picked, const std::vector<PrecisionOption>& options);
+    // The items as before any measurement, while another package loads: its costs are not the
+    // previous one's.
+    void clearPrecisionCosts();
     // The task and generation settings kept between sessions.
     void restorePreferences(const Preferences& p);
     void savePreferences(Preferences& p) const;
