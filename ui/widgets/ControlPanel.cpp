@@ -171,7 +171,7 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
     m_cacheCheck->setChecked(m_defaults.useCache);
     m_cacheCheck->setToolTip(tr("Off: the whole prefix runs through the decoder at every step"));
     createIgnoreEosCheck(genBox);
-    m_precisionCombo = new QComboBox(modelBox);
+    m_precisionCombo = new QComboBox(genBox);
     m_precisionCombo->setObjectName(QStringLiteral("precisionCombo"));
     // Its items gain measured costs after the first load ("bfloat16 (1.7x slower here)"): sized
     // to contents, it widened the settings past a 1280x720 window's panel.
@@ -193,17 +193,10 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
            "AVX2 kernels (faster than float32 there too) and the encoders stay float32, "
            "except their large products in int8 (LibTorch's bfloat16 products would change "
            "the answers there). Changing it reloads the model."));
-    // With the model, not the generation settings: it is how the model is loaded, and so in
-    // view without scrolling on a small screen.
-    auto* precisionRow = new QHBoxLayout();
-    auto* precisionLabel = new QLabel(tr("Precision:"), modelBox);
-    precisionLabel->setBuddy(m_precisionCombo);
-    precisionRow->addWidget(precisionLabel);
-    precisionRow->addWidget(m_precisionCombo, 1);
-    modelLayout->addLayout(precisionRow);
     auto* genLayout = new QFormLayout(genBox);
     genLayout->addRow(tr("Beams:"), m_beamsSpin);
     genLayout->addRow(tr("Max new tokens:"), m_maxTokensSpin);
+    genLayout->addRow(tr("Precision:"), m_precisionCombo);
     genLayout->addRow(m_cacheCheck);
     genLayout->addRow(m_ignoreEosCheck);
     m_defaultsButton = new QPushButton(tr("Model's defaults"), genBox);
@@ -270,12 +263,12 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
     guardWheel(new WheelGuard(this),
                {m_modelCombo, m_taskCombo, m_beamsSpin, m_maxTokensSpin, m_precisionCombo});
 
-    setTabOrder(m_modelCombo, m_precisionCombo);
-    setTabOrder(m_precisionCombo, m_taskCombo);
+    setTabOrder(m_modelCombo, m_taskCombo);
     setTabOrder(m_taskCombo, m_inputEdit);
     setTabOrder(m_inputEdit, m_beamsSpin);
     setTabOrder(m_beamsSpin, m_maxTokensSpin);
-    setTabOrder(m_maxTokensSpin, m_cacheCheck);
+    setTabOrder(m_maxTokensSpin, m_precisionCombo);
+    setTabOrder(m_precisionCombo, m_cacheCheck);
     setTabOrder(m_cacheCheck, m_ignoreEosCheck);
     setTabOrder(m_ignoreEosCheck, m_runButton);
     setTabOrder(m_runButton, m_cancelButton);
