@@ -19,6 +19,9 @@
 #include <florence/tasks.h>
 #include <florence/version.h>
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <QCoreApplication>
 #include <QDir>
 #include <QFile>
@@ -27,6 +30,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -199,8 +203,26 @@ void buildPrompts(RunInputs& in) {
     }
 }
 
+// How many rows `text` takes on a terminal `columns` wide (a character a column).
+int terminalRows(const std::string& text, int columns) {
+    int rows = 1, column = 0;
+    for (const unsigned char c : text) {
+        if ((c & 0xC0) == 0x80)
+            continue; // a UTF-8 continuation byte
+        if (c == '\n' || column == columns) {
+            ++rows;
+            column = c == '\n' ? 0 : 1;
+        } else {
+            ++column;
+        }
+    }
+    return rows;
+}
+
 // Runs the one request, streaming its text to stderr unless --quiet: as a person reads it
-// (readableText: no </s>, <s> or <loc_…>), the whole answer is the document on stdout.
+// (readableText: no </s>, <s> or <loc_…>), the whole answer is the document on stdout. Beam
+// search may switch to another hypothesis: on a terminal the text shown is rewritten in place;
+// elsewhere (a file, a pipe) a beam search's text comes once, when it is final.
 florence::Result generateOne(florence::Session& session, const florence::Request& request,
                              florence::GenerationOptions opts, bool quiet) {
     opts.cancel = &g_cancel;
@@ -209,20 +231,36 @@ florence::Result generateOne(florence::Session& session, const florence::Request
         std::string shown;     // what stderr has of it
     };
     auto streamed = std::make_shared<Streamed>();
-    if (!quiet)
-        opts.onToken = [streamed](const florence::TokenEvent& e) {
+    const bool terminal = isatty(STDERR_FILENO) == 1;
+    const auto show = [streamed, terminal](const std::string& generated) {
+        std::string text = florence::readableText(generated);
+        text.erase(0, std::min(text.size(), text.find_first_not_of(' ')));
+        if (text.compare(0, streamed->shown.size(), streamed->shown) == 0) {
+            std::cerr << text.substr(streamed->shown.size());
+        } else if (terminal) {
+            winsize size{};
+            const int columns =
+                ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0 ? size.ws_col : 80;
+            const int up = terminalRows(streamed->shown, columns) - 1;
+            if (up > 0)
+                std::cerr << "\033[" << up << "A";
+            std::cerr << "\r\033[J" << text; // from the start of the old text, erased
+        } else {
+            std::cerr << "\n" << text;
+        }
+        std::cerr << std::flush;
+        streamed->shown = std::move(text);
+    };
+    if (!quiet && (terminal || opts.numBeams <= 1))
+        opts.onToken = [streamed, show](const florence::TokenEvent& e) {
             streamed->generated =
                 e.rewound || e.step == 0 ? e.textDelta : streamed->generated + e.textDelta;
-            const std::string text = florence::readableText(streamed->generated);
-            if (text.compare(0, streamed->shown.size(), streamed->shown) == 0)
-                std::cerr << text.substr(streamed->shown.size());
-            else // beam search switched hypothesis: the new text on a line of its own
-                std::cerr << "\n" << text;
-            std::cerr << std::flush;
-            streamed->shown = text;
+            show(streamed->generated);
             return true;
         };
     florence::Result result = session.generate(request, opts);
+    if (!quiet && !opts.onToken)
+        show(result.text);
     if (!streamed->shown.empty())
         std::cerr << "\n";
     return result;
