@@ -109,8 +109,10 @@ std::shared_ptr<const florence::Model> loadModel(const Args& a) {
             });
         lo.precision = choice.precision;
         std::cerr << "note: " << choice.reason << " ("
-                  << (choice.probed ? "measured now" : "measured before") << "; kept in "
-                  << florence::precisionProbeCachePath() << ")\n";
+                  << (choice.probed ? "measured now" : "measured before");
+        if (choice.kept)
+            std::cerr << "; kept in " << florence::precisionProbeCachePath();
+        std::cerr << ")\n";
     }
     std::shared_ptr<const florence::Model> model = florence::Model::load(dir, lo);
     if (!model->precisionNote().empty())

@@ -122,10 +122,10 @@ PrecisionChoice choosePrecision(const PrecisionProbe& probe) {
         choice.reason += "; " + rejected;
     if (measuredUnderDifferentLoads(probe)) {
         const auto [lo, hi] = loadRange(probe);
-        choice.reason +=
-            "; other programs' load changed while the precisions were measured (" + fixed(lo, 1) +
-            " to " + fixed(hi, 1) + " cores busy" + (probe.remeasured ? ", measured twice" : "") +
-            "), so the pick may be off; to measure again, delete " + precisionProbeCachePath();
+        choice.reason += "; other programs' load changed while the precisions were measured (" +
+                         fixed(lo, 1) + " to " + fixed(hi, 1) + " cores busy" +
+                         (probe.remeasured ? ", measured twice" : "") +
+                         "), so the pick may be off: it is measured again next time";
     }
     return choice;
 }

@@ -13,10 +13,12 @@
 #include <QFile>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <limits>
 #include <string>
+#include <thread>
 
 namespace florence {
 
@@ -85,6 +87,13 @@ void checkCancel(const std::atomic<bool>* cancel) {
         throw EngineError("measuring the precisions was cancelled");
 }
 
+// Other programs' demand in cores, read while this process waits a moment.
+double idleLoad() {
+    const OtherProgramsLoad load;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    return load.cores();
+}
+
 } // namespace
 
 std::string precisionProbeCpuKey() {
@@ -110,9 +119,9 @@ struct Reference {
 };
 
 // Loads the package in trial.precision and times it into `trial`: the least of its runs, and
-// other programs' load during the quietest. Fills `reference` in float32 when it is empty; in
-// the other modes compares the logits with it when `compare` is set. Throws what loading or
-// running throws.
+// other programs' demand just before and just after them. Fills `reference` in float32 when it is
+// empty; in the other modes compares the logits with it when `compare` is set. Throws what loading
+// or running throws.
 void measureMode(const std::string& packageDir, int threads, const std::atomic<bool>* cancel,
                  PrecisionTrial& trial, Reference& reference, bool compare) {
     LoadOptions lo;
@@ -146,15 +155,13 @@ void measureMode(const std::string& packageDir, int threads, const std::atomic<b
     // least two timed runs, more while they are short).
     trial.firstTokenMs = std::numeric_limits<double>::infinity();
     trial.stepMs = std::numeric_limits<double>::infinity();
-    trial.otherCores = std::numeric_limits<double>::infinity();
     o.maxNewTokens = kProbeSteps + 2;
     Result r;
     double spentMs = 0;
+    const double loadBefore = idleLoad();
     for (int run = 0; run < kMaxProbeRuns && (run < 2 || spentMs < kProbeBudgetMs); ++run) {
-        const OtherProgramsLoad load;
         r = session.generate(req, o);
         checkCancel(cancel);
-        trial.otherCores = std::min(trial.otherCores, load.cores());
         trial.firstTokenMs = std::min(trial.firstTokenMs, firstTokenOf(r));
         trial.stepMs =
             std::min(trial.stepMs,
@@ -163,6 +170,8 @@ void measureMode(const std::string& packageDir, int threads, const std::atomic<b
                                                 r.timings.stepMs.end())));
         spentMs += r.timings.totalMs;
     }
+    const double loadAfter = idleLoad();
+    trial.otherCores = loadBefore < 0 || loadAfter < 0 ? -1 : std::max(loadBefore, loadAfter);
     if (trial.precision == Precision::Float32 && reference.tokens.empty()) {
         reference.pixels =
             preprocess(*req.image, m.imageWidth, m.imageHeight, m.imageMean, m.imageStd);
@@ -233,7 +242,7 @@ PrecisionProbe probePrecisions(const std::string& packageDir, int threads,
         }
         t->firstTokenMs = std::min(t->firstTokenMs, again.firstTokenMs);
         t->stepMs = std::min(t->stepMs, again.stepMs);
-        t->otherCores = std::min(t->otherCores, again.otherCores);
+        t->otherCores = again.otherCores; // with the figures that may now be the quicker
     }
     return probe;
 }
@@ -244,12 +253,16 @@ PrecisionChoice automaticPrecision(const std::string& packageDir, int threads,
     setThreads(threads); // the runtime line in the key names the threads the model will use
     const std::string cpu = precisionProbeCpuKey();
     const std::string package = precisionProbePackageKey(packageDir);
-    if (const std::optional<PrecisionProbe> cached = cachedPrecisionProbe(cpu, package))
-        return choosePrecision(*cached);
+    if (const std::optional<PrecisionProbe> cached = cachedPrecisionProbe(cpu, package)) {
+        PrecisionChoice choice = choosePrecision(*cached);
+        choice.kept = true;
+        return choice;
+    }
     PrecisionProbe probe = probePrecisions(packageDir, threads, cancel, progress);
-    storePrecisionProbe(probe);
     PrecisionChoice choice = choosePrecision(probe);
     choice.probed = true;
+    // Measured while other programs' load kept changing: not kept, measured again next time.
+    choice.kept = !measuredUnderDifferentLoads(probe) && storePrecisionProbe(probe);
     return choice;
 }
 

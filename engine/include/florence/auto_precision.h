@@ -38,8 +38,10 @@ struct PrecisionTrial {
     double stepMs = 0;       // median cached decoding step
     double logitsCosine = 1; // lowest over the steps measured, against float32 (1 for float32)
     std::string error;       // why it could not run; such a mode is never chosen
-    // Other programs' load during its quietest timed run, in cores (OtherProgramsLoad); -1
-    // where it could not be read.
+    // Other programs' demand around its timed runs, in cores: OtherProgramsLoad read while the
+    // probe waits just before them and just after, the higher of the two (what others get while
+    // the probe computes depends on how many cores it leaves them); -1 where it could not be
+    // read.
     double otherCores = 0;
 
     // The time of an answer of kAutomaticAnswerTokens tokens.
@@ -73,6 +75,7 @@ struct PrecisionChoice {
     std::string reason; // one sentence for the user: what was picked and why
     std::vector<PrecisionOption> options; // float32, bfloat16, int8 as measured
     bool probed = false; // measured now, not read from the cache
+    bool kept = false;   // read from the cache, or stored there
 };
 
 // The rule: the accurate mode whose answer is fastest, when it takes at most kAutomaticMaxCost
@@ -104,7 +107,8 @@ PrecisionProbe probePrecisions(const std::string& packageDir, int threads,
                                const std::atomic<bool>* cancel = nullptr,
                                const std::function<void(const std::string&)>& progress = {});
 
-// The choice for this CPU and package: from the cache, or probed now and stored.
+// The choice for this CPU and package: from the cache, or probed now and stored, unless the
+// loads still differed after the second measurement (measured again next time).
 PrecisionChoice automaticPrecision(const std::string& packageDir, int threads,
                                    const std::atomic<bool>* cancel = nullptr,
                                    const std::function<void(const std::string&)>& progress = {});
