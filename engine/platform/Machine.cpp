@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -69,19 +68,15 @@ double machineBusySeconds() {
     return double(user + nice + system + irq + softirq + steal) / double(hz > 0 ? hz : 100);
 }
 
-double steadySeconds() {
-    return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
-}
-
 } // namespace
 
 OtherProgramsLoad::OtherProgramsLoad()
     : m_busySeconds(machineBusySeconds()), m_ownSeconds(cpuClockMs() / 1000),
-      m_startSeconds(steadySeconds()) {}
+      m_start(Clock::now()) {}
 
 double OtherProgramsLoad::cores() const {
     const double busy = machineBusySeconds();
-    const double wall = steadySeconds() - m_startSeconds;
+    const double wall = msSince(m_start) / 1000;
     if (m_busySeconds < 0 || busy < 0 || wall <= 0)
         return -1;
     // The kernel's counters tick in hundredths of a second: a short span reads a little off

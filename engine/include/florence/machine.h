@@ -4,6 +4,8 @@
 //   double gbps = florence::measureReadBandwidth() / 1e9;
 #pragma once
 
+#include <florence/stats.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -33,7 +35,7 @@ public:
 private:
     double m_busySeconds;  // the machine's, from /proc/stat; < 0 when unreadable
     double m_ownSeconds;   // this process's processor time
-    double m_startSeconds; // steady clock
+    Clock::time_point m_start;
 };
 
 // The kernel family OpenBLAS chose ("SkylakeX", "Haswell", "Prescott" for its fallback), or
