@@ -227,6 +227,7 @@ at::Tensor stepRows(const at::Tensor& x, const at::Tensor& weight, const at::Ten
             kernels.bf16(xp, r, wp, bp, yp, n, k, begin * 4, std::min(end * 4, n));
         });
     }
+    readNextWhileIdle(wc.data_ptr(), wc.nbytes());
     return y;
 }
 

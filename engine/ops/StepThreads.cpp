@@ -8,8 +8,10 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 
 namespace florence::ops {
@@ -87,6 +89,15 @@ public:
         }
     }
 
+    // What the helpers read ahead while they wait (readNextWhileIdle). A helper reading the pair
+    // while it changes may get the old end with the new start: prefetchSome skips a range longer
+    // than any set (and prefetching never faults).
+    void setIdleRange(const char* begin, const char* end) {
+        idleEnd_.store(nullptr, std::memory_order_relaxed);
+        idleBegin_.store(begin, std::memory_order_relaxed);
+        idleEnd_.store(end, std::memory_order_release);
+    }
+
 private:
     void start(int helpers) {
         while (static_cast<int>(started_) < helpers) {
@@ -119,7 +130,8 @@ private:
     void waitForWork(uint64_t seen, std::chrono::microseconds spinFor) {
         const auto start = std::chrono::steady_clock::now();
         for (int spins = 1; generation_.load(std::memory_order_acquire) == seen; ++spins) {
-            _mm_pause();
+            if (!prefetchSome())
+                _mm_pause();
             if (spins % 64 == 0 && std::chrono::steady_clock::now() - start > spinFor) {
                 std::unique_lock<std::mutex> lock(mutex_);
                 sleepers_.fetch_add(1, std::memory_order_seq_cst);
@@ -173,6 +185,25 @@ private:
         stalls_ = 0;
     }
 
+    // Prefetches the next kIdleBlock bytes of the idle range, if any is left; false when none.
+    static constexpr size_t kIdleBlock = 1024;
+    bool prefetchSome() {
+        const char* end = idleEnd_.load(std::memory_order_acquire);
+        const char* p = idleBegin_.load(std::memory_order_relaxed);
+        const auto at = reinterpret_cast<uintptr_t>(p), stopAt = reinterpret_cast<uintptr_t>(end);
+        if (!end || !p || at >= stopAt || stopAt - at > kReadAheadBytes)
+            return false;
+        const char* stop = std::min(end, p + kIdleBlock);
+        if (!idleBegin_.compare_exchange_strong(p, stop, std::memory_order_relaxed))
+            return true;
+        for (; p < stop; p += 64)
+            _mm_prefetch(p, _MM_HINT_T0);
+        return true;
+    }
+
+    std::atomic<const char*> idleBegin_{nullptr};
+    std::atomic<const char*> idleEnd_{nullptr};
+
     std::mutex callMutex_; // one call at a time; a concurrent call runs alone
     std::mutex mutex_;     // job_, and the sleep/wake handshake
     std::condition_variable wake_;
@@ -183,6 +214,31 @@ private:
 };
 
 } // namespace
+
+void readNextWhileIdle(const void* weights, size_t bytes) {
+    static const bool off = [] {
+        const char* choice = std::getenv("FLORENCE_READ_AHEAD");
+        return choice && std::string(choice) == "0";
+    }();
+    if (off || isHelper)
+        return;
+    thread_local ProductSequence sequence;
+    const ProductSequence::Range next = sequence.after(weights, bytes);
+    if (next.bytes > 0)
+        Helpers::instance().setIdleRange(next.begin,
+                                         next.begin + std::min(next.bytes, kReadAheadBytes));
+}
+
+ProductSequence::Range ProductSequence::after(const void* weights, size_t bytes) {
+    if (last_ && last_ != weights) {
+        if (next_.size() >= kMaxRemembered)
+            next_.clear();
+        next_[last_] = {static_cast<const char*>(weights), bytes};
+    }
+    last_ = weights;
+    const auto it = next_.find(weights);
+    return it == next_.end() ? Range{} : it->second;
+}
 
 void splitOverCores(int64_t n, int64_t chunk, const std::function<void(int64_t, int64_t)>& fn) {
     if (n <= 0)

@@ -19,8 +19,10 @@
 // The helpers are at::get_num_threads() - 1 threads, started on first use; a call from a helper,
 // or while another thread's call is running, runs in the caller alone.
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <unordered_map>
 
 namespace florence::ops {
 
@@ -30,5 +32,33 @@ constexpr int kSpinMicroseconds = 200;
 // Runs fn over [0, n) in chunks of `chunk` (the last may be shorter), each exactly once, split
 // between the calling thread and the helpers; returns when all have run. fn must not throw.
 void splitOverCores(int64_t n, int64_t chunk, const std::function<void(int64_t, int64_t)>& fn);
+
+// A decoding step runs the same products in the same order every time, and between two of them
+// the calling thread does work of its own (attention, norms, GELU, the interpreter) while the
+// memory is idle. After each product, name the weights it read (where they start, and their
+// size): each product's weights remember the weights of the product that followed it last time,
+// and the helpers, while they wait for the next loop, bring the first kReadAheadBytes of those
+// into the cache (prefetch instructions, which never fault: weights freed since cost bandwidth,
+// nothing else). They stop as soon as work arrives. FLORENCE_READ_AHEAD=0 turns it off, to
+// measure what it gives.
+constexpr size_t kReadAheadBytes = size_t(4) << 20;
+void readNextWhileIdle(const void* weights, size_t bytes);
+
+// readNextWhileIdle's memory of which weights followed which (one per calling thread).
+class ProductSequence {
+public:
+    struct Range {
+        const char* begin = nullptr;
+        size_t bytes = 0;
+    };
+    // Notes that `weights` (`bytes` long) ran after the product named before, and returns what
+    // ran after `weights` last time (nothing the first time round).
+    Range after(const void* weights, size_t bytes);
+
+private:
+    static constexpr size_t kMaxRemembered = 4096; // then forgotten: models loaded many times
+    std::unordered_map<const void*, Range> next_;
+    const void* last_ = nullptr;
+};
 
 } // namespace florence::ops

@@ -2,7 +2,9 @@
 // exactly once whatever the thread count, calls from several threads at once and from inside a
 // chunk each get their whole range, one thread runs everything on the caller, the helpers do
 // take part (the point of them: florence::linear_rows on both cores), and helpers that keep the
-// caller waiting are left out for a while, a short while when it happens once.
+// caller waiting are left out for a while, a short while when it happens once. Reading the next
+// product's weights ahead: which weights followed which, and that it changes no result and
+// survives weights freed since.
 #include "StepThreads.h"
 
 #include <ATen/Parallel.h>
@@ -60,6 +62,8 @@ private slots:
     void helpersTakePart();
     void backsOffWhenHelpersStall();
     void helpersReturnSoonAfterOneBackOff();
+    void productSequenceRemembersWhatFollowed();
+    void readingAheadChangesNothing();
 
 private:
     int saved_ = at::get_num_threads();
@@ -211,6 +215,52 @@ void TestStepThreads::helpersReturnSoonAfterOneBackOff() {
     }
     QVERIFY2(helped, "no helper took part in 4000 calls after one back-off");
     qInfo("helpers took part again after %d calls", calls);
+}
+
+void TestStepThreads::productSequenceRemembersWhatFollowed() {
+    using florence::ops::ProductSequence;
+    const char weights[4][64] = {};
+    const char *a = weights[0], *b = weights[1], *c = weights[2], *d = weights[3];
+    ProductSequence sequence;
+    // The first step teaches, the second is read ahead.
+    QCOMPARE(sequence.after(a, 10).bytes, size_t(0));
+    QCOMPARE(sequence.after(b, 20).bytes, size_t(0));
+    QCOMPARE(sequence.after(c, 30).bytes, size_t(0));
+    ProductSequence::Range next = sequence.after(a, 10);
+    QCOMPARE(next.begin, b);
+    QCOMPARE(next.bytes, size_t(20));
+    next = sequence.after(b, 20);
+    QCOMPARE(next.begin, c);
+    QCOMPARE(next.bytes, size_t(30));
+    // Another product after b (another task's path, a model loaded again): the latest counts.
+    sequence.after(d, 40);
+    QCOMPARE(sequence.after(b, 20).begin, d);
+    // The same weights twice in a row (a batch cut in two) do not point at themselves.
+    sequence.after(b, 20);
+    QCOMPARE(sequence.after(b, 20).begin, d);
+    // What came after c is known, and after the last step a followed c.
+    QCOMPARE(sequence.after(c, 30).begin, a);
+}
+
+void TestStepThreads::readingAheadChangesNothing() {
+    // Steps of "products" over weights that are then freed: the helpers, reading ahead between
+    // the calls, must neither change a result nor touch freed memory in a way that faults (they
+    // prefetch, which never does).
+    at::set_num_threads(2);
+    drainBackOff();
+    for (int round = 0; round < 3; ++round) {
+        std::vector<std::vector<float>> weights;
+        for (size_t bytes : {size_t(64) << 10, size_t(8) << 20, size_t(1) << 20})
+            weights.emplace_back(bytes / sizeof(float), 1.0f);
+        for (int step = 0; step < 20; ++step)
+            for (const auto& w : weights) {
+                QVERIFY(allOnce(visits(257, 3)));
+                florence::ops::readNextWhileIdle(w.data(), w.size() * sizeof(float));
+            }
+        // Freed (and with 8 MB, given back to the system) while the helpers may still read
+        // ahead the first weights of the next step.
+    }
+    QVERIFY(allOnce(visits(1000, 7)));
 }
 
 QTEST_GUILESS_MAIN(TestStepThreads)
