@@ -11,6 +11,8 @@
 
 #include <QJsonDocument>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -56,11 +58,46 @@ int threadsOption(const Args& a) {
     return n;
 }
 
+namespace {
+
+// The task's input against the flags, before anything loads, in the flags' words (the engine
+// checks the request again, in words for the app's fields).
+void checkTaskFlags(const florence::TaskInfo& task, const Args& a) {
+    const std::string text = a.get("text");
+    const bool hasText =
+        std::any_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c) == 0; });
+    const bool hasRegion = a.has("region");
+    switch (task.input) {
+    case florence::TaskInput::None:
+        if (hasText || hasRegion)
+            throw UsageError(task.token + " takes no " + (hasText ? "--text" : "--region") +
+                             ": leave it out, or pick a task that takes one (tasks lists them)");
+        return;
+    case florence::TaskInput::Text:
+        if (hasRegion)
+            throw UsageError(task.token + " takes a " + task.inputLabel +
+                             " with --text, not --region");
+        if (!hasText)
+            throw UsageError(task.token + " needs a " + task.inputLabel +
+                             ": pass it with --text \"...\"");
+        return;
+    case florence::TaskInput::Region:
+        if (!hasText && !hasRegion)
+            throw UsageError(task.token +
+                             " needs a region: pass --region X1,Y1,X2,Y2 in pixels (or --text "
+                             "with four <loc_N> tokens)");
+        return;
+    }
+}
+
+} // namespace
+
 florence::TaskRequest taskRequest(const Args& a) {
     florence::addPackageTasks(florence::readManifest(modelDir(a)).tasks);
     if (!a.has("prompt")) {
         const std::string task = a.get("task", "<CAPTION>");
-        florence::taskInfo(task); // unknown task: TaskError listing the known ones
+        // An unknown task: TaskError listing the known ones.
+        checkTaskFlags(florence::taskInfo(task), a);
         return {task, a.get("text"), std::nullopt};
     }
     if (a.has("task") || a.has("text") || a.has("region"))

@@ -494,9 +494,27 @@ void TestCli::badArguments_data() {
         << QStringList{"run", "--image", pier, "--colour", "red"} << 2 << "unknown option --colour";
     QTest::newRow("unknown task") << QStringList{"run", "--image", pier, "--task", "<FOO>"} << 1
                                   << "unknown task";
-    QTest::newRow("missing input")
-        << QStringList{"run", "--image", pier, "--task", "<CAPTION_TO_PHRASE_GROUNDING>"} << 1
-        << "needs";
+    // A task's input is checked against the flags before the model loads, in the flags' words.
+    QTest::newRow("missing text")
+        << QStringList{"run", "--image", pier, "--task", "<CAPTION_TO_PHRASE_GROUNDING>"} << 2
+        << "<CAPTION_TO_PHRASE_GROUNDING> needs a caption: pass it with --text";
+    QTest::newRow("blank text")
+        << QStringList{"run",    "--image", pier, "--task", "<OPEN_VOCABULARY_DETECTION>",
+                       "--text", " \t"}
+        << 2 << "needs a phrase: pass it with --text";
+    QTest::newRow("missing region")
+        << QStringList{"batch", "--dir", kSamples, "--task", "<REGION_TO_CATEGORY>"} << 2
+        << "<REGION_TO_CATEGORY> needs a region: pass --region X1,Y1,X2,Y2";
+    QTest::newRow("text for a task without input")
+        << QStringList{"compare", pier, "--task", "<OD>", "--text", "cars"} << 2
+        << "<OD> takes no --text";
+    QTest::newRow("region for a task without input")
+        << QStringList{"run", "--image", pier, "--region", "1,2,30,40"} << 2
+        << "<CAPTION> takes no --region";
+    QTest::newRow("region for a text task")
+        << QStringList{"run",      "--image",  pier, "--task", "<CAPTION_TO_PHRASE_GROUNDING>",
+                       "--region", "1,2,30,40"}
+        << 2 << "takes a caption with --text, not --region";
     QTest::newRow("missing image")
         << QStringList{"run", "--task", "<CAPTION>"} << 2 << "needs --image";
     QTest::newRow("unreadable image")
