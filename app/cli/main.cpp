@@ -398,7 +398,13 @@ int cmdRun(int argc, char** argv) {
     if (a.has("json"))
         std::cout
             << QJsonDocument(documents[0].toObject()).toJson(QJsonDocument::Indented).toStdString();
-    return result.cancelled ? 130 : 0;
+    if (!result.cancelled)
+        return 0;
+    // The answer printed is what came before Ctrl+C: said where a person reads it (the JSON says
+    // "cancelled": true).
+    std::cerr << "florence-studio-cli: interrupted after " << result.tokenLogprobs.size()
+              << " tokens: the answer printed is what came before\n";
+    return 130;
 }
 
 int cmdImport(int argc, char** argv) {

@@ -21,6 +21,7 @@
 #include <QTest>
 
 #include <cmath>
+#include <csignal>
 
 namespace {
 
@@ -111,6 +112,7 @@ private slots:
     void exifOrientationInTheAnswer();
     void benchJson();
     void benchPythonBaseline();
+    void interruptedRunSaysSo();
     void version();
 };
 
@@ -753,6 +755,33 @@ void TestCli::benchPythonBaseline() {
     QVERIFY2(python["vision_ms"].toDouble() > 0, o.out.constData());
     QVERIFY(python["median_step_ms"].toDouble() > 0);
     QVERIFY(!r["python_eager_runs"].toArray().isEmpty());
+}
+
+void TestCli::interruptedRunSaysSo() {
+    // Ctrl+C during a run: what came before is printed, and stderr says it is only that part,
+    // since the answer on stdout looks whole (the JSON form says "cancelled": true).
+    QProcess p;
+    p.setProcessEnvironment(cliEnvironment());
+    p.start(kCli, {"run", "--image", kSamples + "/pier.png", "--beams", "1", "--max-new-tokens",
+                   "1024", "--ignore-eos"});
+    QVERIFY(p.waitForStarted());
+    // Streamed text on stderr: decoding has begun (greedy search streams into a pipe).
+    QByteArray err;
+    QTRY_VERIFY_WITH_TIMEOUT(
+        (err += p.readAllStandardError()).size() > 8 || p.state() == QProcess::NotRunning, 120000);
+    QVERIFY2(p.state() == QProcess::Running, "the run ended before it was interrupted");
+    ::kill(static_cast<pid_t>(p.processId()), SIGINT);
+    QVERIFY(p.waitForFinished(120000));
+    QCOMPARE(p.exitCode(), 130);
+    err += p.readAllStandardError();
+    const QString said = QString::fromUtf8(err);
+    const QRegularExpression interrupted("interrupted after (\\d+) tokens: the answer printed is "
+                                         "what came before\n$");
+    const QRegularExpressionMatch m = interrupted.match(said);
+    QVERIFY2(m.hasMatch(), qPrintable(said.right(300)));
+    QVERIFY(m.captured(1).toInt() >= 1 && m.captured(1).toInt() < 1024);
+    const QByteArray out = p.readAllStandardOutput();
+    QVERIFY2(QJsonDocument::fromJson(out).isObject(), out.constData());
 }
 
 void TestCli::version() {
