@@ -320,7 +320,7 @@ void TestBatch::badArguments_data() {
         << "none of the formats";
     QTest::newRow("missing text") << QStringList{"batch", "--dir", kScenes, "--task",
                                                  "<CAPTION_TO_PHRASE_GROUNDING>"}
-                                  << 1 << "needs";
+                                  << 2 << "needs a caption: pass it with --text";
     QTest::newRow("caption option without caption files")
         << QStringList{"batch", "--dir", kScenes, "--prefix", "sks"} << 2 << "--format caption";
     QTest::newRow("resume and overwrite")
