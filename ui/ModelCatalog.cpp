@@ -96,16 +96,14 @@ QString ModelCatalog::describeModel(const ModelInfo& info) {
     const double p = static_cast<double>(info.manifest.parameterCount);
     // No-break spaces: a narrow panel wraps the line between its parts, never inside "9.9 M
     // parameters".
-    const QChar nbsp(0x00A0);
     QString size;
     if (p >= 1e9)
-        size = QString::number(p / 1e9, 'f', 2) + nbsp + QLatin1Char('B');
+        size = QString::number(p / 1e9, 'f', 2) + QStringLiteral("\u00A0B");
     else if (p >= 1e6)
-        size = QString::number(p / 1e6, 'f', 1) + nbsp + QLatin1Char('M');
+        size = QString::number(p / 1e6, 'f', 1) + QStringLiteral("\u00A0M");
     else
         size = QString::number(info.manifest.parameterCount);
-    return QStringLiteral("%1 · %2%3parameters · %4")
-        .arg(info.name(), size, QString(nbsp), info.precision());
+    return QStringLiteral("%1 · %2\u00A0parameters · %3").arg(info.name(), size, info.precision());
 }
 
 QString ModelCatalog::explainModelWeights(const QString& name, const QString& source) {

@@ -318,7 +318,7 @@ int runMany(Args& a, florence::TaskRequest request, const std::vector<std::strin
     if (a.has("region"))
         request.region = parseRegion(a.get("region"));
     if (florence::taskInfo(request.task).input == florence::TaskInput::Text)
-        florence::buildPrompt(request, 1000, 1000); // a missing text fails before the model loads
+        florence::buildPrompt(request, 1000, 1000); // text it refuses fails before the model loads
     auto model = florence::cli::loadModel(a);
     florence::GenerationOptions opts = runOptions(a, *model);
     opts.cancel = &g_cancel;
