@@ -1,10 +1,18 @@
-// florence::linear_int8: the encoders' large products with int8 weights (the engine's int8 mode)
-// on oneDNN's dynamic int8 GEMM through LibTorch's quantized engine: the activations are
-// quantized per tensor at run time, the products run u8 x s8 (AVX512-VNNI, or AVX2 without
-// AVX-512), and the weights are prepacked once and kept while the weight tensor lives. See Ops.h.
+// florence::linear_int8: the encoders' large products with int8 weights (the engine's int8 mode).
+// On the AVX2 kernel path, the project's own int8 GEMM (GemmInt8.h: x quantized per row, AVX2's
+// vpmaddubsw or AVX-VNNI); on the AVX-512 path, oneDNN's dynamic int8 GEMM through LibTorch's
+// quantized engine (x quantized per tensor, AVX512-VNNI). Either way the weights are packed once
+// and kept while the weight tensor lives. See Ops.h.
+//
+// Why an own GEMM on AVX2: oneDNN 2.6's AVX2 int8 GEMM ran the base vision encoder's products
+// at about half the speed of ONNX Runtime's (MLAS) on the same CPU, and it quantizes the
+// activations with one scale per tensor, which costs the text encoder's output accuracy.
+#include "GemmInt8.h"
+#include "KernelPath.h"
 #include "Ops.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
@@ -17,10 +25,26 @@ namespace {
 
 using WeakImpl = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
 
-struct Prepacked {
+// A weight's packed form for one of the two GEMMs.
+template <class Packed> struct Prepacked {
     WeakImpl weight; // expires with the weight: the entry is then dropped, never reused
-    c10::IValue packed;
+    Packed packed;
 };
+
+// The packed form of `weight` made by pack(weight) on its first use and kept while it lives.
+template <class Packed, class Pack> Packed cachedPack(const at::Tensor& weight, Pack pack) {
+    static std::mutex mutex;
+    static std::unordered_map<const c10::TensorImpl*, Prepacked<Packed>> cache;
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto it = cache.begin(); it != cache.end();)
+        it = it->second.weight.expired() ? cache.erase(it) : std::next(it);
+    const c10::TensorImpl* key = weight.unsafeGetTensorImpl();
+    if (auto it = cache.find(key); it != cache.end())
+        return it->second.packed;
+    Packed packed = pack(weight);
+    cache.insert_or_assign(key, Prepacked<Packed>{WeakImpl(weight.getIntrusivePtr()), packed});
+    return packed;
+}
 
 bool oneDnnQuantized() {
     static const bool yes = [] {
@@ -34,23 +58,43 @@ bool oneDnnQuantized() {
     return yes;
 }
 
-// The packed weight (and bias) of `weight`, made on its first use.
-c10::IValue prepacked(const at::Tensor& weight, const at::Tensor& bias) {
-    static std::mutex mutex;
-    static std::unordered_map<const c10::TensorImpl*, Prepacked> cache;
-    std::lock_guard<std::mutex> lock(mutex);
-    for (auto it = cache.begin(); it != cache.end();)
-        it = it->second.weight.expired() ? cache.erase(it) : std::next(it);
-    const c10::TensorImpl* key = weight.unsafeGetTensorImpl();
-    if (auto it = cache.find(key); it != cache.end())
-        return it->second.packed;
-    static const c10::OperatorHandle prepack =
-        c10::Dispatcher::singleton().findSchemaOrThrow("quantized::linear_prepack", "");
-    std::vector<c10::IValue> stack{weight, bias.defined() ? c10::IValue(bias.to(at::kFloat).contiguous())
-                                                          : c10::IValue()};
-    prepack.callBoxed(&stack);
-    cache.insert_or_assign(key, Prepacked{WeakImpl(weight.getIntrusivePtr()), stack.at(0)});
-    return stack.at(0);
+// oneDNN's packed weight (and bias) of `weight`, made on its first use. The bias is packed with
+// it: a weight's module always passes the same one.
+c10::IValue prepackedOneDnn(const at::Tensor& weight, const at::Tensor& bias) {
+    return cachedPack<c10::IValue>(weight, [&](const at::Tensor& w) {
+        static const c10::OperatorHandle prepack =
+            c10::Dispatcher::singleton().findSchemaOrThrow("quantized::linear_prepack", "");
+        std::vector<c10::IValue> stack{
+            w, bias.defined() ? c10::IValue(bias.to(at::kFloat).contiguous()) : c10::IValue()};
+        prepack.callBoxed(&stack);
+        return stack.at(0);
+    });
+}
+
+std::shared_ptr<const PackedInt8> prepackedOwn(const at::Tensor& weight) {
+    return cachedPack<std::shared_ptr<const PackedInt8>>(weight, [](const at::Tensor& w) {
+        const at::Tensor q = w.int_repr().contiguous();
+        const at::Tensor scales = w.q_per_channel_scales().to(at::kDouble).contiguous();
+        return std::make_shared<const PackedInt8>(
+            packInt8(q.data_ptr<int8_t>(), scales.data_ptr<double>(), w.size(0), w.size(1)));
+    });
+}
+
+// The own GEMM, rows split over the cores.
+at::Tensor ownGemm(const at::Tensor& flat, const at::Tensor& weight, const at::Tensor& bias) {
+    const std::shared_ptr<const PackedInt8> packed = prepackedOwn(weight);
+    const int64_t rows = flat.size(0), k = flat.size(1), n = weight.size(0);
+    const at::Tensor b = bias.defined() ? bias.to(at::kFloat).contiguous() : at::Tensor();
+    at::Tensor y = at::empty({rows, n}, flat.options().dtype(at::kFloat));
+    const float* x = flat.data_ptr<float>();
+    const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
+    float* yp = y.data_ptr<float>();
+    const Int8Gemm variant = int8Gemm();
+    // 16 rows at least to a thread: below that the packed weights' pass dominates.
+    at::parallel_for(0, rows, 16, [&](int64_t begin, int64_t end) {
+        gemmInt8(variant, *packed, x + begin * k, k, end - begin, bp, yp + begin * n, n);
+    });
+    return y;
 }
 
 at::Tensor linearInt8(const at::Tensor& x, const at::Tensor& weight,
@@ -70,11 +114,15 @@ at::Tensor linearInt8(const at::Tensor& x, const at::Tensor& weight,
     shape.back() = n;
     const at::Tensor flat = x.reshape({rows, k}).to(at::kFloat).contiguous();
     const at::Tensor b = hasBias ? *bias : at::Tensor();
-    if (rows == 0 || n == 0 || k == 0 || !x.is_cpu() || !oneDnnQuantized())
+    if (rows == 0 || n == 0 || k == 0 || !x.is_cpu())
+        return at::linear(flat, weight.dequantize(), hasBias ? b.to(at::kFloat) : b).view(shape);
+    if (kernelPath() == KernelPath::Avx2)
+        return ownGemm(flat, weight, b).view(shape);
+    if (!oneDnnQuantized())
         return at::linear(flat, weight.dequantize(), hasBias ? b.to(at::kFloat) : b).view(shape);
     static const c10::OperatorHandle dynamic =
         c10::Dispatcher::singleton().findSchemaOrThrow("quantized::linear_dynamic", "");
-    std::vector<c10::IValue> stack{flat, prepacked(weight, b), false};
+    std::vector<c10::IValue> stack{flat, prepackedOneDnn(weight, b), false};
     dynamic.callBoxed(&stack);
     return stack.at(0).toTensor().view(shape);
 }
@@ -82,7 +130,13 @@ at::Tensor linearInt8(const at::Tensor& x, const at::Tensor& weight,
 } // namespace
 
 bool int8GemmAvailable() {
-    return oneDnnQuantized();
+    return kernelPath() == KernelPath::Avx2 || oneDnnQuantized();
+}
+
+std::string int8GemmKind() {
+    if (kernelPath() == KernelPath::Avx2)
+        return int8GemmName(int8Gemm());
+    return oneDnnQuantized() ? "oneDNN" : "none";
 }
 
 } // namespace florence::ops

@@ -19,10 +19,12 @@
 //
 // florence::linear_int8(Tensor x, Tensor weight, Tensor? bias) -> Tensor
 //   The encoders' large products in the int8 mode: x [..., k] float32 or bfloat16, weight [n, k]
-//   int8 (per channel, as above), bias [n] or None; returns float32 [..., n]. oneDNN's dynamic
-//   int8 GEMM (x quantized per tensor at run time, u8 x s8 with VNNI) through LibTorch's
-//   quantized engine, on the weight prepacked at its first use and kept while it lives
-//   (LinearInt8.cpp); without oneDNN's quantized engine, LibTorch's float32 product.
+//   int8 (per channel, as above), bias [n] or None; returns float32 [..., n]. On the AVX2 kernel
+//   path the project's int8 GEMM (GemmInt8.h: x quantized per row at run time, u8 x s8 with
+//   AVX2 or AVX-VNNI, rows split over the cores); on the AVX-512 path oneDNN's dynamic int8
+//   GEMM (x quantized per tensor, AVX512-VNNI) through LibTorch's quantized engine; either on
+//   the weight packed at its first use and kept while it lives (LinearInt8.cpp). Without
+//   either, LibTorch's float32 product.
 //
 // florence::attend_one(Tensor q, Tensor k, Tensor v, Tensor mask) -> Tensor
 //   q [B, H, 1, d] (already scaled), k and v [B, H, S, d] (any strides with unit stride along
@@ -53,9 +55,14 @@ namespace florence::ops {
 // (KernelPath.h: the CPU's best, or what FLORENCE_KERNELS asked for).
 std::string rowKernelName();
 
-// Whether linear_int8 runs oneDNN's int8 GEMM: LibTorch's quantized engines include oneDNN's
-// (Debian 12's LibTorch 1.13 and Debian 13's 2.6 do; without it linear_int8 computes in float32
-// from the dequantized weights, slower than the float32 model).
+// Whether linear_int8 runs an int8 GEMM: on the AVX2 kernel path always (the project's own); on
+// the AVX-512 path where LibTorch's quantized engines include oneDNN's (Debian 12's LibTorch 1.13
+// and Debian 13's 2.6 do; without it linear_int8 computes in float32 from the dequantized
+// weights, slower than the float32 model).
 bool int8GemmAvailable();
+
+// Which int8 GEMM linear_int8 runs: "AVX-VNNI" or "AVX2" (the project's, GemmInt8.h),
+// "oneDNN", or "none".
+std::string int8GemmKind();
 
 } // namespace florence::ops

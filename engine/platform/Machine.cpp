@@ -134,10 +134,10 @@ std::string runtimeSummary() {
     else
         s += ", BLAS: not OpenBLAS";
     s += ", row kernels " + ops::rowKernelName();
-    // The AVX2 class runs int8's encoder products on oneDNN's int8 GEMM (ModelLoad.cpp).
+    // The AVX2 class runs int8's encoder products on the project's int8 GEMM (AVX2 or AVX-VNNI,
+    // LinearInt8.cpp).
     if (ops::rowKernelName() == "AVX2+FMA")
-        s += ops::int8GemmAvailable() ? ", int8 encoder products oneDNN"
-                                      : ", no int8 encoder products (no oneDNN quantized engine)";
+        s += ", int8 encoder products " + ops::int8GemmKind();
     if (!bfloat16ProductsAccurate())
         s += ", " + bfloat16ProductsProblem();
     if (hugePageTensors())

@@ -120,7 +120,8 @@ std::string floatEncodersNote(const Model::Impl& d, Precision precision) {
                (vision8 && text8 ? "both"
                 : vision8        ? "the vision encoder"
                                  : "the text encoder") +
-               ", which run in int8 like the decoder (oneDNN's int8 GEMM)";
+               ", which run in int8 like the decoder (an int8 GEMM on " + ops::int8GemmKind() +
+               ", activations quantized per row)";
     else
         note = std::string("the encoders run in float32 and only the decoder in ") +
                precisionName(precision);
@@ -133,9 +134,7 @@ std::string floatEncodersNote(const Model::Impl& d, Precision precision) {
     if (vision8 || text8)
         return note; // the int8 decoder's kernels: the runtime line names them
     if (precision == Precision::Int8 && path == ops::KernelPath::Avx2)
-        note += !ops::int8GemmAvailable()
-                    ? ", and this LibTorch has no oneDNN quantized engine for their int8 products"
-                : !d.hasFloatActivationInt8()
+        note += !d.hasFloatActivationInt8()
                     ? ", and this package's encoder code predates int8 products with float32 "
                       "activations"
                 : d.visionWidth() > Model::Impl::kInt8VisionMaxWidth

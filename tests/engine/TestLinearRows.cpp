@@ -5,6 +5,7 @@
 // every kernel path the CPU has (AVX-512, AVX2 + FMA, LibTorch; rows for a path the CPU lacks are
 // skipped); and that the TorchScript interpreter finds it, as loading a package needs.
 #include "Avx2Kernels.h"
+#include "GemmInt8.h"
 #include "KernelPath.h"
 #include "Ops.h"
 #include "RowKernels.h"
@@ -61,6 +62,8 @@ private slots:
     void int8MatchesItsFloatValue();
     void int8KeepsTheProduct();
     void encoderInt8KeepsTheProduct();
+    void encoderInt8WithinItsQuantization_data();
+    void encoderInt8WithinItsQuantization();
     void encoderInt8FollowsItsWeight();
     void pathIsChosenAndNamed();
     void keepsLeadingDimensions();
@@ -276,23 +279,105 @@ void TestLinearRows::int8KeepsTheProduct() {
 }
 
 void TestLinearRows::encoderInt8KeepsTheProduct() {
-    // florence::linear_int8, the encoders' large products in the int8 mode (oneDNN's dynamic int8
-    // GEMM): an encoder-sized product against the float32 weights, float32 and bfloat16 input.
+    // florence::linear_int8, the encoders' large products in the int8 mode (the own int8 GEMM on
+    // the AVX2 path, oneDNN's on AVX-512): an encoder-sized product against the float32 weights,
+    // float32 and bfloat16 input, on each path the CPU has.
     c10::InferenceMode guard;
     const at::Tensor w = torch::randn({1024, 512}) * 0.02;
     const at::Tensor b = torch::randn({1024});
     const at::Tensor x = torch::randn({2, 300, 512});
     const at::Tensor ref = at::linear(x, w, b);
-    for (const at::Tensor& in : {x, x.to(at::kBFloat16)}) {
-        const at::Tensor y = linearInt8(in, quantize(w), b);
-        QCOMPARE(y.sizes().vec(), (std::vector<int64_t>{2, 300, 1024}));
-        QCOMPARE(y.scalar_type(), at::kFloat);
-        const double cos = at::cosine_similarity(y.flatten(), ref.flatten(), 0).item<double>();
-        QVERIFY2(cos > 0.999, qPrintable(QString("cosine %1").arg(cos, 0, 'f', 6)));
+    for (KernelPath path : {KernelPath::Avx512, KernelPath::Avx2}) {
+        if (!florence::ops::kernelPathSupported(path))
+            continue;
+        const OnPath onPath{path};
+        for (const at::Tensor& in : {x, x.to(at::kBFloat16)}) {
+            const at::Tensor y = linearInt8(in, quantize(w), b);
+            QCOMPARE(y.sizes().vec(), (std::vector<int64_t>{2, 300, 1024}));
+            QCOMPARE(y.scalar_type(), at::kFloat);
+            const double cos = at::cosine_similarity(y.flatten(), ref.flatten(), 0).item<double>();
+            QVERIFY2(cos > 0.999, qPrintable(QString("%1: cosine %2")
+                                                 .arg(florence::ops::kernelPathName(path))
+                                                 .arg(cos, 0, 'f', 6)));
+        }
     }
     const at::Tensor perTensor = at::quantize_per_tensor(w, 0.001, 0, at::kQInt8);
     QVERIFY_THROWS_EXCEPTION(c10::Error, linearInt8(x, perTensor, b));
     QVERIFY_THROWS_EXCEPTION(c10::Error, linearInt8(x, w, b)); // not int8
+}
+
+void TestLinearRows::encoderInt8WithinItsQuantization_data() {
+    QTest::addColumn<int>("gemm");
+    QTest::addColumn<int>("n");
+    QTest::addColumn<int>("k");
+    QTest::addColumn<int>("rows");
+    QTest::addColumn<bool>("bias");
+    QTest::addColumn<bool>("strided");
+    struct Shape {
+        int n, k;
+    };
+    // The kernels take 16 output columns and four k at a time, four rows to a tile and 64 rows
+    // to a quantized block: n % 16, k % 4 and k % 32 (the quantizing loop) leave tails, and
+    // 1-3, 65 and 130 rows partial tiles and blocks.
+    const Shape shapes[] = {{1, 1}, {27, 37}, {16, 4}, {100, 130}, {384, 128}, {129, 515}};
+    for (auto gemm : {florence::ops::Int8Gemm::Avx2, florence::ops::Int8Gemm::AvxVnni})
+        for (const Shape& s : shapes)
+            for (int rows : {1, 3, 4, 7, 65, 130})
+                for (bool bias : {false, true})
+                    QTest::addRow("%s: %dx%d, %d rows%s", florence::ops::int8GemmName(gemm), s.n,
+                                  s.k, rows, bias ? ", bias" : "")
+                        << int(gemm) << s.n << s.k << rows << bias << (rows == 7);
+}
+
+void TestLinearRows::encoderInt8WithinItsQuantization() {
+    // The AVX2 path's own int8 GEMM (GemmInt8.h) against the product with the float32 values the
+    // int8 weights stand for, on each variant the CPU has: each row of x is quantized to 0..127
+    // (AVX2) or 0..255 (AVX-VNNI) steps of s_r = its range / steps, so every element is off by
+    // at most s_r / 2 and output (r, c) by at most s_r / 2 * sum_k |W_ck| (plus float32's
+    // rounding). Rows of very different magnitudes each keep their own precision.
+    QFETCH(int, gemm);
+    QFETCH(int, n);
+    QFETCH(int, k);
+    QFETCH(int, rows);
+    QFETCH(bool, bias);
+    QFETCH(bool, strided);
+    const auto variant = florence::ops::Int8Gemm(gemm);
+    SKIP_UNLESS_SUPPORTED(KernelPath::Avx2);
+    if (!florence::ops::int8GemmSupported(variant))
+        QSKIP(qPrintable(QString("this CPU cannot run the %1 int8 GEMM")
+                             .arg(florence::ops::int8GemmName(variant))));
+    const OnPath onPath{KernelPath::Avx2};
+    const florence::ops::Int8Gemm before = florence::ops::int8Gemm();
+    florence::ops::setInt8Gemm(variant);
+    QCOMPARE(florence::ops::int8Gemm(), variant);
+    c10::InferenceMode guard;
+    const at::Tensor w = quantize(torch::randn({n, k}) * 0.05);
+    const at::Tensor wf = w.dequantize().to(at::kDouble);
+    const at::Tensor b = torch::randn({n});
+    // Row magnitudes from 1e-3 to 1e3, one row all zeros, one all positive (its zero point 0).
+    at::Tensor x = torch::randn({rows, strided ? 2 * k : k});
+    x = x * at::pow(10.0, at::arange(rows, at::kFloat).remainder(7) - 3).unsqueeze(1);
+    x[0].zero_();
+    if (rows > 1)
+        x[1].abs_();
+    if (strided)
+        x = x.slice(1, 0, 2 * k, 2); // every other column: not contiguous
+    const at::Tensor y = linearInt8(x, w, bias ? c10::optional<at::Tensor>(b) : c10::nullopt);
+    florence::ops::setInt8Gemm(before);
+    QCOMPARE(y.sizes().vec(), (std::vector<int64_t>{rows, n}));
+    at::Tensor ref = at::matmul(x.to(at::kDouble), wf.t());
+    if (bias)
+        ref = ref + b.to(at::kDouble);
+    const double steps = variant == florence::ops::Int8Gemm::Avx2 ? 127 : 255;
+    const at::Tensor xd = x.to(at::kDouble);
+    const at::Tensor range = xd.amax(1).clamp_min(0) - xd.amin(1).clamp_max(0);
+    const at::Tensor bound = (range / steps / 2).unsqueeze(1) * wf.abs().sum(1).unsqueeze(0) +
+                             1e-5 * (ref.abs() + 1e-30) + 1e-30;
+    const at::Tensor excess = (y.to(at::kDouble) - ref).abs() / bound;
+    const double worst = excess.max().item<double>();
+    QVERIFY2(worst <= 1.0, qPrintable(QString("an output off by %1x its bound").arg(worst)));
+    // The all-zero row is exact: bias alone.
+    QVERIFY(at::allclose(y[0], bias ? b : at::zeros({n}), 0, 1e-6));
 }
 
 void TestLinearRows::encoderInt8FollowsItsWeight() {
