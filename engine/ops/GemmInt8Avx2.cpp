@@ -14,6 +14,8 @@ namespace florence::ops {
 namespace {
 
 constexpr float kLevels = 127.f;
+// vpmaddubsw and vpmaddwd need a register for the pairs and one of ones beside the sums.
+constexpr int kTileRows = 4;
 
 inline __m256i dot4(__m256i acc, __m256i a, __m256i b) {
     const __m256i pairs = _mm256_maddubs_epi16(a, b);

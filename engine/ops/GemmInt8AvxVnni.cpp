@@ -14,6 +14,7 @@ namespace florence::ops {
 namespace {
 
 constexpr float kLevels = 255.f;
+constexpr int kTileRows = 6;
 
 inline __m256i dot4(__m256i acc, __m256i a, __m256i b) {
     return _mm256_dpbusd_avx_epi32(acc, a, b);
