@@ -2,7 +2,7 @@
 # ONNX Runtime as a second baseline for `florence-studio-cli bench` (tools/onnx-baseline/README.md).
 #
 #   tools/onnx-baseline/run.sh [--size base|large] [--rounds N] [--tokens N] [--threads 2,1]
-#                              [--no-spin] [--bench CLI [--repeat N]]
+#                              [--no-spin] [--bench CLI [--repeat N]] [--hold avx2]
 #
 # Exports the speed demo's model to ONNX once (cached in
 # ${XDG_CACHE_HOME:-~/.cache}/florence-studio/onnx-baseline/SIZE, made again when the exporter's
@@ -13,9 +13,13 @@
 # the export against the engine: `CLI run` on the speed demo with the export's pixels, 32 tokens,
 # and check_cli.js decoding the same on ONNX Runtime (fp32 must choose the same tokens).
 # --no-spin: ONNX Runtime's idle threads sleep instead of spinning (its default).
+# --hold avx2: on an AVX-512 machine, both sides run as a CPU with AVX2 and AVX-VNNI but no
+# AVX-512 would (Intel's consumer CPUs since Alder Lake): ONNX Runtime from a patched copy
+# (hold_isa.py), the engine with FLORENCE_KERNELS=avx2 ATEN_CPU_CAPABILITY=avx2
+# DNNL_MAX_CPU_ISA=AVX2. A CPU with AVX-VNNI keeps it on both sides.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-size=base rounds=5 tokens=64 threads=2,1 cli= repeat=2 spin=
+size=base rounds=5 tokens=64 threads=2,1 cli= repeat=2 spin= hold=
 while [ $# -gt 0 ]; do
     case $1 in
         --size) size=$2; shift 2 ;;
@@ -25,6 +29,7 @@ while [ $# -gt 0 ]; do
         --bench) cli=$2; shift 2 ;;
         --repeat) repeat=$2; shift 2 ;;
         --no-spin) spin=--no-spin; shift ;;
+        --hold) hold=$2; shift 2 ;;
         -h|--help) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -42,6 +47,20 @@ if [ ! -d "$here/node_modules/onnxruntime-node" ]; then
     # download GPU providers.
     (cd "$here" && npm ci --ignore-scripts --no-audit --no-fund)
 fi
+held=
+case $hold in
+    '') ;;
+    avx2)
+        held=$cache/held-$hold
+        "$python" "$here/hold_isa.py" "$held" > /dev/null
+        export FLORENCE_KERNELS=avx2 ATEN_CPU_CAPABILITY=avx2 DNNL_MAX_CPU_ISA=AVX2
+        ;;
+    *) echo "run.sh: --hold takes avx2" >&2; exit 2 ;;
+esac
+# node with ONNX Runtime: the held copy is loaded first, and the binding takes it by its soname.
+ort_node() {
+    if [ -n "$held" ]; then LD_PRELOAD="$held/libonnxruntime.so.1" node "$@"; else node "$@"; fi
+}
 
 # The speed demo installed with the CLI: its manifest's recipe and seed are checked against ours.
 package=
@@ -55,8 +74,9 @@ mkdir -p "$cache"
 grep '^export_onnx:' "$cache/export-$size.log" >&2 || true
 
 if [ -z "$cli" ]; then
-    exec node "$here/runner.js" --dir "$dir" --rounds "$rounds" --tokens "$tokens" \
+    ort_node "$here/runner.js" --dir "$dir" --rounds "$rounds" --tokens "$tokens" \
         --threads "$threads" $spin
+    exit
 fi
 runs=$(mktemp -d "${TMPDIR:-/tmp}/onnx-baseline.XXXXXX")
 trap 'rm -rf "$runs"' EXIT
@@ -65,15 +85,15 @@ if [ -n "$package" ]; then
     "$cli" run --model "$package" --pixel-values "$dir/pixels.safetensors" --task '<CAPTION>' \
         --beams 1 --ignore-eos --max-new-tokens 32 --precision float32 --json --quiet \
         > "$runs/cli-run.json"
-    node "$here/check_cli.js" --dir "$dir" --cli-json "$runs/cli-run.json" ||
+    ort_node "$here/check_cli.js" --dir "$dir" --cli-json "$runs/cli-run.json" ||
         echo "run.sh: WARNING: ONNX Runtime's fp32 tokens differ from the engine's" >&2
-    node "$here/check_cli.js" --dir "$dir" --cli-json "$runs/cli-run.json" --variant int8 || true
+    ort_node "$here/check_cli.js" --dir "$dir" --cli-json "$runs/cli-run.json" --variant int8 || true
 fi
 ort= engine=
 i=1
 while [ "$i" -le "$repeat" ]; do
     echo "run $i/$repeat: ONNX Runtime" >&2
-    node "$here/runner.js" --dir "$dir" --rounds "$rounds" --tokens "$tokens" \
+    ort_node "$here/runner.js" --dir "$dir" --rounds "$rounds" --tokens "$tokens" \
         --threads "$threads" $spin --json > "$runs/ort-$i.json"
     echo "run $i/$repeat: florence-studio-cli bench" >&2
     "$cli" bench --size "$size" --no-uncached --no-batch --no-python --lengths "$tokens" --json \
