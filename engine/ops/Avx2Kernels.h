@@ -13,6 +13,7 @@
 // call them only when kernelPathSupported(KernelPath::Avx2) (KernelPath.h) is true.
 
 #include <cstdint>
+#include <vector>
 
 namespace florence::ops {
 
@@ -29,6 +30,21 @@ void rowsBf16Avx2(const float* preparedX, int rows, const uint16_t* w, const flo
 // registers (vpmovsxbd, vcvtdq2ps) and multiplied by x in float32: y = (x w_j) * scale_j + bias_j.
 void rowsInt8Avx2(const float* x, int rows, const int8_t* w, const double* scales,
                   const float* bias, float* y, int64_t n, int64_t k, int64_t begin, int64_t end);
+
+// With AVX-VNNI as well (RowKernelsAvxVnni.cpp; Intel since Alder Lake, AMD Zen 5): x quantized
+// per row to magnitudes 0..255 (scale = largest |x| / 255) and a sign byte (-1 or 1), k padded
+// to 32 with zero magnitudes; the sign moved onto the weights (vpsignb) and four u8 x s8
+// products summed per 32-bit lane (vpdpbusd): y = (sum) * xscale_r * scale_j + bias_j, as the
+// AVX-512 VNNI kernel (RowKernels.h). Call only where int8GemmSupported(Int8Gemm::AvxVnni).
+struct AvxVnniInput {
+    int64_t stride = 0;             // bytes per row
+    std::vector<uint8_t> magnitude; // stride per row
+    std::vector<int8_t> sign;       // stride per row
+    std::vector<float> scales;      // per row
+};
+void prepareAvxVnniInput(const float* x, int rows, int64_t k, AvxVnniInput& out);
+void rowsInt8AvxVnni(const AvxVnniInput& x, int rows, const int8_t* w, const double* scales,
+                     const float* bias, float* y, int64_t n, int64_t k, int64_t begin, int64_t end);
 
 // Rows [begin, end) of int8 weights as float32 (w_j * scale_j) into out [end - begin, k].
 void dequantizeInt8Avx2(const int8_t* w, const double* scales, int64_t k, int64_t begin,

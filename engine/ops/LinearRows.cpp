@@ -1,4 +1,5 @@
 #include "Avx2Kernels.h"
+#include "GemmInt8.h"
 #include "KernelPath.h"
 #include "Ops.h"
 #include "RowKernels.h"
@@ -93,6 +94,16 @@ bool useVnni() {
         return haveAvx512Vnni() && !(choice && std::string(choice) == "widen");
     }();
     return yes && useAvx512();
+}
+
+// The AVX2 path's int8 step kernel: AVX-VNNI where the CPU has it and FLORENCE_AVX_VNNI=0 or
+// FLORENCE_INT8_KERNEL=widen do not ask otherwise (int8Gemm(), GemmInt8.h), else widening.
+bool useAvxVnni() {
+    static const bool allowed = [] {
+        const char* choice = std::getenv("FLORENCE_INT8_KERNEL");
+        return !(choice && std::string(choice) == "widen");
+    }();
+    return allowed && kernelPath() == KernelPath::Avx2 && int8Gemm() == Int8Gemm::AvxVnni;
 }
 
 bool isInt8(const at::Tensor& weight) {
@@ -209,6 +220,15 @@ at::Tensor stepRows(const at::Tensor& x, const at::Tensor& weight, const at::Ten
         const double* sp = scales.data_ptr<double>();
         splitOverCores(groups, chunk, [&](int64_t begin, int64_t end) {
             rowsInt8Vnni(xq, 0, r, wp, sp, bp, yp, n, k, begin * 4, std::min(end * 4, n));
+        });
+    } else if (isInt8(wc) && useAvxVnni()) {
+        AvxVnniInput xq;
+        prepareAvxVnniInput(xc.data_ptr<float>(), r, k, xq);
+        const auto* wp = reinterpret_cast<const int8_t*>(wc.data_ptr<c10::qint8>());
+        const at::Tensor scales = int8Scales(wc);
+        const double* sp = scales.data_ptr<double>();
+        splitOverCores(groups, chunk, [&](int64_t begin, int64_t end) {
+            rowsInt8AvxVnni(xq, r, wp, sp, bp, yp, n, k, begin * 4, std::min(end * 4, n));
         });
     } else if (isInt8(wc)) {
         const float* xp = xc.data_ptr<float>();

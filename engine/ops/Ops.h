@@ -13,7 +13,8 @@
 //   zero points 0), bias [n] or None; returns float32 [..., n], x W^T + bias. For one to four
 //   rows of x (a decoding step) it reads the weights once at memory speed with AVX-512 or AVX2
 //   kernels (KernelPath.h; bfloat16 widened in registers, float32 products; int8 with
-//   AVX512-VNNI against x quantized to 8 bits per row, or widened to float32 without VNNI), its
+//   AVX512-VNNI or AVX-VNNI against x quantized to 8 bits per row, or widened to float32 without
+//   VNNI), its
 //   output columns split over the cores by StepThreads.h; other row counts and the LibTorch
 //   path go to LibTorch's own products (int8 weights widened to float32 block by block).
 //

@@ -208,10 +208,15 @@ void TestLinearRows::int8MatchesItsFloatValue() {
     const at::Tensor wd = w.dequantize().to(at::kDouble);
     const at::Tensor bd = bias ? b.to(at::kDouble) : at::Tensor();
     const at::Tensor want = at::linear(x.to(at::kDouble), wd, bd);
-    // With VNNI (any row count) the activations are quantized (largest |x| / 510 per element at
-    // most); without, float32 products of the widened weights.
-    const bool vnni = KernelPath(path) == KernelPath::Avx512 && florence::ops::haveAvx512Vnni() &&
-                      qgetenv("FLORENCE_INT8_KERNEL") != "widen";
+    // With VNNI (AVX-512 at any row count, AVX-VNNI on the AVX2 path at one to four) the
+    // activations are quantized (largest |x| / 510 per element at most); without, float32
+    // products of the widened weights.
+    const bool widenAsked = qgetenv("FLORENCE_INT8_KERNEL") == "widen";
+    const bool avxVnni = KernelPath(path) == KernelPath::Avx2 && rows <= 4 && !widenAsked &&
+                         florence::ops::int8Gemm() == florence::ops::Int8Gemm::AvxVnni;
+    const bool vnni = (KernelPath(path) == KernelPath::Avx512 && florence::ops::haveAvx512Vnni() &&
+                       !widenAsked) ||
+                      avxVnni;
     const double err = relativeError(y, want);
     QVERIFY2(err < (vnni ? 2e-2 : 2e-5),
              qPrintable(QString("relative error %1 against the dequantized weights").arg(err)));
@@ -241,6 +246,24 @@ void TestLinearRows::int8MatchesItsFloatValue() {
     const double widenErr = relativeError(widened.slice(1, begin, end), want.slice(1, begin, end));
     QVERIFY2(widenErr < 2e-5,
              qPrintable(QString("widening kernel: relative error %1").arg(widenErr)));
+    if (KernelPath(path) == KernelPath::Avx2 &&
+        florence::ops::int8GemmSupported(florence::ops::Int8Gemm::AvxVnni)) {
+        // The AVX-VNNI step kernel against x as it sees it: sign times magnitude times scale.
+        florence::ops::AvxVnniInput xq;
+        florence::ops::prepareAvxVnniInput(x.data_ptr<float>(), rows, k, xq);
+        at::Tensor xv = at::zeros({rows, k}, at::kDouble);
+        for (int r = 0; r < rows; ++r)
+            for (int i = 0; i < k; ++i)
+                xv[r][i] = double(xq.sign[size_t(r * xq.stride + i)]) *
+                           xq.magnitude[size_t(r * xq.stride + i)] * double(xq.scales[size_t(r)]);
+        QVERIFY(relativeError(xv, x) < 1.0 / 500); // half a step of 255
+        at::Tensor viaVnni = at::zeros({rows, n});
+        florence::ops::rowsInt8AvxVnni(xq, rows, wp, scales.data_ptr<double>(), bp,
+                                       viaVnni.data_ptr<float>(), n, k, begin, end);
+        const double err = relativeError(viaVnni.slice(1, begin, end),
+                                         at::linear(xv, wd, bd).slice(1, begin, end));
+        QVERIFY2(err < 2e-5, qPrintable(QString("AVX-VNNI kernel: relative error %1").arg(err)));
+    }
     if (KernelPath(path) != KernelPath::Avx512 || !florence::ops::haveAvx512Vnni())
         return;
     florence::ops::VnniInput xq;
