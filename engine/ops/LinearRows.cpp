@@ -88,22 +88,23 @@ at::Tensor fallback(const at::Tensor& x, const at::Tensor& weight,
 
 // Which int8 kernel runs a decoding step's rows: VNNI when the CPU has it. FLORENCE_INT8_KERNEL=
 // widen picks the other one (widening the weights to float32), to measure both on one machine.
-bool useVnni() {
+bool widenAsked() {
     static const bool yes = [] {
         const char* choice = std::getenv("FLORENCE_INT8_KERNEL");
-        return haveAvx512Vnni() && !(choice && std::string(choice) == "widen");
+        return choice && std::string(choice) == "widen";
     }();
-    return yes && useAvx512();
+    return yes;
 }
 
-// The AVX2 path's int8 step kernel: AVX-VNNI where the CPU has it and FLORENCE_AVX_VNNI=0 or
-// FLORENCE_INT8_KERNEL=widen do not ask otherwise (int8Gemm(), GemmInt8.h), else widening.
+bool useVnni() {
+    static const bool yes = haveAvx512Vnni();
+    return yes && !widenAsked() && useAvx512();
+}
+
+// The AVX2 path's VNNI: AVX-VNNI where the CPU has it and FLORENCE_AVX_VNNI=0 does not ask
+// otherwise (int8Gemm(), GemmInt8.h).
 bool useAvxVnni() {
-    static const bool allowed = [] {
-        const char* choice = std::getenv("FLORENCE_INT8_KERNEL");
-        return !(choice && std::string(choice) == "widen");
-    }();
-    return allowed && kernelPath() == KernelPath::Avx2 && int8Gemm() == Int8Gemm::AvxVnni;
+    return !widenAsked() && kernelPath() == KernelPath::Avx2 && int8Gemm() == Int8Gemm::AvxVnni;
 }
 
 bool isInt8(const at::Tensor& weight) {
