@@ -59,6 +59,9 @@ packages=(
     # binaries link (dpkg-shlibdeps), PNG icons rendered from the SVG, checks of the package and
     # of its desktop and AppStream files
     dpkg-dev librsvg2-bin lintian desktop-file-utils appstream
+    # an AVX2 CPU without AVX-512 or AVX-VNNI emulated for the programs and kernel tests
+    # (tests/app/check_emulated_cpu.py), whatever CPU runs them
+    qemu-user
     # minimal Debian roots for the clean-root build and the fresh-install test
     # (tools/build-in-root.sh, tools/test-in-fresh-root.sh; .ci/run runs both)
     debootstrap
