@@ -74,11 +74,11 @@ void setInt8Gemm(Int8Gemm variant) {
 }
 
 void gemmInt8(Int8Gemm variant, const PackedInt8& w, const float* x, int64_t ldx, int64_t rows,
-              const float* bias, float* y, int64_t ldy) {
+              const float* bias, float* y, int64_t ldy, bool gelu) {
     if (variant == Int8Gemm::AvxVnni)
-        gemmInt8AvxVnni(w, x, ldx, rows, bias, y, ldy);
+        gemmInt8AvxVnni(w, x, ldx, rows, bias, y, ldy, gelu);
     else
-        gemmInt8Avx2(w, x, ldx, rows, bias, y, ldy);
+        gemmInt8Avx2(w, x, ldx, rows, bias, y, ldy, gelu);
 }
 
 } // namespace florence::ops

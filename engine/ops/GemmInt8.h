@@ -56,14 +56,15 @@ Int8Gemm int8Gemm();
 void setInt8Gemm(Int8Gemm variant);
 
 // y [rows, ldy] = x [rows, ldx] W^T + bias (bias: n floats, or null), on the calling thread;
-// callers split the rows over threads.
+// callers split the rows over threads. With `gelu`, y = GELU(x W^T + bias) (exact GELU, erf to
+// 1.5e-7), applied as each tile is written instead of in another pass over y.
 void gemmInt8(Int8Gemm variant, const PackedInt8& w, const float* x, int64_t ldx, int64_t rows,
-              const float* bias, float* y, int64_t ldy);
+              const float* bias, float* y, int64_t ldy, bool gelu = false);
 
 // The kernel files' entry points (gemmInt8 dispatches to them).
 void gemmInt8Avx2(const PackedInt8& w, const float* x, int64_t ldx, int64_t rows, const float* bias,
-                  float* y, int64_t ldy);
+                  float* y, int64_t ldy, bool gelu);
 void gemmInt8AvxVnni(const PackedInt8& w, const float* x, int64_t ldx, int64_t rows,
-                     const float* bias, float* y, int64_t ldy);
+                     const float* bias, float* y, int64_t ldy, bool gelu);
 
 } // namespace florence::ops

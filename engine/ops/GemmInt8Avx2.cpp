@@ -27,8 +27,8 @@ inline __m256i dot4(__m256i acc, __m256i a, __m256i b) {
 } // namespace
 
 void gemmInt8Avx2(const PackedInt8& w, const float* x, int64_t ldx, int64_t rows, const float* bias,
-                  float* y, int64_t ldy) {
-    gemmRows(w, x, ldx, rows, bias, y, ldy);
+                  float* y, int64_t ldy, bool gelu) {
+    gemmRowsThen(gelu, w, x, ldx, rows, bias, y, ldy);
 }
 
 } // namespace florence::ops

@@ -1,4 +1,5 @@
-// florence::linear_int8: the encoders' large products with int8 weights (the engine's int8 mode).
+// florence::linear_int8: the encoders' large products with int8 weights (the engine's int8 mode),
+// and florence::linear_int8_gelu, the same with GELU after (the feed-forward's hidden layer).
 // On the AVX2 kernel path, the project's own int8 GEMM (GemmInt8.h: x quantized per row, AVX2's
 // vpmaddubsw or AVX-VNNI); on the AVX-512 path, oneDNN's dynamic int8 GEMM through LibTorch's
 // quantized engine (x quantized per tensor, AVX512-VNNI). Either way the weights are packed once
@@ -80,8 +81,9 @@ std::shared_ptr<const PackedInt8> prepackedOwn(const at::Tensor& weight) {
     });
 }
 
-// The own GEMM, rows split over the cores.
-at::Tensor ownGemm(const at::Tensor& flat, const at::Tensor& weight, const at::Tensor& bias) {
+// The own GEMM, rows split over the cores; with `gelu`, GELU of the product.
+at::Tensor ownGemm(const at::Tensor& flat, const at::Tensor& weight, const at::Tensor& bias,
+                   bool gelu) {
     const std::shared_ptr<const PackedInt8> packed = prepackedOwn(weight);
     const int64_t rows = flat.size(0), k = flat.size(1), n = weight.size(0);
     const at::Tensor b = bias.defined() ? bias.to(at::kFloat).contiguous() : at::Tensor();
@@ -92,39 +94,53 @@ at::Tensor ownGemm(const at::Tensor& flat, const at::Tensor& weight, const at::T
     const Int8Gemm variant = int8Gemm();
     // 16 rows at least to a thread: below that the packed weights' pass dominates.
     at::parallel_for(0, rows, 16, [&](int64_t begin, int64_t end) {
-        gemmInt8(variant, *packed, x + begin * k, k, end - begin, bp, yp + begin * n, n);
+        gemmInt8(variant, *packed, x + begin * k, k, end - begin, bp, yp + begin * n, n, gelu);
     });
     return y;
 }
 
-at::Tensor linearInt8(const at::Tensor& x, const at::Tensor& weight,
-                      const c10::optional<at::Tensor>& bias) {
-    TORCH_CHECK(weight.dim() == 2 && weight.scalar_type() == at::kQInt8,
-                "florence::linear_int8: weight must be a 2-D int8 tensor");
-    TORCH_CHECK(weight.qscheme() == at::kPerChannelAffine && weight.q_per_channel_axis() == 0,
-                "florence::linear_int8: int8 weights must be quantized per output channel");
-    TORCH_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1), "florence::linear_int8: x of shape ",
-                x.sizes(), " does not fit weight of shape ", weight.sizes());
+// linear_int8, and with `gelu` linear_int8_gelu.
+at::Tensor linearInt8Then(const at::Tensor& x, const at::Tensor& weight,
+                          const c10::optional<at::Tensor>& bias, bool gelu) {
+    const char* op = gelu ? "florence::linear_int8_gelu" : "florence::linear_int8";
+    TORCH_CHECK(weight.dim() == 2 && weight.scalar_type() == at::kQInt8, op,
+                ": weight must be a 2-D int8 tensor");
+    TORCH_CHECK(weight.qscheme() == at::kPerChannelAffine && weight.q_per_channel_axis() == 0, op,
+                ": int8 weights must be quantized per output channel");
+    TORCH_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1), op, ": x of shape ", x.sizes(),
+                " does not fit weight of shape ", weight.sizes());
     const bool hasBias = bias.has_value() && bias->defined();
     const int64_t n = weight.size(0), k = weight.size(1);
-    TORCH_CHECK(!hasBias || bias->numel() == n, "florence::linear_int8: bias has ",
-                hasBias ? bias->numel() : 0, " elements, weight has ", n, " rows");
+    TORCH_CHECK(!hasBias || bias->numel() == n, op, ": bias has ", hasBias ? bias->numel() : 0,
+                " elements, weight has ", n, " rows");
     const int64_t rows = k > 0 ? x.numel() / k : 0;
     std::vector<int64_t> shape = x.sizes().vec();
     shape.back() = n;
     const at::Tensor flat = x.reshape({rows, k}).to(at::kFloat).contiguous();
     const at::Tensor b = hasBias ? *bias : at::Tensor();
-    if (rows == 0 || n == 0 || k == 0 || !x.is_cpu())
-        return at::linear(flat, weight.dequantize(), hasBias ? b.to(at::kFloat) : b).view(shape);
-    if (kernelPath() == KernelPath::Avx2)
-        return ownGemm(flat, weight, b).view(shape);
-    if (!oneDnnQuantized())
-        return at::linear(flat, weight.dequantize(), hasBias ? b.to(at::kFloat) : b).view(shape);
-    static const c10::OperatorHandle dynamic =
-        c10::Dispatcher::singleton().findSchemaOrThrow("quantized::linear_dynamic", "");
-    std::vector<c10::IValue> stack{flat, prepackedOneDnn(weight, b), false};
-    dynamic.callBoxed(&stack);
-    return stack.at(0).toTensor().view(shape);
+    if (kernelPath() == KernelPath::Avx2 && rows > 0 && n > 0 && k > 0 && x.is_cpu())
+        return ownGemm(flat, weight, b, gelu).view(shape);
+    at::Tensor y;
+    if (rows == 0 || n == 0 || k == 0 || !x.is_cpu() || !oneDnnQuantized()) {
+        y = at::linear(flat, weight.dequantize(), hasBias ? b.to(at::kFloat) : b);
+    } else {
+        static const c10::OperatorHandle dynamic =
+            c10::Dispatcher::singleton().findSchemaOrThrow("quantized::linear_dynamic", "");
+        std::vector<c10::IValue> stack{flat, prepackedOneDnn(weight, b), false};
+        dynamic.callBoxed(&stack);
+        y = stack.at(0).toTensor();
+    }
+    return (gelu ? at::gelu_(y) : y).view(shape);
+}
+
+at::Tensor linearInt8(const at::Tensor& x, const at::Tensor& weight,
+                      const c10::optional<at::Tensor>& bias) {
+    return linearInt8Then(x, weight, bias, false);
+}
+
+at::Tensor linearInt8Gelu(const at::Tensor& x, const at::Tensor& weight,
+                          const c10::optional<at::Tensor>& bias) {
+    return linearInt8Then(x, weight, bias, true);
 }
 
 } // namespace
@@ -143,13 +159,16 @@ std::string int8GemmKind() {
 
 TORCH_LIBRARY_FRAGMENT(florence, m) {
     m.def("linear_int8(Tensor x, Tensor weight, Tensor? bias) -> Tensor");
+    m.def("linear_int8_gelu(Tensor x, Tensor weight, Tensor? bias) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(florence, CPU, m) {
     m.impl("linear_int8", &florence::ops::linearInt8);
+    m.impl("linear_int8_gelu", &florence::ops::linearInt8Gelu);
 }
 
 // The int8 weight's dispatch key (QuantizedCPU) outranks x's: the same function takes the call.
 TORCH_LIBRARY_IMPL(florence, QuantizedCPU, m) {
     m.impl("linear_int8", &florence::ops::linearInt8);
+    m.impl("linear_int8_gelu", &florence::ops::linearInt8Gelu);
 }

@@ -5,6 +5,7 @@
 //   torch.ops.load_library(path)   # path: florence_ops_library_path() of the running program
 //   y = torch.ops.florence.linear_rows(x, weight, bias)
 //   y = torch.ops.florence.linear_int8(x, int8_weight, bias)
+//   h = torch.ops.florence.linear_int8_gelu(x, int8_weight, bias)
 //   a = torch.ops.florence.attend_one(q, k, v, mask)
 //   x = torch.ops.florence.attend_windows(qkv, heads, scale)
 //
@@ -26,6 +27,12 @@
 //   GEMM (x quantized per tensor, AVX512-VNNI) through LibTorch's quantized engine; either on
 //   the weight packed at its first use and kept while it lives (LinearInt8.cpp). Without
 //   either, LibTorch's float32 product.
+//
+// florence::linear_int8_gelu(Tensor x, Tensor weight, Tensor? bias) -> Tensor
+//   GELU(linear_int8(x, weight, bias)) (exact GELU), for the encoders' feed-forward hidden layer:
+//   the project's int8 GEMM applies it as it writes each tile, where a separate GELU made and
+//   filled another tensor of the hidden layer's size (the base vision encoder's largest, 75 MB);
+//   elsewhere GELU in place on linear_int8's result.
 //
 // florence::attend_one(Tensor q, Tensor k, Tensor v, Tensor mask) -> Tensor
 //   q [B, H, 1, d] (already scaled), k and v [B, H, S, d] (any strides with unit stride along

@@ -24,7 +24,7 @@ using florence::ops::KernelPath;
 using florence::test::kPaths;
 using florence::test::OnPath;
 
-// florence::linear_rows and florence::linear_int8 share one signature.
+// florence::linear_rows, florence::linear_int8 and linear_int8_gelu share one signature.
 using LinearOp = at::Tensor(const at::Tensor&, const at::Tensor&, const c10::optional<at::Tensor>&);
 
 c10::TypedOperatorHandle<LinearOp> linearOp(const char* name) {
@@ -40,6 +40,12 @@ at::Tensor linearRows(const at::Tensor& x, const at::Tensor& w,
 at::Tensor linearInt8(const at::Tensor& x, const at::Tensor& w,
                       const c10::optional<at::Tensor>& b) {
     static const auto op = linearOp("florence::linear_int8");
+    return op.call(x, w, b);
+}
+
+at::Tensor linearInt8Gelu(const at::Tensor& x, const at::Tensor& w,
+                          const c10::optional<at::Tensor>& b) {
+    static const auto op = linearOp("florence::linear_int8_gelu");
     return op.call(x, w, b);
 }
 
@@ -65,6 +71,7 @@ private slots:
     void encoderInt8WithinItsQuantization_data();
     void encoderInt8WithinItsQuantization();
     void encoderInt8FollowsItsWeight();
+    void encoderInt8GeluIsGeluOfTheProduct();
     void pathIsChosenAndNamed();
     void keepsLeadingDimensions();
     void moreRowsThanTheKernels();
@@ -420,6 +427,71 @@ void TestLinearRows::encoderInt8FollowsItsWeight() {
             QVERIFY2(cos > 0.999, qPrintable(QString("round %1: cosine %2").arg(round).arg(cos)));
         }
     }
+}
+
+void TestLinearRows::encoderInt8GeluIsGeluOfTheProduct() {
+    // florence::linear_int8_gelu (the feed-forward's hidden layer in the int8 mode): GELU of
+    // linear_int8's product, which the own int8 GEMM applies as it writes each tile (its own erf)
+    // and the AVX-512 path after oneDNN's product. Against float64's exact GELU of the same
+    // product, on each path and GEMM variant the CPU has: shapes with column, k and row tails,
+    // strided x, products from about 1e-4 to 30 (erf near 0, in its curve, and saturated on
+    // both sides).
+    c10::InferenceMode guard;
+    struct Case {
+        int rows, n, k;
+        bool strided;
+    };
+    const Case cases[] = {{300, 512, 128, false}, {7, 27, 37, true}, {1, 16, 4, false}};
+    int ran = 0;
+    for (KernelPath path : {KernelPath::Avx512, KernelPath::Avx2}) {
+        if (!florence::ops::kernelPathSupported(path))
+            continue;
+        const OnPath onPath{path};
+        for (auto gemm : {florence::ops::Int8Gemm::Avx2, florence::ops::Int8Gemm::AvxVnni}) {
+            if (path == KernelPath::Avx2 && !florence::ops::int8GemmSupported(gemm))
+                continue;
+            if (path == KernelPath::Avx512 && gemm != florence::ops::Int8Gemm::Avx2)
+                continue; // oneDNN: the GEMM variant does not apply
+            const florence::ops::Int8Gemm before = florence::ops::int8Gemm();
+            florence::ops::setInt8Gemm(gemm);
+            double largest = 0;
+            for (const Case& c : cases) {
+                const at::Tensor w = quantize(torch::randn({c.n, c.k}) * 0.3);
+                const at::Tensor b = torch::randn({c.n});
+                at::Tensor x = torch::randn({c.rows, c.strided ? 2 * c.k : c.k});
+                // Rows at 1e-3..10 times the rest: products from tiny to saturated.
+                x = x * at::pow(10.0, at::arange(c.rows, at::kFloat).remainder(5) - 3).unsqueeze(1);
+                if (c.strided)
+                    x = x.slice(1, 0, 2 * c.k, 2);
+                const at::Tensor pre = linearInt8(x, w, b).to(at::kDouble);
+                const at::Tensor y = linearInt8Gelu(x, w, b);
+                QCOMPARE(y.sizes(), pre.sizes());
+                QCOMPARE(y.scalar_type(), at::kFloat);
+                const at::Tensor want = 0.5 * pre * (1 + at::erf(pre / std::sqrt(2.0)));
+                const at::Tensor excess =
+                    (y.to(at::kDouble) - want).abs() / (1e-6 * pre.abs() + 1e-7);
+                const double worst = excess.max().item<double>();
+                QVERIFY2(
+                    worst <= 1.0,
+                    qPrintable(QString("%1, %2 rows x %3 x %4: off by %5x the bound, at a "
+                                       "product of %6")
+                                   .arg(florence::ops::kernelPathName(path))
+                                   .arg(c.rows)
+                                   .arg(c.n)
+                                   .arg(c.k)
+                                   .arg(worst)
+                                   .arg(pre.flatten()[excess.flatten().argmax()].item<double>())));
+                largest = std::max(largest, pre.abs().max().item<double>());
+                ++ran;
+            }
+            florence::ops::setInt8Gemm(before);
+            QVERIFY2(largest > 8, qPrintable(QString("largest product %1: GELU's saturated ends "
+                                                     "were not met")
+                                                 .arg(largest)));
+        }
+    }
+    if (ran == 0)
+        QSKIP("neither the AVX-512 nor the AVX2 kernel path runs on this CPU");
 }
 
 void TestLinearRows::pathIsChosenAndNamed() {

@@ -56,7 +56,7 @@ def has(name: str) -> bool:
 
 
 # What model.py calls; a library without one of them cannot script the model.
-OPERATORS = ("linear_rows", "attend_one", "linear_int8", "attend_windows")
+OPERATORS = ("linear_rows", "attend_one", "linear_int8", "attend_windows", "linear_int8_gelu")
 
 
 def _check_operators(lib: str) -> None:
