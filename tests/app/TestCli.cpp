@@ -613,26 +613,39 @@ void TestCli::automaticPrecisionIsMeasuredOnceAndSaid() {
     };
     static const QRegularExpression said(
         QStringLiteral("note: Automatic precision: (float32|bfloat16|int8)[,;]"));
-    const Output first = runWith({}, QString());
-    QVERIFY2(first.exitCode == 0, first.err.constData());
-    const QString firstErr = QString::fromUtf8(first.err);
+    // Where other programs' load (this machine's other suites) changed while the modes were
+    // measured, even after measuring them twice, the run says so and keeps nothing, so the next
+    // run measures again: then that is checked, and the run repeated (at most three times).
+    const QString kept = cache.path() + "/florence-studio/precision-probes.json";
+    Output first;
+    QString firstErr;
+    for (int attempt = 1;; ++attempt) {
+        first = runWith({}, QString());
+        QVERIFY2(first.exitCode == 0, first.err.constData());
+        firstErr = QString::fromUtf8(first.err);
+        if (!firstErr.contains("so the pick may be off: it is measured again next time"))
+            break;
+        QVERIFY2(!QFile::exists(kept), qPrintable(firstErr));
+        QVERIFY2(said.match(firstErr).hasMatch(), qPrintable(firstErr));
+        if (attempt == 3)
+            QFAIL(qPrintable("other programs' load changed in each of three probes: " + firstErr));
+    }
     for (const char* p : {"float32", "bfloat16", "int8"})
         QVERIFY2(
             firstErr.contains(
                 QString("automatic precision, once for this CPU and model: measuring %1").arg(p)),
             qPrintable(firstErr));
-    QVERIFY2(firstErr.contains("measured now; kept in " + cache.path() +
-                               "/florence-studio/precision-probes.json"),
-             qPrintable(firstErr));
+    QVERIFY2(firstErr.contains("measured now; kept in " + kept), qPrintable(firstErr));
     const QRegularExpressionMatch picked = said.match(firstErr);
     QVERIFY2(picked.hasMatch(), qPrintable(firstErr));
     const QJsonObject answer = QJsonDocument::fromJson(first.out).object();
     QCOMPARE(answer["generation"]["precision"].toString(), picked.captured(1));
 
     // The kept figures: float32 first, every mode timed and, where it ran, compared.
-    QFile kept(cache.path() + "/florence-studio/precision-probes.json");
-    QVERIFY(kept.open(QIODevice::ReadOnly));
-    const QJsonArray probes = QJsonDocument::fromJson(kept.readAll()).object()["probes"].toArray();
+    QFile keptFile(kept);
+    QVERIFY(keptFile.open(QIODevice::ReadOnly));
+    const QJsonArray probes =
+        QJsonDocument::fromJson(keptFile.readAll()).object()["probes"].toArray();
     QCOMPARE(probes.size(), 1);
     const QJsonArray trials = probes[0]["trials"].toArray();
     QCOMPARE(trials.size(), 3);
