@@ -16,7 +16,7 @@
 #   TESTS=all|fast|none  which CTest suites run (default all; fast leaves out the two front-end
 #                        suites, test_cli and test_main_window: 5 of the 9 minutes on two busy
 #                        cores; the smoke test of the package still runs both programs; and
-#                        test_emulated_cpus, 3 more minutes under qemu-user).
+#                        test_emulated_cpus, 4-5 more minutes under qemu-user).
 #   MIRROR               Debian mirror (default http://deb.debian.org/debian).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -33,7 +33,7 @@ mirror="${MIRROR:-http://deb.debian.org/debian}"
 tests="${TESTS:-all}"
 # The front ends' suites start the programs and the window dozens of times (minutes each); the
 # engine's (the reference outputs, the bundled model's scores on the scenes) stay in the fast set,
-# since they are what a new LibTorch can break. test_emulated_cpus runs the CLI under QEMU (3
+# since they are what a new LibTorch can break. test_emulated_cpus runs the CLI under QEMU (4-5
 # minutes; bookworm's CI runs it in the clean clone).
 FAST_EXCLUDE='^(test_cli|test_main_window|test_emulated_cpus)$'
 [ "$(id -u)" -eq 0 ] || { echo "$0: needs root (debootstrap, chroot, mount)" >&2; exit 1; }
