@@ -118,10 +118,11 @@ at::Tensor linearInt8Then(const at::Tensor& x, const at::Tensor& weight,
     shape.back() = n;
     const at::Tensor flat = x.reshape({rows, k}).to(at::kFloat).contiguous();
     const at::Tensor b = hasBias ? *bias : at::Tensor();
-    if (kernelPath() == KernelPath::Avx2 && rows > 0 && n > 0 && k > 0 && x.is_cpu())
+    const bool libTorchOnly = rows == 0 || n == 0 || k == 0 || !x.is_cpu();
+    if (!libTorchOnly && kernelPath() == KernelPath::Avx2)
         return ownGemm(flat, weight, b, gelu).view(shape);
     at::Tensor y;
-    if (rows == 0 || n == 0 || k == 0 || !x.is_cpu() || !oneDnnQuantized()) {
+    if (libTorchOnly || !oneDnnQuantized()) {
         y = at::linear(flat, weight.dequantize(), hasBias ? b.to(at::kFloat) : b);
     } else {
         static const c10::OperatorHandle dynamic =
