@@ -13,10 +13,10 @@
 #   FLORENCE_ROOT_CACHE  folder this script owns (default /var/cache/florence-studio-roots): per
 #                        release the root with its build dependencies, debootstrap's and apt's
 #                        downloads and a ccache, reused by the next run; delete it to start over.
-#   TESTS=all|fast|none  which CTest suites run (default all; fast leaves out the two front-end
-#                        suites, test_cli and test_main_window: 5 of the 9 minutes on two busy
-#                        cores; the smoke test of the package still runs both programs; and
-#                        test_emulated_cpus, 4-5 more minutes under qemu-user).
+#   TESTS=all|fast|none  which CTest suites run, as many at once as there are cores (default
+#                        all; fast leaves out the two front-end suites, test_cli and
+#                        test_main_window, whose programs the package's smoke test still runs,
+#                        and test_emulated_cpus, 4-5 minutes under qemu-user).
 #   MIRROR               Debian mirror (default http://deb.debian.org/debian).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -110,8 +110,6 @@ cp "$repo/tools/install-deps.sh" "$root/tmp/install-deps.sh"
     in_root apt-get update -qq
     in_root apt-get dist-upgrade -y -q
     in_root bash /tmp/install-deps.sh
-    # ccache: repeated builds of the same sources in this root take seconds.
-    in_root bash -c 'dpkg-query -W ccache > /dev/null 2>&1 || apt-get install -y -q --no-install-recommends ccache'
 } > "$out/deps.log" 2>&1 || { tail -30 "$out/deps.log" >&2; exit 1; }
 grep -E '^(Installing:|Need to get|After this operation)' "$out/deps.log" | cut -c1-160 >&2 || true
 in_root dpkg-query -W -f='${Package} ${Version}\n' libtorch-dev python3-torch qt6-base-dev libopencv-dev \
@@ -148,7 +146,7 @@ esac
 if [ "$tests" != none ]; then
     step "tests (CTest, TESTS=$tests)"
     status=0
-    in_root bash -c "cd /florence/build && ctest --output-on-failure --timeout 1200 -j 1 $ctest_filter" \
+    in_root bash -c "cd /florence/build && ctest --output-on-failure --timeout 1200 -j $(nproc) $ctest_filter" \
         > "$out/ctest.log" 2>&1 || status=$?
     grep -E '^ *[0-9]+/[0-9]+ Test|tests passed|Total Test time' "$out/ctest.log" >&2 || true
     [ "$status" -eq 0 ] || { tail -60 "$out/ctest.log" >&2; echo "$0: tests failed on $release (log: $out/ctest.log)" >&2; exit 1; }

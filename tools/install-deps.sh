@@ -62,6 +62,9 @@ packages=(
     # an AVX2 CPU without AVX-512 or AVX-VNNI emulated for the programs and kernel tests
     # (tests/app/check_emulated_cpu.py), whatever CPU runs them
     qemu-user
+    # a compiler cache: the next build of the same sources (CI's clean clone, the sanitizer build,
+    # a build in a root) takes its objects from the last one instead of compiling them again
+    ccache
     # minimal Debian roots for the clean-root build and the fresh-install test
     # (tools/build-in-root.sh, tools/test-in-fresh-root.sh; .ci/run runs both)
     debootstrap
