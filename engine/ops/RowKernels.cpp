@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace florence::ops {
 
@@ -304,9 +305,15 @@ void prepareVnniInput(const float* x, int rows, int64_t k, VnniInput& out) {
     for (int r = 0; r < rows; ++r) {
         const float* xr = x + r * k;
         float largest = 0;
-        for (int64_t i = 0; i < k; ++i)
+        bool finite = true;
+        for (int64_t i = 0; i < k; ++i) {
             largest = std::max(largest, std::fabs(xr[i]));
-        const float scale = largest > 0 ? largest / 255.0f : 1.0f;
+            finite = finite && !std::isnan(xr[i]);
+        }
+        // A NaN or an infinity in the row: every output of it is NaN (max passes a NaN over).
+        const float scale = !finite || std::isinf(largest) ? std::numeric_limits<float>::quiet_NaN()
+                            : largest > 0                  ? largest / 255.0f
+                                                           : 1.0f;
         out.scales[size_t(r)] = scale;
         const __m512 inv = _mm512_set1_ps(1.0f / scale);
         uint8_t* mag = out.magnitude.data() + r * out.stride;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace florence::ops {
 namespace {
@@ -97,9 +98,15 @@ void prepareAvxVnniInput(const float* x, int rows, int64_t k, AvxVnniInput& out)
     for (int r = 0; r < rows; ++r) {
         const float* xr = x + r * k;
         float largest = 0;
-        for (int64_t i = 0; i < k; ++i)
+        bool finite = true;
+        for (int64_t i = 0; i < k; ++i) {
             largest = std::max(largest, std::fabs(xr[i]));
-        const float scale = largest > 0 ? largest / 255.0f : 1.0f;
+            finite = finite && !std::isnan(xr[i]);
+        }
+        // A NaN or an infinity in the row: every output of it is NaN (max passes a NaN over).
+        const float scale = !finite || std::isinf(largest) ? std::numeric_limits<float>::quiet_NaN()
+                            : largest > 0                  ? largest / 255.0f
+                                                           : 1.0f;
         out.scales[size_t(r)] = scale;
         const float inv = 1.0f / scale;
         uint8_t* mag = out.magnitude.data() + r * out.stride;

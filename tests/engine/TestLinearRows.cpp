@@ -72,6 +72,7 @@ private slots:
     void encoderInt8WithinItsQuantization();
     void encoderInt8FollowsItsWeight();
     void encoderInt8GeluIsGeluOfTheProduct();
+    void int8RowsWithNaNGiveNoNumber();
     void pathIsChosenAndNamed();
     void keepsLeadingDimensions();
     void moreRowsThanTheKernels();
@@ -488,6 +489,84 @@ void TestLinearRows::encoderInt8GeluIsGeluOfTheProduct() {
             QVERIFY2(largest > 8, qPrintable(QString("largest product %1: GELU's saturated ends "
                                                      "were not met")
                                                  .arg(largest)));
+        }
+    }
+    if (ran == 0)
+        QSKIP("neither the AVX-512 nor the AVX2 kernel path runs on this CPU");
+}
+
+void TestLinearRows::int8RowsWithNaNGiveNoNumber() {
+    // The int8 kernels that quantize x per row (the decoding step's VNNI kernels, the encoders'
+    // own GEMM) take a row's range from its minimum and maximum, which pass a NaN over: a row
+    // holding a NaN must not come out as numbers (LibTorch's float product gives NaN there), nor
+    // one holding an infinity. Every output of such a row is not finite; the other rows are
+    // exactly what they are with those rows zeroed. The NaN sits first (the vector loops) or last
+    // (the scalar tails), on every path and GEMM variant the CPU has.
+    c10::InferenceMode guard;
+    struct Case {
+        const char* op;
+        int rows, n, k;
+        int64_t nanAt;
+    };
+    const Case cases[] = {{"florence::linear_rows", 1, 37, 100, 0},
+                          {"florence::linear_rows", 3, 37, 100, 99},
+                          {"florence::linear_rows", 4, 13, 45, 44},
+                          {"florence::linear_rows", 6, 37, 100, 0},
+                          {"florence::linear_int8", 7, 27, 37, 36},
+                          {"florence::linear_int8", 70, 40, 128, 0},
+                          {"florence::linear_int8_gelu", 7, 27, 37, 36},
+                          {"florence::linear_int8_gelu", 70, 40, 128, 0}};
+    int ran = 0;
+    for (KernelPath path : {KernelPath::Avx512, KernelPath::Avx2}) {
+        if (!florence::ops::kernelPathSupported(path))
+            continue;
+        const OnPath onPath{path};
+        for (auto gemm : {florence::ops::Int8Gemm::Avx2, florence::ops::Int8Gemm::AvxVnni}) {
+            if (!florence::ops::int8GemmSupported(gemm))
+                continue;
+            const florence::ops::Int8Gemm before = florence::ops::int8Gemm();
+            florence::ops::setInt8Gemm(gemm);
+            for (const Case& c : cases) {
+                const bool encoder = std::string(c.op) != "florence::linear_rows";
+                // The AVX-512 path's encoder products are oneDNN's, which quantizes x as a whole.
+                if (encoder && path == KernelPath::Avx512)
+                    continue;
+                const QString where = QString("%1, %2, %3 GEMM, %4 rows x %5 x %6")
+                                          .arg(c.op)
+                                          .arg(florence::ops::kernelPathName(path))
+                                          .arg(florence::ops::int8GemmName(gemm))
+                                          .arg(c.rows)
+                                          .arg(c.n)
+                                          .arg(c.k);
+                const auto op = linearOp(c.op);
+                const at::Tensor w = quantize(torch::randn({c.n, c.k}) * 0.1);
+                const at::Tensor b = torch::randn({c.n});
+                at::Tensor x = torch::randn({c.rows, c.k});
+                const int nanRow = c.rows > 1 ? 1 : 0, infRow = c.rows > 2 ? 2 : -1;
+                at::Tensor clean = x.clone();
+                x[nanRow][c.nanAt] = std::numeric_limits<float>::quiet_NaN();
+                clean[nanRow].zero_();
+                if (infRow >= 0) {
+                    x[infRow][3] = std::numeric_limits<float>::infinity();
+                    clean[infRow].zero_();
+                }
+                const at::Tensor y = op.call(x, w, b);
+                const at::Tensor yClean = op.call(clean, w, b);
+                for (int r = 0; r < c.rows; ++r) {
+                    if (r == nanRow || r == infRow) {
+                        QVERIFY2(!at::isfinite(y[r]).any().item<bool>(),
+                                 qPrintable(QString("%1: row %2 (%3) gave numbers")
+                                                .arg(where)
+                                                .arg(r)
+                                                .arg(r == nanRow ? "NaN" : "infinity")));
+                    } else {
+                        QVERIFY2(at::equal(y[r], yClean[r]),
+                                 qPrintable(QString("%1: row %2 changed").arg(where).arg(r)));
+                    }
+                }
+                ++ran;
+            }
+            florence::ops::setInt8Gemm(before);
         }
     }
     if (ran == 0)
