@@ -55,6 +55,26 @@ double relativeError(const at::Tensor& got, const at::Tensor& want) {
     return (got.to(at::kDouble) - want.to(at::kDouble)).abs().max().item<double>() / scale;
 }
 
+// Each kernel path the CPU has of the two with own int8 kernels (AVX-512, AVX2), with each
+// variant of the own int8 GEMM (GemmInt8.h) the CPU can run.
+std::vector<std::pair<KernelPath, florence::ops::Int8Gemm>> pathsAndGemms() {
+    std::vector<std::pair<KernelPath, florence::ops::Int8Gemm>> out;
+    for (KernelPath path : {KernelPath::Avx512, KernelPath::Avx2})
+        for (auto gemm : {florence::ops::Int8Gemm::Avx2, florence::ops::Int8Gemm::AvxVnni})
+            if (florence::ops::kernelPathSupported(path) && florence::ops::int8GemmSupported(gemm))
+                out.emplace_back(path, gemm);
+    return out;
+}
+
+// The int8 GEMM variant set while it lives, the one before restored after.
+struct OnGemm {
+    explicit OnGemm(florence::ops::Int8Gemm gemm) { florence::ops::setInt8Gemm(gemm); }
+    ~OnGemm() { florence::ops::setInt8Gemm(before); }
+    OnGemm(const OnGemm&) = delete;
+    OnGemm& operator=(const OnGemm&) = delete;
+    const florence::ops::Int8Gemm before = florence::ops::int8Gemm();
+};
+
 } // namespace
 
 class TestLinearRows : public QObject {
@@ -444,52 +464,42 @@ void TestLinearRows::encoderInt8GeluIsGeluOfTheProduct() {
     };
     const Case cases[] = {{300, 512, 128, false}, {7, 27, 37, true}, {1, 16, 4, false}};
     int ran = 0;
-    for (KernelPath path : {KernelPath::Avx512, KernelPath::Avx2}) {
-        if (!florence::ops::kernelPathSupported(path))
-            continue;
+    for (const auto& [path, gemm] : pathsAndGemms()) {
+        if (path == KernelPath::Avx512 && gemm != florence::ops::Int8Gemm::Avx2)
+            continue; // oneDNN: the GEMM variant does not apply
         const OnPath onPath{path};
-        for (auto gemm : {florence::ops::Int8Gemm::Avx2, florence::ops::Int8Gemm::AvxVnni}) {
-            if (path == KernelPath::Avx2 && !florence::ops::int8GemmSupported(gemm))
-                continue;
-            if (path == KernelPath::Avx512 && gemm != florence::ops::Int8Gemm::Avx2)
-                continue; // oneDNN: the GEMM variant does not apply
-            const florence::ops::Int8Gemm before = florence::ops::int8Gemm();
-            florence::ops::setInt8Gemm(gemm);
-            double largest = 0;
-            for (const Case& c : cases) {
-                const at::Tensor w = quantize(torch::randn({c.n, c.k}) * 0.3);
-                const at::Tensor b = torch::randn({c.n});
-                at::Tensor x = torch::randn({c.rows, c.strided ? 2 * c.k : c.k});
-                // Rows at 1e-3..10 times the rest: products from tiny to saturated.
-                x = x * at::pow(10.0, at::arange(c.rows, at::kFloat).remainder(5) - 3).unsqueeze(1);
-                if (c.strided)
-                    x = x.slice(1, 0, 2 * c.k, 2);
-                const at::Tensor pre = linearInt8(x, w, b).to(at::kDouble);
-                const at::Tensor y = linearInt8Gelu(x, w, b);
-                QCOMPARE(y.sizes(), pre.sizes());
-                QCOMPARE(y.scalar_type(), at::kFloat);
-                const at::Tensor want = 0.5 * pre * (1 + at::erf(pre / std::sqrt(2.0)));
-                const at::Tensor excess =
-                    (y.to(at::kDouble) - want).abs() / (1e-6 * pre.abs() + 1e-7);
-                const double worst = excess.max().item<double>();
-                QVERIFY2(
-                    worst <= 1.0,
-                    qPrintable(QString("%1, %2 rows x %3 x %4: off by %5x the bound, at a "
-                                       "product of %6")
-                                   .arg(florence::ops::kernelPathName(path))
-                                   .arg(c.rows)
-                                   .arg(c.n)
-                                   .arg(c.k)
-                                   .arg(worst)
-                                   .arg(pre.flatten()[excess.flatten().argmax()].item<double>())));
-                largest = std::max(largest, pre.abs().max().item<double>());
-                ++ran;
-            }
-            florence::ops::setInt8Gemm(before);
-            QVERIFY2(largest > 8, qPrintable(QString("largest product %1: GELU's saturated ends "
-                                                     "were not met")
-                                                 .arg(largest)));
+        const OnGemm onGemm{gemm};
+        double largest = 0;
+        for (const Case& c : cases) {
+            const at::Tensor w = quantize(torch::randn({c.n, c.k}) * 0.3);
+            const at::Tensor b = torch::randn({c.n});
+            at::Tensor x = torch::randn({c.rows, c.strided ? 2 * c.k : c.k});
+            // Rows at 1e-3..10 times the rest: products from tiny to saturated.
+            x = x * at::pow(10.0, at::arange(c.rows, at::kFloat).remainder(5) - 3).unsqueeze(1);
+            if (c.strided)
+                x = x.slice(1, 0, 2 * c.k, 2);
+            const at::Tensor pre = linearInt8(x, w, b).to(at::kDouble);
+            const at::Tensor y = linearInt8Gelu(x, w, b);
+            QCOMPARE(y.sizes(), pre.sizes());
+            QCOMPARE(y.scalar_type(), at::kFloat);
+            const at::Tensor want = 0.5 * pre * (1 + at::erf(pre / std::sqrt(2.0)));
+            const at::Tensor excess = (y.to(at::kDouble) - want).abs() / (1e-6 * pre.abs() + 1e-7);
+            const double worst = excess.max().item<double>();
+            QVERIFY2(worst <= 1.0,
+                     qPrintable(QString("%1, %2 rows x %3 x %4: off by %5x the bound, at a "
+                                        "product of %6")
+                                    .arg(florence::ops::kernelPathName(path))
+                                    .arg(c.rows)
+                                    .arg(c.n)
+                                    .arg(c.k)
+                                    .arg(worst)
+                                    .arg(pre.flatten()[excess.flatten().argmax()].item<double>())));
+            largest = std::max(largest, pre.abs().max().item<double>());
+            ++ran;
         }
+        QVERIFY2(largest > 8, qPrintable(QString("largest product %1: GELU's saturated ends "
+                                                 "were not met")
+                                             .arg(largest)));
     }
     if (ran == 0)
         QSKIP("neither the AVX-512 nor the AVX2 kernel path runs on this CPU");
@@ -517,56 +527,48 @@ void TestLinearRows::int8RowsWithNaNGiveNoNumber() {
                           {"florence::linear_int8_gelu", 7, 27, 37, 36},
                           {"florence::linear_int8_gelu", 70, 40, 128, 0}};
     int ran = 0;
-    for (KernelPath path : {KernelPath::Avx512, KernelPath::Avx2}) {
-        if (!florence::ops::kernelPathSupported(path))
-            continue;
+    for (const auto& [path, gemm] : pathsAndGemms()) {
         const OnPath onPath{path};
-        for (auto gemm : {florence::ops::Int8Gemm::Avx2, florence::ops::Int8Gemm::AvxVnni}) {
-            if (!florence::ops::int8GemmSupported(gemm))
+        const OnGemm onGemm{gemm};
+        for (const Case& c : cases) {
+            const bool encoder = std::string(c.op) != "florence::linear_rows";
+            // The AVX-512 path's encoder products are oneDNN's, which quantizes x as a whole.
+            if (encoder && path == KernelPath::Avx512)
                 continue;
-            const florence::ops::Int8Gemm before = florence::ops::int8Gemm();
-            florence::ops::setInt8Gemm(gemm);
-            for (const Case& c : cases) {
-                const bool encoder = std::string(c.op) != "florence::linear_rows";
-                // The AVX-512 path's encoder products are oneDNN's, which quantizes x as a whole.
-                if (encoder && path == KernelPath::Avx512)
-                    continue;
-                const QString where = QString("%1, %2, %3 GEMM, %4 rows x %5 x %6")
-                                          .arg(c.op)
-                                          .arg(florence::ops::kernelPathName(path))
-                                          .arg(florence::ops::int8GemmName(gemm))
-                                          .arg(c.rows)
-                                          .arg(c.n)
-                                          .arg(c.k);
-                const auto op = linearOp(c.op);
-                const at::Tensor w = quantize(torch::randn({c.n, c.k}) * 0.1);
-                const at::Tensor b = torch::randn({c.n});
-                at::Tensor x = torch::randn({c.rows, c.k});
-                const int nanRow = c.rows > 1 ? 1 : 0, infRow = c.rows > 2 ? 2 : -1;
-                at::Tensor clean = x.clone();
-                x[nanRow][c.nanAt] = std::numeric_limits<float>::quiet_NaN();
-                clean[nanRow].zero_();
-                if (infRow >= 0) {
-                    x[infRow][3] = std::numeric_limits<float>::infinity();
-                    clean[infRow].zero_();
-                }
-                const at::Tensor y = op.call(x, w, b);
-                const at::Tensor yClean = op.call(clean, w, b);
-                for (int r = 0; r < c.rows; ++r) {
-                    if (r == nanRow || r == infRow) {
-                        QVERIFY2(!at::isfinite(y[r]).any().item<bool>(),
-                                 qPrintable(QString("%1: row %2 (%3) gave numbers")
-                                                .arg(where)
-                                                .arg(r)
-                                                .arg(r == nanRow ? "NaN" : "infinity")));
-                    } else {
-                        QVERIFY2(at::equal(y[r], yClean[r]),
-                                 qPrintable(QString("%1: row %2 changed").arg(where).arg(r)));
-                    }
-                }
-                ++ran;
+            const QString where = QString("%1, %2, %3 GEMM, %4 rows x %5 x %6")
+                                      .arg(c.op)
+                                      .arg(florence::ops::kernelPathName(path))
+                                      .arg(florence::ops::int8GemmName(gemm))
+                                      .arg(c.rows)
+                                      .arg(c.n)
+                                      .arg(c.k);
+            const auto op = linearOp(c.op);
+            const at::Tensor w = quantize(torch::randn({c.n, c.k}) * 0.1);
+            const at::Tensor b = torch::randn({c.n});
+            at::Tensor x = torch::randn({c.rows, c.k});
+            const int nanRow = c.rows > 1 ? 1 : 0, infRow = c.rows > 2 ? 2 : -1;
+            at::Tensor clean = x.clone();
+            x[nanRow][c.nanAt] = std::numeric_limits<float>::quiet_NaN();
+            clean[nanRow].zero_();
+            if (infRow >= 0) {
+                x[infRow][3] = std::numeric_limits<float>::infinity();
+                clean[infRow].zero_();
             }
-            florence::ops::setInt8Gemm(before);
+            const at::Tensor y = op.call(x, w, b);
+            const at::Tensor yClean = op.call(clean, w, b);
+            for (int r = 0; r < c.rows; ++r) {
+                if (r == nanRow || r == infRow) {
+                    QVERIFY2(!at::isfinite(y[r]).any().item<bool>(),
+                             qPrintable(QString("%1: row %2 (%3) gave numbers")
+                                            .arg(where)
+                                            .arg(r)
+                                            .arg(r == nanRow ? "NaN" : "infinity")));
+                } else {
+                    QVERIFY2(at::equal(y[r], yClean[r]),
+                             qPrintable(QString("%1: row %2 changed").arg(where).arg(r)));
+                }
+            }
+            ++ran;
         }
     }
     if (ran == 0)
