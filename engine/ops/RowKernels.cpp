@@ -1,12 +1,12 @@
 // Built with -mavx512f -mavx512bw -mavx512vl (engine/ops/CMakeLists.txt): nothing here may run
 // unless haveAvx512() (KernelPath.cpp, built for any x86-64) said yes.
 #include "RowKernels.h"
+#include "RowScale.h"
 
 #include "Avx512.h"
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 namespace florence::ops {
 
@@ -304,16 +304,7 @@ void prepareVnniInput(const float* x, int rows, int64_t k, VnniInput& out) {
     out.scales.assign(size_t(rows), 0.0f);
     for (int r = 0; r < rows; ++r) {
         const float* xr = x + r * k;
-        float largest = 0;
-        bool finite = true;
-        for (int64_t i = 0; i < k; ++i) {
-            largest = std::max(largest, std::fabs(xr[i]));
-            finite = finite && !std::isnan(xr[i]);
-        }
-        // A NaN or an infinity in the row: every output of it is NaN (max passes a NaN over).
-        const float scale = !finite || std::isinf(largest) ? std::numeric_limits<float>::quiet_NaN()
-                            : largest > 0                  ? largest / 255.0f
-                                                           : 1.0f;
+        const float scale = magnitudeScale(xr, k);
         out.scales[size_t(r)] = scale;
         const __m512 inv = _mm512_set1_ps(1.0f / scale);
         uint8_t* mag = out.magnitude.data() + r * out.stride;

@@ -3,13 +3,13 @@
 // u8 x s8 products summed into each 32-bit lane (vpdpbusd on 256-bit registers), as the AVX-512
 // VNNI kernel does with masks (RowKernels.cpp). Compiled with -mavx2 -mfma -mavxvnni.
 #include "Avx2Kernels.h"
+#include "RowScale.h"
 
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 
 namespace florence::ops {
 namespace {
@@ -97,16 +97,7 @@ void prepareAvxVnniInput(const float* x, int rows, int64_t k, AvxVnniInput& out)
     out.scales.assign(size_t(rows), 0.0f);
     for (int r = 0; r < rows; ++r) {
         const float* xr = x + r * k;
-        float largest = 0;
-        bool finite = true;
-        for (int64_t i = 0; i < k; ++i) {
-            largest = std::max(largest, std::fabs(xr[i]));
-            finite = finite && !std::isnan(xr[i]);
-        }
-        // A NaN or an infinity in the row: every output of it is NaN (max passes a NaN over).
-        const float scale = !finite || std::isinf(largest) ? std::numeric_limits<float>::quiet_NaN()
-                            : largest > 0                  ? largest / 255.0f
-                                                           : 1.0f;
+        const float scale = magnitudeScale(xr, k);
         out.scales[size_t(r)] = scale;
         const float inv = 1.0f / scale;
         uint8_t* mag = out.magnitude.data() + r * out.stride;

@@ -1,0 +1,29 @@
+#pragma once
+// The scale of one row of x quantized to magnitudes 0..255 by its largest |x|, for the decoding
+// step's VNNI kernels (RowKernels.cpp on AVX-512, RowKernelsAvxVnni.cpp on AVX-VNNI). In an
+// anonymous namespace, as Avx2Exp.h: each file keeps its own copy, compiled for its own
+// instructions.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace florence::ops {
+namespace {
+
+// largest |x| / 255; 1 for a row of zeros; NaN for a row holding a NaN or an infinity, so that
+// every output of it is NaN (the maximum alone passes a NaN over).
+inline float magnitudeScale(const float* x, int64_t k) {
+    float largest = 0;
+    bool finite = true;
+    for (int64_t i = 0; i < k; ++i) {
+        largest = std::max(largest, std::fabs(x[i]));
+        finite = finite && !std::isnan(x[i]);
+    }
+    if (!finite || std::isinf(largest))
+        return std::numeric_limits<float>::quiet_NaN();
+    return largest > 0 ? largest / 255.0f : 1.0f;
+}
+
+} // namespace
+} // namespace florence::ops
