@@ -1,5 +1,6 @@
 #include "decoding/Generator.h"
 
+#include "Ops.h"
 #include <florence/stats.h>
 
 #include <algorithm>
@@ -14,16 +15,15 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// log(softmax(row)[index]) for a row that may hold -inf (banned or forced-out tokens).
-float logSoftmaxAt(const float* row, int64_t vocab, int64_t index) {
-    const float top = *std::max_element(row, row + vocab);
-    if (top == kNegInf || row[index] == kNegInf)
+// log(softmax(row)[best]) for a row that may hold -inf (banned or forced-out tokens), best the
+// row's largest. The sum of exponentials runs on the operators' vector kernels: a scalar loop
+// in double took about 0.2 ms of every step, a twentieth of an int8 one, while the other core
+// waited.
+float logSoftmaxOfBest(const float* row, int64_t vocab, int64_t best) {
+    const float top = row[best];
+    if (top == kNegInf)
         return kNegInf;
-    double sum = 0;
-    for (int64_t i = 0; i < vocab; ++i)
-        if (row[i] != kNegInf)
-            sum += std::exp(double(row[i]) - top);
-    return static_cast<float>(double(row[index]) - top - std::log(sum));
+    return static_cast<float>(-std::log(ops::sumExp(row, vocab, top)));
 }
 
 bool cancelled(const SearchCallbacks& callbacks) {
@@ -158,7 +158,7 @@ std::vector<SearchResult> greedySearchBatch(DecodeBackend& backend, const Search
             float* row = logits.data_ptr<float>() + b * vocab;
             processRow(row, vocab, seqs[b], s);
             chosen[b] = std::max_element(row, row + vocab) - row;
-            results[b].tokenLogprobs.push_back(logSoftmaxAt(row, vocab, chosen[b]));
+            results[b].tokenLogprobs.push_back(logSoftmaxOfBest(row, vocab, chosen[b]));
         }
         for (int b = 0; b < batch; ++b)
             seqs[b].push_back(chosen[b]);

@@ -4,6 +4,7 @@
 
 #include "Avx512.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace florence::ops {
@@ -178,6 +179,25 @@ void attendOneF32Avx512(const float* q, const float* k, int64_t kStride, const f
     default:
         return attend<8>(q, k, kStride, v, vStride, mask, maskStride, S, d, scratch, out);
     }
+}
+
+double sumExpAvx512(const float* x, int64_t n, float shift) {
+    const __m512 m = _mm512_set1_ps(shift);
+    const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    double total = 0;
+    for (int64_t b = 0; b < n; b += kSumExpBlock) {
+        const int64_t end = std::min(n, b + kSumExpBlock);
+        __m512 sum = _mm512_setzero_ps();
+        for (int64_t i = b; i < end; i += 16) {
+            const __mmask16 t = end - i >= 16 ? __mmask16(0xffff) : firstN(end - i);
+            const __m512 v = _mm512_maskz_loadu_ps(t, x + i);
+            // Only finite (or NaN) entries count: exp512 would give -inf a denormal, not 0.
+            const __mmask16 use = _mm512_mask_cmp_ps_mask(t, v, ninf, _CMP_NEQ_UQ);
+            sum = _mm512_mask_add_ps(sum, use, sum, exp512(_mm512_sub_ps(v, m)));
+        }
+        total += double(_mm512_reduce_add_ps(sum));
+    }
+    return total;
 }
 
 } // namespace florence::ops

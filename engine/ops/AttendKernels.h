@@ -20,4 +20,10 @@ void attendOneF32Avx512(const float* q, const float* k, int64_t kStride, const f
                         int64_t vStride, const float* mask, int64_t maskStride, int64_t S,
                         int64_t d, float* scratch, float* out);
 
+// The sum over i of exp(x[i] - shift), x[i] <= shift: the search's log-probabilities (Ops.h
+// sumExp). -inf adds exactly 0, NaN gives NaN. Summed in float within blocks of kSumExpBlock
+// entries (at most 128 terms of at most 1 to a lane), the blocks' sums in double.
+constexpr int64_t kSumExpBlock = 1024;
+double sumExpAvx512(const float* x, int64_t n, float shift);
+
 } // namespace florence::ops

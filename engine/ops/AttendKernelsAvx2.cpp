@@ -1,5 +1,6 @@
 // Built with -mavx2 -mfma (engine/ops/CMakeLists.txt): nothing here may run unless
 // kernelPathSupported(KernelPath::Avx2) (KernelPath.cpp, built for any x86-64) said yes.
+#include "AttendKernels.h"
 #include "Avx2Exp.h"
 #include "Avx2Kernels.h"
 
@@ -346,6 +347,26 @@ void attendOneF32Avx2(const float* q, const float* k, int64_t kStride, const flo
         addMask(scratch, mask, maskStride, S);
     const float total = expInPlace(scratch, S);
     weightedValues(v, vStride, scratch, S, d, 1.0f / total, out);
+}
+
+double sumExpAvx2(const float* x, int64_t n, float shift) {
+    const __m256 m = _mm256_set1_ps(shift);
+    double total = 0;
+    for (int64_t b = 0; b < n; b += kSumExpBlock) {
+        const int64_t end = std::min(n, b + kSumExpBlock);
+        __m256 sum = _mm256_setzero_ps();
+        int64_t i = b;
+        // exp256 gives -inf exactly 0.
+        for (; i + 8 <= end; i += 8)
+            sum = _mm256_add_ps(sum, exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), m)));
+        if (i < end) {
+            const __m256i t = firstN(end - i);
+            const __m256 e = exp256(_mm256_sub_ps(_mm256_maskload_ps(x + i, t), m));
+            sum = _mm256_add_ps(sum, _mm256_and_ps(e, _mm256_castsi256_ps(t)));
+        }
+        total += double(hsum(sum));
+    }
+    return total;
 }
 
 } // namespace florence::ops

@@ -1,11 +1,13 @@
 #include "AttendKernels.h"
 #include "Avx2Kernels.h"
 #include "KernelPath.h"
+#include "Ops.h"
 #include "StepThreads.h"
 
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include <cmath>
 #include <vector>
 
 namespace florence::ops {
@@ -70,6 +72,21 @@ at::Tensor attendOne(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
 }
 
 } // namespace
+
+double sumExp(const float* x, int64_t n, float shift) {
+    switch (kernelPath()) {
+    case KernelPath::Avx512:
+        return sumExpAvx512(x, n, shift);
+    case KernelPath::Avx2:
+        return sumExpAvx2(x, n, shift);
+    case KernelPath::Torch:
+        break;
+    }
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i)
+        sum += std::exp(double(x[i]) - shift);
+    return sum;
+}
 
 } // namespace florence::ops
 

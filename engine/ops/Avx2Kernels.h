@@ -55,6 +55,9 @@ void attendOneF32Avx2(const float* q, const float* k, int64_t kStride, const flo
                       int64_t vStride, const float* mask, int64_t maskStride, int64_t S, int64_t d,
                       float* scratch, float* out);
 
+// The sum over i of exp(x[i] - shift), as sumExpAvx512 (AttendKernels.h).
+double sumExpAvx2(const float* x, int64_t n, float shift);
+
 // Attention within one window for one head (florence::attend_windows): row t of out (rows
 // outStride floats apart) = softmax(scale q_t K^T) V over the window's n positions, with q, k and
 // v rows `stride` floats apart (one head's columns of the window's qkv projection), in blocks of

@@ -51,6 +51,7 @@
 //   go to LibTorch's batched products.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 // The file this library was loaded from, so a program can hand the same one to the exporter.
@@ -68,6 +69,12 @@ std::string rowKernelName();
 // and Debian 13's 2.6 do; without it linear_int8 computes in float32 from the dequantized
 // weights, slower than the float32 model).
 bool int8GemmAvailable();
+
+// The sum over i of exp(x[i] - shift) for x[i] <= shift (shift: x's largest), in double: the
+// greedy search's log-probability of its token, x[t] - shift - log(sumExp(...)), over the 51289
+// scores of a step. With the kernel path's exp (AVX-512 or AVX2, within about 2 ulp, float sums
+// in blocks of 1024) on the calling thread, else std::exp in double. -inf adds 0, NaN gives NaN.
+double sumExp(const float* x, int64_t n, float shift);
 
 // Which int8 GEMM linear_int8 runs: "AVX-VNNI" or "AVX2" (the project's, GemmInt8.h),
 // "oneDNN", or "none".

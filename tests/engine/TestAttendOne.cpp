@@ -5,7 +5,8 @@
 // several beams or images, a mask per image or one for all) on every kernel path the CPU has
 // (AVX-512, AVX2 + FMA, LibTorch; rows for a path the CPU lacks are skipped), and that the
 // TorchScript interpreter finds it, as loading a package needs. Also florence::attend_windows,
-// the vision encoder's window attention, against LibTorch's batched products on each path.
+// the vision encoder's window attention, against LibTorch's batched products on each path, and
+// florence::ops::sumExp, the greedy search's softmax sum, against double precision.
 #include "KernelPath.h"
 #include "Ops.h"
 #include "engine/KernelPaths.h"
@@ -17,6 +18,7 @@
 
 #include <QtTest>
 
+#include <cmath>
 #include <limits>
 
 namespace {
@@ -86,6 +88,8 @@ private slots:
     void windowsMatchLibTorch();
     void windowsOfOtherShapesGoToLibTorch();
     void windowsRefuseMismatchedShapes();
+    void sumExpMatchesDouble_data();
+    void sumExpMatchesDouble();
 };
 
 void TestAttendOne::initTestCase() {
@@ -341,6 +345,47 @@ void TestAttendOne::windowsRefuseMismatchedShapes() {
     }
     QVERIFY2(message.contains("do not split into q, k and v of 2 heads"), qPrintable(message));
     QVERIFY_THROWS_EXCEPTION(c10::Error, attendWindows(torch::randn({1, 9, 96}), 0, 0.2));
+}
+
+void TestAttendOne::sumExpMatchesDouble_data() {
+    QTest::addColumn<int>("path");
+    QTest::addColumn<int>("n");
+    QTest::addColumn<double>("spread");
+    // Lengths around the vectors (8, 16) and the float blocks (1024), and a vocabulary's; a spread
+    // of 0.5 leaves the largest score near 2, where an unmasked tail would add e^-2 a lane.
+    for (KernelPath path : kPaths)
+        for (int n : {1, 7, 8, 17, 1023, 1024, 1025, 3000, 51289})
+            for (double spread : {0.5, 4.0})
+                QTest::addRow("%s: %d scores, spread %g", florence::ops::kernelPathName(path), n,
+                              spread)
+                    << int(path) << n << spread;
+}
+
+void TestAttendOne::sumExpMatchesDouble() {
+    // The greedy search's log-probability of its token (decoding/Generator.cpp): the sum of
+    // exp(x - largest) over the step's scores, -inf (banned tokens) adding nothing.
+    QFETCH(int, path);
+    QFETCH(int, n);
+    QFETCH(double, spread);
+    SKIP_UNLESS_SUPPORTED(KernelPath(path));
+    const OnPath onPath{KernelPath(path)};
+    c10::InferenceMode guard;
+    at::Tensor x = torch::randn({n}) * spread;
+    float* p = x.data_ptr<float>();
+    for (int i = 3; i < n; i += 5)
+        p[i] = -std::numeric_limits<float>::infinity();
+    const float top = x.max().item<float>();
+    double want = 0;
+    for (int i = 0; i < n; ++i)
+        want += std::exp(double(p[i]) - top);
+    const double got = florence::ops::sumExp(p, n, top);
+    QVERIFY2(
+        std::abs(got - want) <= 2e-6 * want,
+        qPrintable(
+            QString("sum %1 against %2 in double").arg(got, 0, 'g', 10).arg(want, 0, 'g', 10)));
+    // A score that is no number makes the sum none.
+    p[n / 2] = std::numeric_limits<float>::quiet_NaN();
+    QVERIFY(std::isnan(florence::ops::sumExp(p, n, top)));
 }
 
 QTEST_GUILESS_MAIN(TestAttendOne)
