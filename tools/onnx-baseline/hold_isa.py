@@ -16,12 +16,16 @@ around its `xgetbv` instructions; the original's SHA-256 and each place's bytes 
 first, and nothing is written unless all match. The original file is never changed; node loads
 the copy first (LD_PRELOAD) and the binding takes it by its soname.
 
+    /usr/bin/python3 tools/onnx-baseline/hold_isa.py --no-avx-vnni OUT_DIR
+
 Seen on a 2-core AMD EPYC (Zen 5, AVX-512 and AVX-VNNI), 2026-12-05: the copy's fp32 vision
 encoder 2.96-3.02 s against 2.03-2.35 s (its AVX-512 SGEMM skipped); the tokens still equal the
-eager model's. AVX-VNNI stays: its int8 products still run vpdpbusd on 256-bit registers, as on
-Intel's consumer CPUs since Alder Lake. A CPU without it (AMD Zen 2 and 3) is not imitated:
-skipping MLAS's AVX-VNNI branch of its platform setup (0x16abd2e) left its int8 GEMM on
-vpdpbusd (perf: the hot loop at 0x171448f), so the choice is made elsewhere too.
+eager model's. By default AVX-VNNI stays: the int8 products run vpdpbusd on 256-bit registers,
+as on Intel's consumer CPUs since Alder Lake. --no-avx-vnni also skips MLAS's AVX-VNNI branch
+(CPUID leaf 7 subleaf 1, EAX bit 4), which is where its u8 x s8 GEMM and GEMV kernels and its
+symmetric convolution are switched to vpdpbusd, so the int8 products run the AVX2 kernels
+(vpmaddubsw, vpmaddwd) as on AMD Zen 2 and 3. (An earlier try skipped the branch after it, at
+0x16abd2e, which tests AVX-VNNI-INT8 in EDX, and left the GEMM on vpdpbusd.)
 """
 import argparse
 import hashlib
@@ -41,10 +45,16 @@ AVX512 = [
     (0x17eb4ef, "746f", "9090", "CPUIDInfo: AVX-512 as the OS enables it (XCR0 & 0xe6 == 0xe6)"),
     (0x1cc77b9, "750c", "eb0c", "cpuinfo: AVX-512 state enabled by the OS"),
 ]
+AVX_VNNI = [
+    (0x16abcda, "7438", "eb38", "MLAS: the AVX-VNNI int8 kernels (je over them when CPUID leaf 7.1 "
+                                "lacks AVX-VNNI becomes jmp)"),
+]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--no-avx-vnni", action="store_true",
+                        help="skip the AVX-VNNI int8 kernels too (a CPU like AMD Zen 2 and 3)")
     parser.add_argument("out", help="folder for the patched libonnxruntime.so.1")
     args = parser.parse_args()
     if not os.path.exists(LIBRARY):
@@ -56,7 +66,7 @@ def main() -> int:
         print(f"hold_isa.py: {LIBRARY} is not onnxruntime-node 1.30.0's linux x64 library this "
               "script knows; its offsets would be wrong", file=sys.stderr)
         return 1
-    for offset, before, after, what in AVX512:
+    for offset, before, after, what in AVX512 + (AVX_VNNI if args.no_avx_vnni else []):
         old, new = bytes.fromhex(before), bytes.fromhex(after)
         if data[offset:offset + len(old)] != old:
             print(f"hold_isa.py: unexpected bytes at {offset:#x} ({what})", file=sys.stderr)

@@ -2,7 +2,7 @@
 # ONNX Runtime as a second baseline for `florence-studio-cli bench` (tools/onnx-baseline/README.md).
 #
 #   tools/onnx-baseline/run.sh [--size base|large] [--rounds N] [--tokens N] [--threads 2,1]
-#                              [--no-spin] [--bench CLI [--repeat N]] [--hold avx2]
+#                              [--no-spin] [--bench CLI [--repeat N]] [--hold avx2|avx2-novnni]
 #
 # Exports the speed demo's model to ONNX once (cached in
 # ${XDG_CACHE_HOME:-~/.cache}/florence-studio/onnx-baseline/SIZE, made again when the exporter's
@@ -17,6 +17,8 @@
 # AVX-512 would (Intel's consumer CPUs since Alder Lake): ONNX Runtime from a patched copy
 # (hold_isa.py), the engine with FLORENCE_KERNELS=avx2 ATEN_CPU_CAPABILITY=avx2
 # DNNL_MAX_CPU_ISA=AVX2. A CPU with AVX-VNNI keeps it on both sides.
+# --hold avx2-novnni: as avx2, and AVX-VNNI's int8 kernels skipped on both sides (ONNX Runtime's
+# copy made with hold_isa.py --no-avx-vnni, the engine with FLORENCE_AVX_VNNI=0): AMD Zen 2 and 3.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 size=base rounds=5 tokens=64 threads=2,1 cli= repeat=2 spin= hold=
@@ -55,7 +57,13 @@ case $hold in
         "$python" "$here/hold_isa.py" "$held" > /dev/null
         export FLORENCE_KERNELS=avx2 ATEN_CPU_CAPABILITY=avx2 DNNL_MAX_CPU_ISA=AVX2
         ;;
-    *) echo "run.sh: --hold takes avx2" >&2; exit 2 ;;
+    avx2-novnni)
+        held=$cache/held-$hold
+        "$python" "$here/hold_isa.py" --no-avx-vnni "$held" > /dev/null
+        export FLORENCE_KERNELS=avx2 ATEN_CPU_CAPABILITY=avx2 DNNL_MAX_CPU_ISA=AVX2
+        export FLORENCE_AVX_VNNI=0
+        ;;
+    *) echo "run.sh: --hold takes avx2 or avx2-novnni" >&2; exit 2 ;;
 esac
 # node with ONNX Runtime: the held copy is loaded first, and the binding takes it by its soname.
 ort_node() {
