@@ -52,16 +52,15 @@ fi
 held=
 case $hold in
     '') ;;
-    avx2)
+    avx2|avx2-novnni)
         held=$cache/held-$hold
-        "$python" "$here/hold_isa.py" "$held" > /dev/null
+        novnni=
+        if [ "$hold" = avx2-novnni ]; then
+            novnni=--no-avx-vnni
+            export FLORENCE_AVX_VNNI=0
+        fi
+        "$python" "$here/hold_isa.py" $novnni "$held" > /dev/null
         export FLORENCE_KERNELS=avx2 ATEN_CPU_CAPABILITY=avx2 DNNL_MAX_CPU_ISA=AVX2
-        ;;
-    avx2-novnni)
-        held=$cache/held-$hold
-        "$python" "$here/hold_isa.py" --no-avx-vnni "$held" > /dev/null
-        export FLORENCE_KERNELS=avx2 ATEN_CPU_CAPABILITY=avx2 DNNL_MAX_CPU_ISA=AVX2
-        export FLORENCE_AVX_VNNI=0
         ;;
     *) echo "run.sh: --hold takes avx2 or avx2-novnni" >&2; exit 2 ;;
 esac
