@@ -185,7 +185,7 @@ void weightedValues(const float* v, int64_t vs, const float* p, int64_t S, int64
     }
 }
 
-// Window attention (attendWindowF32Avx2). The scores of two query rows against keys jb..jb+8NV
+// Block attention (attendBlockF32Avx2). The scores of two query rows against keys jb..jb+8NV
 // of Kt (the keys transposed, [d][nPad]): 2 NV accumulators, each key vector loaded once for
 // both rows. s1 may equal s0 (one row left: q1 = q0, the same sums stored twice).
 template <int NV>
@@ -235,107 +235,105 @@ void windowScoreRows(const float* q0, const float* q1, const float* kt, int64_t 
     }
 }
 
-// out rows r < R (outStride apart) = sum over j < n of p[r][j] v_j, p rows nPad apart (already
-// normalized), v rows vs apart, d = 8 D8: R x D8 accumulators, each value vector loaded once.
-template <int D8, int R>
-inline void windowValues(const float* p, int64_t nPad, const float* v, int64_t vs, int64_t n,
-                         float* out, int64_t outStride) {
-    __m256 acc[R][D8];
-#pragma GCC unroll 8
+// Rows r < R of out (outStride apart), columns 8 c < 8 W: inv[r] * the sum over j < n of
+// p[r][j] v_j (p rows pStride apart, v rows vs apart). R x W accumulators (at most 6 x 2, with
+// the two value vectors and a broadcast 15 of the 16 registers): per key 12 FMAs against two
+// loads of v and six broadcasts, where one row at a time read all of V for every query row.
+template <int R, int W>
+inline void valuesTile(const float* p, int64_t pStride, const float* v, int64_t vs, int64_t n,
+                       const float* inv, float* out, int64_t outStride) {
+    static_assert(R >= 1 && R <= 6 && (W == 1 || W == 2));
+    __m256 acc[R][W];
+#pragma GCC unroll 6
     for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-        for (int c = 0; c < D8; ++c)
+#pragma GCC unroll 2
+        for (int c = 0; c < W; ++c)
             acc[r][c] = _mm256_setzero_ps();
     for (int64_t j = 0; j < n; ++j) {
-        __m256 b[R];
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r)
-            b[r] = _mm256_set1_ps(p[r * nPad + j]);
         const float* row = v + j * vs;
-#pragma GCC unroll 8
-        for (int c = 0; c < D8; ++c) {
-            const __m256 vv = _mm256_loadu_ps(row + 8 * c);
-#pragma GCC unroll 8
-            for (int r = 0; r < R; ++r)
-                acc[r][c] = _mm256_fmadd_ps(b[r], vv, acc[r][c]);
+        __m256 vv[W];
+#pragma GCC unroll 2
+        for (int c = 0; c < W; ++c)
+            vv[c] = _mm256_loadu_ps(row + 8 * c);
+#pragma GCC unroll 6
+        for (int r = 0; r < R; ++r) {
+            const __m256 b = _mm256_broadcast_ss(p + r * pStride + j);
+#pragma GCC unroll 2
+            for (int c = 0; c < W; ++c)
+                acc[r][c] = _mm256_fmadd_ps(b, vv[c], acc[r][c]);
         }
     }
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-        for (int c = 0; c < D8; ++c)
-            _mm256_storeu_ps(out + r * outStride + 8 * c, acc[r][c]);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+        const __m256 scale = _mm256_set1_ps(inv[r]);
+#pragma GCC unroll 2
+        for (int c = 0; c < W; ++c)
+            _mm256_storeu_ps(out + r * outStride + 8 * c, _mm256_mul_ps(acc[r][c], scale));
+    }
 }
 
-// Rows of P in groups of R (4 for d <= 16, 2 for d <= 32, else 1: at most 12 accumulators).
-template <int D8>
-void windowValueRows(const float* p, int64_t nPad, const float* v, int64_t vs, int64_t n,
-                     int64_t rows, float* out, int64_t outStride) {
-    constexpr int R = D8 <= 2 ? 4 : D8 <= 4 ? 2 : 1;
+// valuesTile over a block's rows (six at a time) for the W-vector columns at `column`.
+template <int W>
+void valuesColumns(const float* p, int64_t pStride, const float* v, int64_t vs, int64_t n,
+                   int64_t rows, const float* inv, float* out, int64_t outStride) {
     int64_t i = 0;
-    for (; i + R <= rows; i += R)
-        windowValues<D8, R>(p + i * nPad, nPad, v, vs, n, out + i * outStride, outStride);
-    for (; i < rows; ++i)
-        windowValues<D8, 1>(p + i * nPad, nPad, v, vs, n, out + i * outStride, outStride);
-}
-
-using WindowValueRows = void (*)(const float*, int64_t, const float*, int64_t, int64_t, int64_t,
-                                 float*, int64_t);
-
-WindowValueRows windowValueKernel(int64_t d) {
-    switch (d / 8) {
-    case 1:
-        return windowValueRows<1>;
-    case 2:
-        return windowValueRows<2>;
-    case 3:
-        return windowValueRows<3>;
-    case 4:
-        return windowValueRows<4>;
+    for (; i + 6 <= rows; i += 6)
+        valuesTile<6, W>(p + i * pStride, pStride, v, vs, n, inv + i, out + i * outStride,
+                         outStride);
+    const float* pi = p + i * pStride;
+    float* oi = out + i * outStride;
+    switch (rows - i) {
     case 5:
-        return windowValueRows<5>;
-    case 6:
-        return windowValueRows<6>;
-    case 7:
-        return windowValueRows<7>;
+        return valuesTile<5, W>(pi, pStride, v, vs, n, inv + i, oi, outStride);
+    case 4:
+        return valuesTile<4, W>(pi, pStride, v, vs, n, inv + i, oi, outStride);
+    case 3:
+        return valuesTile<3, W>(pi, pStride, v, vs, n, inv + i, oi, outStride);
+    case 2:
+        return valuesTile<2, W>(pi, pStride, v, vs, n, inv + i, oi, outStride);
+    case 1:
+        return valuesTile<1, W>(pi, pStride, v, vs, n, inv + i, oi, outStride);
     default:
-        return windowValueRows<8>;
+        return;
     }
 }
 
 } // namespace
 
-void attendWindowF32Avx2(const float* q, const float* k, const float* v, int64_t stride, int64_t n,
-                         int64_t d, float scale, float* scratch, float* out, int64_t outStride) {
-    const int64_t nPad = (n + 7) / 8 * 8;
+void attendBlockF32Avx2(const BlockAttention& a, float* scratch) {
+    const int64_t n = a.keys, d = a.dim, nPad = (n + 7) / 8 * 8;
     float* kt = scratch;                // [d][nPad], the keys transposed, zero past n
-    float* block = scratch + d * nPad; // [kWindowRowBlock][nPad], scores then probabilities
+    float* block = scratch + d * nPad;  // [kBlockRows][nPad], scores then softmax numerators
     for (int64_t e = 0; e < d; ++e) {
         float* row = kt + e * nPad;
         for (int64_t j = 0; j < n; ++j)
-            row[j] = k[j * stride + e];
+            row[j] = a.k[j * a.kStride + e];
         std::fill(row + n, row + nPad, 0.0f);
     }
-    const WindowValueRows values = windowValueKernel(d);
-    for (int64_t i0 = 0; i0 < n; i0 += kWindowRowBlock) {
-        const int64_t rows = std::min(kWindowRowBlock, n - i0);
+    float inv[kBlockRows];
+    for (int64_t i0 = 0; i0 < a.rows; i0 += kBlockRows) {
+        const int64_t rows = std::min(kBlockRows, a.rows - i0);
         for (int64_t i = 0; i < rows; i += 2) {
             const bool two = i + 1 < rows;
-            const float* q0 = q + (i0 + i) * stride;
+            const float* q0 = a.q + (i0 + i) * a.qStride;
             float* s0 = block + i * nPad;
-            windowScoreRows(q0, two ? q0 + stride : q0, kt, nPad, d, scale, s0,
+            windowScoreRows(q0, two ? q0 + a.qStride : q0, kt, nPad, d, a.scale, s0,
                             two ? s0 + nPad : s0);
         }
+        // Each row's numerators stay unnormalized: the values' sums are scaled as they are
+        // stored, which saves a pass over the scores.
         for (int64_t i = 0; i < rows; ++i) {
             float* p = block + i * nPad;
-            const __m256 inv = _mm256_set1_ps(1.0f / expInPlace(p, n));
-            int64_t j = 0;
-            for (; j + 8 <= n; j += 8)
-                _mm256_storeu_ps(p + j, _mm256_mul_ps(_mm256_loadu_ps(p + j), inv));
-            for (; j < n; ++j)
-                p[j] *= _mm256_cvtss_f32(inv);
+            if (a.mask)
+                addMask(p, a.mask + (i0 + i) * a.maskRowStride, 1, n);
+            inv[i] = 1.0f / expInPlace(p, n);
         }
-        values(block, nPad, v, stride, n, rows, out + i0 * outStride, outStride);
+        float* out = a.out + i0 * a.outStride;
+        int64_t c = 0;
+        for (; c + 16 <= d; c += 16)
+            valuesColumns<2>(block, nPad, a.v + c, a.vStride, n, rows, inv, out + c, a.outStride);
+        if (c < d)
+            valuesColumns<1>(block, nPad, a.v + c, a.vStride, n, rows, inv, out + c, a.outStride);
     }
 }
 

@@ -38,8 +38,8 @@ at::Tensor attendWindows(const at::Tensor& qkv, int64_t heads, double scale) {
                 qkv.size(2), " columns do not split into q, k and v of ", heads, " heads");
     const int64_t windows = qkv.size(0), n = qkv.size(1), c = qkv.size(2) / 3, d = c / heads;
     if (kernelPath() == KernelPath::Torch || !kernelPathSupported(KernelPath::Avx2) ||
-        qkv.scalar_type() != at::kFloat || !qkv.is_cpu() ||
-        d % 8 != 0 || d > kWindowMaxDim || n < 1 || windows < 1)
+        qkv.scalar_type() != at::kFloat || !qkv.is_cpu() || d % 8 != 0 || d > kBlockMaxDim ||
+        n < 1 || windows < 1)
         return reference(qkv, heads, scale);
 
     const at::Tensor x = qkv.contiguous();
@@ -48,12 +48,21 @@ at::Tensor attendWindows(const at::Tensor& qkv, int64_t heads, double scale) {
     float* op = out.data_ptr<float>();
     const auto s = static_cast<float>(scale);
     at::parallel_for(0, windows * heads, 1, [&](int64_t begin, int64_t end) {
-        std::vector<float> scratch(static_cast<size_t>(windowScratchFloats(n, d)));
+        std::vector<float> scratch(static_cast<size_t>(blockScratchFloats(n, d)));
         for (int64_t i = begin; i < end; ++i) {
             const int64_t w = i / heads, h = i % heads;
             const float* base = xp + w * n * 3 * c + h * d;
-            attendWindowF32Avx2(base, base + c, base + 2 * c, 3 * c, n, d, s, scratch.data(),
-                                op + w * n * c + h * d, c);
+            BlockAttention a;
+            a.q = base;
+            a.k = base + c;
+            a.v = base + 2 * c;
+            a.qStride = a.kStride = a.vStride = 3 * c;
+            a.rows = a.keys = n;
+            a.dim = d;
+            a.scale = s;
+            a.out = op + w * n * c + h * d;
+            a.outStride = c;
+            attendBlockF32Avx2(a, scratch.data());
         }
     });
     return out;

@@ -58,17 +58,32 @@ void attendOneF32Avx2(const float* q, const float* k, int64_t kStride, const flo
 // The sum over i of exp(x[i] - shift), as sumExpAvx512 (AttendKernels.h).
 double sumExpAvx2(const float* x, int64_t n, float shift);
 
-// Attention within one window for one head (florence::attend_windows): row t of out (rows
-// outStride floats apart) = softmax(scale q_t K^T) V over the window's n positions, with q, k and
-// v rows `stride` floats apart (one head's columns of the window's qkv projection), in blocks of
-// kWindowRowBlock query rows whose scores stay in the second-level cache. d a multiple of 8 up to
-// 64; scratch: windowScratchFloats(n, d) floats.
-constexpr int64_t kWindowRowBlock = 12;
-constexpr int64_t kWindowMaxDim = 64;
-inline int64_t windowScratchFloats(int64_t n, int64_t d) {
-    return (d + kWindowRowBlock) * ((n + 7) / 8 * 8);
+// One head's attention for `rows` query rows over `keys` keys (florence::attend_windows and
+// florence::attend_many): row t of out = softmax(scale q_t K^T + mask_t) V, q, k, v and out rows
+// their strides apart with unit stride along d. In blocks of kBlockRows query rows whose scores
+// stay in the second-level cache; the values weighted six rows and 16 columns at a time, so V
+// passes through the cache twice per block rather than once per row. d a multiple of 8 up to
+// kBlockMaxDim; mask additive with the keys contiguous (row t at mask + t * maskRowStride: 0
+// when one row serves all) or null; scratch: blockScratchFloats(keys, d) floats.
+struct BlockAttention {
+    const float* q = nullptr;
+    int64_t qStride = 0;
+    const float* k = nullptr;
+    int64_t kStride = 0;
+    const float* v = nullptr;
+    int64_t vStride = 0;
+    int64_t rows = 0, keys = 0, dim = 0;
+    float scale = 1.0f;
+    const float* mask = nullptr;
+    int64_t maskRowStride = 0;
+    float* out = nullptr;
+    int64_t outStride = 0;
+};
+constexpr int64_t kBlockRows = 12;
+constexpr int64_t kBlockMaxDim = 64;
+inline int64_t blockScratchFloats(int64_t keys, int64_t d) {
+    return (d + kBlockRows) * ((keys + 7) / 8 * 8);
 }
-void attendWindowF32Avx2(const float* q, const float* k, const float* v, int64_t stride, int64_t n,
-                         int64_t d, float scale, float* scratch, float* out, int64_t outStride);
+void attendBlockF32Avx2(const BlockAttention& a, float* scratch);
 
 } // namespace florence::ops

@@ -5,7 +5,9 @@
 // several beams or images, a mask per image or one for all) on every kernel path the CPU has
 // (AVX-512, AVX2 + FMA, LibTorch; rows for a path the CPU lacks are skipped), and that the
 // TorchScript interpreter finds it, as loading a package needs. Also florence::attend_windows,
-// the vision encoder's window attention, against LibTorch's batched products on each path, and
+// the vision encoder's window attention, and florence::attend_many, attention with several
+// queries per head (the text encoder's, a prompt's, beams sharing the encoder's keys, the
+// uncached path's causal mask), against LibTorch's batched products on each path, and
 // florence::ops::sumExp, the greedy search's softmax sum, against double precision.
 #include "KernelPath.h"
 #include "Ops.h"
@@ -44,6 +46,15 @@ at::Tensor reference(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
     return at::matmul(scores.softmax(-1), v.to(at::kDouble));
 }
 
+at::Tensor attendMany(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                      const at::Tensor& mask) {
+    static const auto op = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("florence::attend_many", "")
+                               .typed<at::Tensor(const at::Tensor&, const at::Tensor&,
+                                                 const at::Tensor&, const at::Tensor&)>();
+    return op.call(q, k, v, mask);
+}
+
 at::Tensor attendWindows(const at::Tensor& qkv, int64_t heads, double scale) {
     static const auto op = c10::Dispatcher::singleton()
                                .findSchemaOrThrow("florence::attend_windows", "")
@@ -70,6 +81,9 @@ double relativeError(const at::Tensor& got, const at::Tensor& want) {
 // causal_mask() in model.py do.
 enum Masking { NoMask, InfMask, LowestMask };
 
+// How attend_many's test lays out q, k, v and the mask (manyMatchLibTorch).
+enum ManyLayout { ManyContiguous, ManySplitHeads, ManyBeams, ManyCausal };
+
 } // namespace
 
 class TestAttendOne : public QObject {
@@ -88,6 +102,12 @@ private slots:
     void windowsMatchLibTorch();
     void windowsOfOtherShapesGoToLibTorch();
     void windowsRefuseMismatchedShapes();
+    void manyMatchLibTorch_data();
+    void manyMatchLibTorch();
+    void manyWithEveryPositionMasked_data();
+    void manyWithEveryPositionMasked();
+    void manyOfOtherShapesGoToLibTorch();
+    void manyRefuseMismatchedShapes();
     void sumExpMatchesDouble_data();
     void sumExpMatchesDouble();
 };
@@ -260,10 +280,11 @@ void TestAttendOne::interpreterFindsTheOperator() {
     ops[0]->getOperation()(stack);
     QCOMPARE(stack.size(), size_t(1));
     QVERIFY(relativeError(stack[0].toTensor(), reference(q, k, v, mask)) < 1e-5);
-    // And "ops.florence.attend_windows" in a package's vision.pt.
-    QCOMPARE(torch::jit::getAllOperatorsFor(c10::Symbol::fromQualString("florence::attend_windows"))
-                 .size(),
-             size_t(1));
+    // And "ops.florence.attend_windows" in a package's vision.pt, "ops.florence.attend_many" in
+    // its text_encoder.pt and decoder.pt.
+    for (const char* name : {"florence::attend_windows", "florence::attend_many"})
+        QVERIFY2(torch::jit::getAllOperatorsFor(c10::Symbol::fromQualString(name)).size() == 1,
+                 name);
 }
 
 void TestAttendOne::windowsMatchLibTorch_data() {
@@ -345,6 +366,190 @@ void TestAttendOne::windowsRefuseMismatchedShapes() {
     }
     QVERIFY2(message.contains("do not split into q, k and v of 2 heads"), qPrintable(message));
     QVERIFY_THROWS_EXCEPTION(c10::Error, attendWindows(torch::randn({1, 9, 96}), 0, 0.2));
+}
+
+void TestAttendOne::manyMatchLibTorch_data() {
+    QTest::addColumn<int>("path");
+    QTest::addColumn<int>("batch");
+    QTest::addColumn<int>("heads");
+    QTest::addColumn<int>("queries");
+    QTest::addColumn<int>("keys");
+    QTest::addColumn<int>("dim");
+    QTest::addColumn<int>("masking");
+    QTest::addColumn<int>("layout");
+    struct Shape {
+        int batch, heads, queries, keys, dim;
+    };
+    // The base text encoder's self-attention (577 image features and a 13-token prompt), three
+    // beams' queries against one image's 577 keys, a prompt of one and of a few tokens, and
+    // shapes that leave query blocks (12), value tiles (6 rows, 16 columns) and key groups (8,
+    // 48) cut short, with every head width the kernel has.
+    const Shape shapes[] = {{1, 12, 590, 590, 64}, {1, 12, 3, 577, 64}, {2, 12, 1, 1, 64},
+                            {2, 4, 13, 13, 8},     {3, 3, 37, 50, 40},  {1, 5, 7, 200, 56},
+                            {2, 2, 25, 25, 24},    {1, 2, 6, 49, 48},   {2, 3, 19, 11, 16}};
+    for (KernelPath path : kPaths)
+        for (const Shape& s : shapes)
+            for (int masking : {NoMask, InfMask, LowestMask})
+                for (int layout : {ManyContiguous, ManySplitHeads, ManyBeams, ManyCausal}) {
+                    if (layout == ManyBeams && s.queries > 8)
+                        continue; // beams are a decoding step's few queries
+                    QTest::addRow("%s: %dx%d heads, %d queries, %d keys of %d%s, %s",
+                                  florence::ops::kernelPathName(path), s.batch, s.heads, s.queries,
+                                  s.keys, s.dim,
+                                  masking == InfMask      ? ", -inf mask"
+                                  : masking == LowestMask ? ", lowest-float mask"
+                                                          : "",
+                                  layout == ManyContiguous   ? "contiguous"
+                                  : layout == ManySplitHeads ? "heads split from [B, T, H d]"
+                                  : layout == ManyBeams      ? "beams of one image"
+                                                             : "causal mask [1, 1, T, S]")
+                        << int(path) << s.batch << s.heads << s.queries << s.keys << s.dim
+                        << masking << layout;
+                }
+}
+
+void TestAttendOne::manyMatchLibTorch() {
+    QFETCH(int, path);
+    QFETCH(int, batch);
+    QFETCH(int, heads);
+    QFETCH(int, queries);
+    QFETCH(int, keys);
+    QFETCH(int, dim);
+    QFETCH(int, masking);
+    QFETCH(int, layout);
+    SKIP_UNLESS_SUPPORTED(KernelPath(path));
+    const OnPath onPath{KernelPath(path)};
+    c10::InferenceMode guard;
+    const double scale = 1.0 / std::sqrt(double(dim));
+    // As Attention.split makes them: [B, T, H d] projections viewed as [B, H, T, d].
+    const auto split = [&](const at::Tensor& x) {
+        return x.view({x.size(0), x.size(1), heads, dim}).transpose(1, 2);
+    };
+    at::Tensor q, k, v;
+    if (layout == ManySplitHeads) {
+        q = split(torch::randn({batch, queries, heads * dim}) * scale);
+        k = split(torch::randn({batch, keys, heads * dim}));
+        v = split(torch::randn({batch, keys, heads * dim}));
+        QVERIFY(queries == 1 || !q.is_contiguous());
+    } else if (layout == ManyBeams) {
+        // DecoderLayer's cross-attention for beams sharing one image: the beams' one-token
+        // queries [beams, H, 1, d] transposed into the rows of a single image's attention.
+        q = (torch::randn({batch, heads, 1, dim}) * scale).transpose(0, 2);
+        k = torch::randn({1, heads, keys, dim});
+        v = torch::randn({1, heads, keys, dim});
+    } else {
+        q = torch::randn({batch, heads, queries, dim}) * scale;
+        k = torch::randn({batch, heads, keys, dim});
+        v = torch::randn({batch, heads, keys, dim});
+    }
+    // Scores spread like a trained model's, with a few positions far ahead of the others.
+    k = k * 3.0;
+    const int64_t rows = q.size(2);
+    at::Tensor mask = layout == ManyCausal ? torch::zeros({1, 1, rows, keys})
+                                           : torch::zeros({q.size(0), 1, 1, keys});
+    if (masking != NoMask) {
+        const float low = masking == InfMask ? -std::numeric_limits<float>::infinity()
+                                             : std::numeric_limits<float>::lowest();
+        if (layout == ManyCausal) {
+            // Row t sees the keys up to its own position (the last rows' when keys > queries).
+            for (int64_t t = 0; t < rows; ++t)
+                for (int64_t j = t + 1 + std::max<int64_t>(0, keys - rows); j < keys; ++j)
+                    mask[0][0][t][j] = low;
+        } else {
+            // Every third position, never the last one, and one more in the last image (padded
+            // differently).
+            for (int j = 0; j + 1 < keys; j += 3)
+                mask.select(3, j).fill_(low);
+            if (mask.size(0) > 1 && keys > 2)
+                mask[mask.size(0) - 1].select(2, 1).fill_(low);
+        }
+    }
+    const at::Tensor got = attendMany(q, k, v, mask);
+    QCOMPARE(got.scalar_type(), at::kFloat);
+    QCOMPARE(got.sizes().vec(), (std::vector<int64_t>{q.size(0), heads, rows, dim}));
+    QVERIFY(bool(got.isfinite().all().item<bool>()));
+    const double err = relativeError(got, reference(q, k, v, mask));
+    QVERIFY2(err < 1e-5, qPrintable(QString("relative error %1 against LibTorch").arg(err)));
+    // The heads merge into one row per position without a copy (what Attention.merge does next).
+    if (KernelPath(path) != KernelPath::Torch)
+        QVERIFY(got.transpose(1, 2).is_contiguous());
+}
+
+void TestAttendOne::manyWithEveryPositionMasked_data() {
+    QTest::addColumn<int>("path");
+    for (KernelPath path : kPaths)
+        QTest::addRow("%s", florence::ops::kernelPathName(path)) << int(path);
+}
+
+void TestAttendOne::manyWithEveryPositionMasked() {
+    // As LibTorch's softmax: NaN for -inf everywhere, the plain mean of the values for float32's
+    // lowest value everywhere; here for the second of two images only, the first unaffected.
+    QFETCH(int, path);
+    SKIP_UNLESS_SUPPORTED(KernelPath(path));
+    const OnPath onPath{KernelPath(path)};
+    c10::InferenceMode guard;
+    const at::Tensor q = torch::randn({2, 2, 5, 32});
+    const at::Tensor k = torch::randn({2, 2, 21, 32});
+    const at::Tensor v = torch::randn({2, 2, 21, 32});
+    at::Tensor inf = torch::zeros({2, 1, 1, 21});
+    inf[1].fill_(-std::numeric_limits<float>::infinity());
+    const at::Tensor gotInf = attendMany(q, k, v, inf);
+    QVERIFY(bool(gotInf[1].isnan().all().item<bool>()));
+    QVERIFY(relativeError(gotInf[0], reference(q, k, v, inf)[0]) < 1e-5);
+    at::Tensor lowest = torch::zeros({2, 1, 1, 21});
+    lowest[1].fill_(std::numeric_limits<float>::lowest());
+    const at::Tensor gotLowest = attendMany(q, k, v, lowest);
+    const double err =
+        relativeError(gotLowest[1], v[1].mean(1, /*keepdim=*/true).expand({2, 5, 32}));
+    QVERIFY2(err < 1e-5, qPrintable(QString("relative error %1 against the mean").arg(err)));
+}
+
+void TestAttendOne::manyOfOtherShapesGoToLibTorch() {
+    // bfloat16, heads not a multiple of 8 wide or wider than 64, keys with a strided last
+    // dimension and a mask broadcast along the keys are computed by LibTorch (or read as it
+    // would), with the same result.
+    c10::InferenceMode guard;
+    const at::Tensor mask = torch::zeros({1, 1, 1, 30});
+    for (int dim : {20, 72}) {
+        const at::Tensor q = torch::randn({2, 3, 4, dim}), k = torch::randn({2, 3, 30, dim});
+        const double err = relativeError(attendMany(q, k, k, mask), reference(q, k, k, mask));
+        QVERIFY2(err < 1e-5,
+                 qPrintable(QString("heads of %1: relative error %2").arg(dim).arg(err)));
+    }
+    const at::Tensor q = torch::randn({2, 3, 4, 48});
+    const at::Tensor k = torch::randn({2, 3, 30, 48});
+    const at::Tensor v = torch::randn({2, 3, 30, 48});
+    const at::Tensor got16 =
+        attendMany(q.to(at::kBFloat16), k.to(at::kBFloat16), v.to(at::kBFloat16), mask);
+    QVERIFY(relativeError(got16, reference(q, k, v, mask)) < 5e-2);
+    const at::Tensor kWide = torch::randn({2, 3, 30, 96}).slice(3, 0, 96, 2);
+    QCOMPARE(kWide.stride(3), int64_t(2));
+    QVERIFY(relativeError(attendMany(q, kWide, v, mask), reference(q, kWide, v, mask)) < 1e-5);
+    const at::Tensor perQuery = torch::randn({2, 1, 4, 1}); // one value for all keys of a query
+    QVERIFY(relativeError(attendMany(q, k, v, perQuery), reference(q, k, v, perQuery)) < 1e-5);
+}
+
+void TestAttendOne::manyRefuseMismatchedShapes() {
+    c10::InferenceMode guard;
+    QString message;
+    try {
+        attendMany(torch::randn({1, 2, 3, 16}), torch::randn({1, 2, 5, 15}),
+                   torch::randn({1, 2, 5, 15}), torch::zeros({1, 1, 1, 5}));
+    } catch (const c10::Error& e) {
+        message = QString::fromStdString(e.what_without_backtrace());
+    }
+    QVERIFY2(message.contains("does not fit k"), qPrintable(message));
+    message.clear();
+    try {
+        attendMany(torch::randn({1, 2, 3, 16}), torch::randn({1, 2, 5, 16}),
+                   torch::randn({1, 2, 5, 16}), torch::zeros({1, 1, 1, 6}));
+    } catch (const c10::Error& e) {
+        message = QString::fromStdString(e.what_without_backtrace());
+    }
+    QVERIFY2(!message.isEmpty(), "a mask of 6 positions for 5 keys was accepted");
+    QVERIFY_THROWS_EXCEPTION(c10::Error,
+                             attendMany(torch::randn({2, 3, 16}), torch::randn({1, 2, 5, 16}),
+                                        torch::randn({1, 2, 5, 16}), torch::zeros({1, 1, 1, 5})));
 }
 
 void TestAttendOne::sumExpMatchesDouble_data() {

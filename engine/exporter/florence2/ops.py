@@ -4,6 +4,7 @@
     ops.load_library()      # or ops.load_library("/usr/lib/florence-studio/ops/libflorence_ops.so")
     torch.ops.florence.linear_rows(x, weight, bias)
     torch.ops.florence.attend_one(q, k, v, mask)
+    torch.ops.florence.attend_many(q, k, v, mask)
     torch.ops.florence.attend_windows(qkv, heads, scale)
 
 The exported model calls these operators (see model.py's linear() and attend()), so scripting the
@@ -56,7 +57,8 @@ def has(name: str) -> bool:
 
 
 # What model.py calls; a library without one of them cannot script the model.
-OPERATORS = ("linear_rows", "attend_one", "linear_int8", "attend_windows", "linear_int8_gelu")
+OPERATORS = ("linear_rows", "attend_one", "linear_int8", "attend_windows", "linear_int8_gelu",
+             "attend_many")
 
 
 def _check_operators(lib: str) -> None:
