@@ -6,8 +6,9 @@
 // 12 x 590 x 590 floats are 16.7 MB each, larger than the cache) and runs one GEMM per head for
 // each product. Here every (batch, head) pair is one task, its scores kept for 12 query rows at a
 // time in the second-level cache and its output written with the heads merged
-// (AttendKernelsAvx2.cpp's attendBlockF32Avx2, as florence::attend_windows): base text encoder,
-// one layer, 2 threads, 15 ms -> 9 ms.
+// (AttendKernelsAvx2.cpp's attendBlockF32Avx2, as florence::attend_windows). One base
+// text-encoder layer's attention on two cores held to AVX2: 12-13 ms -> 9.3-10 ms; the int8
+// text encoder 240 -> 211 ms (docs/performance-avx2.md).
 #include "Avx2Kernels.h"
 #include "KernelPath.h"
 

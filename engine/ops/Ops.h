@@ -7,6 +7,7 @@
 //   y = torch.ops.florence.linear_int8(x, int8_weight, bias)
 //   h = torch.ops.florence.linear_int8_gelu(x, int8_weight, bias)
 //   a = torch.ops.florence.attend_one(q, k, v, mask)
+//   a = torch.ops.florence.attend_many(q, k, v, mask)
 //   x = torch.ops.florence.attend_windows(qkv, heads, scale)
 //
 // florence::linear_rows(Tensor x, Tensor weight, Tensor? bias) -> Tensor
@@ -41,6 +42,17 @@
 //   the heads costs no copy). One pass over each head's keys and values with AVX-512 or AVX2,
 //   heads split over the cores by StepThreads.h; other shapes and dtypes, d > 128 and the
 //   LibTorch path go to LibTorch's arithmetic.
+//
+// florence::attend_many(Tensor q, Tensor k, Tensor v, Tensor mask) -> Tensor
+//   Attention with several queries per head (the text encoder's self-attention, a prompt's pass
+//   through the decoder, beams' cross-attention, the uncached path): q [B, H, T, d] (already
+//   scaled), k and v [B, H, S, d] or [1, H, S, d] (one image's, shared by beams), any strides
+//   with unit stride along d; mask additive and broadcastable to [B, H, T, S]. Returns
+//   softmax(q k^T + mask) v, [B, H, T, d] (a view of a [B, T, H, d] tensor: merging the heads
+//   costs no copy). Each (batch, head) pair one task over the cores (at::parallel_for), its
+//   scores kept a block of queries at a time in the cache with AVX2 + FMA (AttendMany.cpp, the
+//   kernel attend_windows runs); other dtypes, d not a multiple of 8 or above 64 and the LibTorch
+//   path go to LibTorch's batched products.
 //
 // florence::attend_windows(Tensor qkv, int heads, float scale) -> Tensor
 //   The vision encoder's window attention: qkv [windows, n, 3 c] float32 (a window's q, k and v
