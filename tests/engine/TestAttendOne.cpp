@@ -22,6 +22,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 namespace {
 
@@ -104,10 +105,7 @@ private slots:
     void windowsRefuseMismatchedShapes();
     void manyMatchLibTorch_data();
     void manyMatchLibTorch();
-    void manyWithEveryPositionMasked_data();
-    void manyWithEveryPositionMasked();
     void manyOfOtherShapesGoToLibTorch();
-    void manyRefuseMismatchedShapes();
     void sumExpMatchesDouble_data();
     void sumExpMatchesDouble();
 };
@@ -221,6 +219,22 @@ void TestAttendOne::everyPositionMasked() {
     const at::Tensor lowest = torch::full({1, 1, 1, 21}, std::numeric_limits<float>::lowest());
     const double err = relativeError(attendOne(q, k, v, lowest), v.mean(2, /*keepdim=*/true));
     QVERIFY2(err < 1e-5, qPrintable(QString("relative error %1 against the mean").arg(err)));
+    // attend_many the same, for the second of two images only, the first unaffected.
+    const at::Tensor qs = torch::randn({2, 2, 5, 32});
+    const at::Tensor ks = torch::randn({2, 2, 21, 32});
+    const at::Tensor vs = torch::randn({2, 2, 21, 32});
+    at::Tensor infPart = torch::zeros({2, 1, 1, 21});
+    infPart[1].fill_(-std::numeric_limits<float>::infinity());
+    const at::Tensor gotInf = attendMany(qs, ks, vs, infPart);
+    QVERIFY(bool(gotInf[1].isnan().all().item<bool>()));
+    QVERIFY(relativeError(gotInf[0], reference(qs, ks, vs, infPart)[0]) < 1e-5);
+    at::Tensor lowestPart = torch::zeros({2, 1, 1, 21});
+    lowestPart[1].fill_(std::numeric_limits<float>::lowest());
+    const at::Tensor gotLowest = attendMany(qs, ks, vs, lowestPart);
+    const double errMany =
+        relativeError(gotLowest[1], vs[1].mean(1, /*keepdim=*/true).expand({2, 5, 32}));
+    QVERIFY2(errMany < 1e-5,
+             qPrintable(QString("attend_many: relative error %1 against the mean").arg(errMany)));
 }
 
 void TestAttendOne::otherShapesGoToLibTorch() {
@@ -246,23 +260,31 @@ void TestAttendOne::otherShapesGoToLibTorch() {
 }
 
 void TestAttendOne::refusesMismatchedShapes() {
+    // attend_one with its one query, attend_many with three.
     c10::InferenceMode guard;
-    QString message;
-    try {
-        attendOne(torch::randn({1, 2, 1, 16}), torch::randn({1, 2, 5, 15}),
-                  torch::randn({1, 2, 5, 15}), torch::zeros({1, 1, 1, 5}));
-    } catch (const c10::Error& e) {
-        message = QString::fromStdString(e.what_without_backtrace());
+    using Op =
+        at::Tensor (*)(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&);
+    for (const auto& [op, queries] : {std::pair<Op, int>{attendOne, 1}, {attendMany, 3}}) {
+        QString message;
+        try {
+            op(torch::randn({1, 2, queries, 16}), torch::randn({1, 2, 5, 15}),
+               torch::randn({1, 2, 5, 15}), torch::zeros({1, 1, 1, 5}));
+        } catch (const c10::Error& e) {
+            message = QString::fromStdString(e.what_without_backtrace());
+        }
+        QVERIFY2(message.contains("does not fit k"), qPrintable(message));
+        message.clear();
+        try {
+            op(torch::randn({1, 2, queries, 16}), torch::randn({1, 2, 5, 16}),
+               torch::randn({1, 2, 5, 16}), torch::zeros({1, 1, 1, 6}));
+        } catch (const c10::Error& e) {
+            message = QString::fromStdString(e.what_without_backtrace());
+        }
+        QVERIFY2(!message.isEmpty(), "a mask of 6 positions for 5 keys was accepted");
     }
-    QVERIFY2(message.contains("does not fit k"), qPrintable(message));
-    message.clear();
-    try {
-        attendOne(torch::randn({1, 2, 1, 16}), torch::randn({1, 2, 5, 16}),
-                  torch::randn({1, 2, 5, 16}), torch::zeros({1, 1, 1, 6}));
-    } catch (const c10::Error& e) {
-        message = QString::fromStdString(e.what_without_backtrace());
-    }
-    QVERIFY2(!message.isEmpty(), "a mask of 6 positions for 5 keys was accepted");
+    QVERIFY_THROWS_EXCEPTION(c10::Error,
+                             attendMany(torch::randn({2, 3, 16}), torch::randn({1, 2, 5, 16}),
+                                        torch::randn({1, 2, 5, 16}), torch::zeros({1, 1, 1, 5})));
 }
 
 void TestAttendOne::interpreterFindsTheOperator() {
@@ -475,35 +497,6 @@ void TestAttendOne::manyMatchLibTorch() {
         QVERIFY(got.transpose(1, 2).is_contiguous());
 }
 
-void TestAttendOne::manyWithEveryPositionMasked_data() {
-    QTest::addColumn<int>("path");
-    for (KernelPath path : kPaths)
-        QTest::addRow("%s", florence::ops::kernelPathName(path)) << int(path);
-}
-
-void TestAttendOne::manyWithEveryPositionMasked() {
-    // As LibTorch's softmax: NaN for -inf everywhere, the plain mean of the values for float32's
-    // lowest value everywhere; here for the second of two images only, the first unaffected.
-    QFETCH(int, path);
-    SKIP_UNLESS_SUPPORTED(KernelPath(path));
-    const OnPath onPath{KernelPath(path)};
-    c10::InferenceMode guard;
-    const at::Tensor q = torch::randn({2, 2, 5, 32});
-    const at::Tensor k = torch::randn({2, 2, 21, 32});
-    const at::Tensor v = torch::randn({2, 2, 21, 32});
-    at::Tensor inf = torch::zeros({2, 1, 1, 21});
-    inf[1].fill_(-std::numeric_limits<float>::infinity());
-    const at::Tensor gotInf = attendMany(q, k, v, inf);
-    QVERIFY(bool(gotInf[1].isnan().all().item<bool>()));
-    QVERIFY(relativeError(gotInf[0], reference(q, k, v, inf)[0]) < 1e-5);
-    at::Tensor lowest = torch::zeros({2, 1, 1, 21});
-    lowest[1].fill_(std::numeric_limits<float>::lowest());
-    const at::Tensor gotLowest = attendMany(q, k, v, lowest);
-    const double err =
-        relativeError(gotLowest[1], v[1].mean(1, /*keepdim=*/true).expand({2, 5, 32}));
-    QVERIFY2(err < 1e-5, qPrintable(QString("relative error %1 against the mean").arg(err)));
-}
-
 void TestAttendOne::manyOfOtherShapesGoToLibTorch() {
     // bfloat16, heads not a multiple of 8 wide or wider than 64, keys with a strided last
     // dimension and a mask broadcast along the keys are computed by LibTorch (or read as it
@@ -527,29 +520,6 @@ void TestAttendOne::manyOfOtherShapesGoToLibTorch() {
     QVERIFY(relativeError(attendMany(q, kWide, v, mask), reference(q, kWide, v, mask)) < 1e-5);
     const at::Tensor perQuery = torch::randn({2, 1, 4, 1}); // one value for all keys of a query
     QVERIFY(relativeError(attendMany(q, k, v, perQuery), reference(q, k, v, perQuery)) < 1e-5);
-}
-
-void TestAttendOne::manyRefuseMismatchedShapes() {
-    c10::InferenceMode guard;
-    QString message;
-    try {
-        attendMany(torch::randn({1, 2, 3, 16}), torch::randn({1, 2, 5, 15}),
-                   torch::randn({1, 2, 5, 15}), torch::zeros({1, 1, 1, 5}));
-    } catch (const c10::Error& e) {
-        message = QString::fromStdString(e.what_without_backtrace());
-    }
-    QVERIFY2(message.contains("does not fit k"), qPrintable(message));
-    message.clear();
-    try {
-        attendMany(torch::randn({1, 2, 3, 16}), torch::randn({1, 2, 5, 16}),
-                   torch::randn({1, 2, 5, 16}), torch::zeros({1, 1, 1, 6}));
-    } catch (const c10::Error& e) {
-        message = QString::fromStdString(e.what_without_backtrace());
-    }
-    QVERIFY2(!message.isEmpty(), "a mask of 6 positions for 5 keys was accepted");
-    QVERIFY_THROWS_EXCEPTION(c10::Error,
-                             attendMany(torch::randn({2, 3, 16}), torch::randn({1, 2, 5, 16}),
-                                        torch::randn({1, 2, 5, 16}), torch::zeros({1, 1, 1, 5})));
 }
 
 void TestAttendOne::sumExpMatchesDouble_data() {
