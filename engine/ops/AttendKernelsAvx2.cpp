@@ -272,7 +272,7 @@ inline void valuesTile(const float* p, int64_t pStride, const float* v, int64_t 
     }
 }
 
-// valuesTile over a block's rows (six at a time) for the W-vector columns at `column`.
+// valuesTile over a block's rows (six at a time), for the W vectors of columns v and out start at.
 template <int W>
 void valuesColumns(const float* p, int64_t pStride, const float* v, int64_t vs, int64_t n,
                    int64_t rows, const float* inv, float* out, int64_t outStride) {
@@ -325,7 +325,7 @@ void attendBlockF32Avx2(const BlockAttention& a, float* scratch) {
         for (int64_t i = 0; i < rows; ++i) {
             float* p = block + i * nPad;
             if (a.mask)
-                addMask(p, a.mask + (i0 + i) * a.maskRowStride, 1, n);
+                addMask(p, a.mask + (i0 + i) * a.maskRowStride, a.maskKeyStride, n);
             inv[i] = 1.0f / expInPlace(p, n);
         }
         float* out = a.out + i0 * a.outStride;

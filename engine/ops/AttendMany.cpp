@@ -1,5 +1,6 @@
 // florence::attend_many: attention with several query rows per head (the text encoder's
-// self-attention, a prompt's pass through the decoder, the uncached path). See Ops.h.
+// self-attention, a prompt's pass through the decoder, beams' cross-attention, the uncached
+// path). See Ops.h.
 //
 // Why an operator: LibTorch's softmax(q k^T + mask) v writes the scores, the masked scores and
 // the probabilities as three tensors of [batch, heads, queries, keys] (the base text encoder's
@@ -23,10 +24,14 @@ namespace florence::ops {
 namespace {
 
 // What model.py's attend() computes without the operator, the mask in q's dtype (a float32 mask
-// would promote bfloat16 scores, which then do not multiply bfloat16 values).
+// would promote bfloat16 scores, which then do not multiply bfloat16 values), clamped first as
+// the model's bfloat16 attention does: float32's lowest value, the model's padding, is -inf in
+// bfloat16, and a row padded throughout would give NaN instead of the values' mean.
 at::Tensor reference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                      const at::Tensor& mask) {
-    const at::Tensor scores = at::matmul(q, k.transpose(-1, -2)) + mask.to(q.scalar_type());
+    const at::Tensor m =
+        mask.scalar_type() == q.scalar_type() ? mask : mask.clamp_min(-1e30).to(q.scalar_type());
+    const at::Tensor scores = at::matmul(q, k.transpose(-1, -2)) + m;
     return at::matmul(scores.softmax(-1), v);
 }
 
@@ -48,12 +53,10 @@ at::Tensor attendMany(const at::Tensor& q, const at::Tensor& k, const at::Tensor
         s < 1 || !isF32Rows(q) || !isF32Rows(k) || !isF32Rows(v) || !mask.is_cpu())
         return reference(q, k, v, mask);
 
-    // The mask as a view with the scores' layout (zero strides where it broadcasts); expand
-    // refuses a mask that does not broadcast, as the reference's addition would. The kernel
-    // reads a row of keys contiguously.
-    at::Tensor m = mask.to(at::kFloat).expand({b, h, t, s});
-    if (m.stride(3) != 1)
-        m = m.contiguous();
+    // The mask as a view with the scores' layout (zero strides where it broadcasts, never
+    // copied out to that size); expand refuses a mask that does not broadcast, as the
+    // reference's addition would.
+    const at::Tensor m = mask.to(at::kFloat).expand({b, h, t, s});
     // Written as [batch, queries, heads, dim] and returned as the [batch, heads, queries, dim]
     // view: the heads are merged next (transpose(1, 2) and reshape), which is then free.
     at::Tensor out = at::empty({b, t, h, d}, q.options());
@@ -79,6 +82,7 @@ at::Tensor attendMany(const at::Tensor& q, const at::Tensor& k, const at::Tensor
             a.dim = d;
             a.mask = mp + bi * m.stride(0) + hi * m.stride(1);
             a.maskRowStride = m.stride(2);
+            a.maskKeyStride = m.stride(3);
             a.out = op + bi * t * h * d + hi * d;
             a.outStride = h * d;
             attendBlockF32Avx2(a, scratch.data());

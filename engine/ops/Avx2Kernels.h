@@ -63,8 +63,8 @@ double sumExpAvx2(const float* x, int64_t n, float shift);
 // their strides apart with unit stride along d. In blocks of kBlockRows query rows whose scores
 // stay in the second-level cache; the values weighted six rows and 16 columns at a time, so V
 // passes through the cache twice per block rather than once per row. d a multiple of 8 up to
-// kBlockMaxDim; mask additive with the keys contiguous (row t at mask + t * maskRowStride: 0
-// when one row serves all) or null; scratch: blockScratchFloats(keys, d) floats.
+// kBlockMaxDim; mask additive (key j of row t at mask + t * maskRowStride + j * maskKeyStride,
+// strides 0 where it broadcasts) or null; scratch: blockScratchFloats(keys, d) floats.
 struct BlockAttention {
     const float* q = nullptr;
     int64_t qStride = 0;
@@ -75,7 +75,7 @@ struct BlockAttention {
     int64_t rows = 0, keys = 0, dim = 0;
     float scale = 1.0f;
     const float* mask = nullptr;
-    int64_t maskRowStride = 0;
+    int64_t maskRowStride = 0, maskKeyStride = 1;
     float* out = nullptr;
     int64_t outStride = 0;
 };

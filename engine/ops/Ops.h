@@ -46,13 +46,13 @@
 // florence::attend_many(Tensor q, Tensor k, Tensor v, Tensor mask) -> Tensor
 //   Attention with several queries per head (the text encoder's self-attention, a prompt's pass
 //   through the decoder, beams' cross-attention, the uncached path): q [B, H, T, d] (already
-//   scaled), k and v [B, H, S, d] or [1, H, S, d] (one image's, shared by beams), any strides
-//   with unit stride along d; mask additive and broadcastable to [B, H, T, S]. Returns
-//   softmax(q k^T + mask) v, [B, H, T, d] (a view of a [B, T, H, d] tensor: merging the heads
-//   costs no copy). Each (batch, head) pair one task over the cores (at::parallel_for), its
-//   scores kept a block of queries at a time in the cache with AVX2 + FMA (AttendMany.cpp, the
-//   kernel attend_windows runs); other dtypes, d not a multiple of 8 or above 64 and the LibTorch
-//   path go to LibTorch's batched products.
+//   scaled), k and v [B, H, S, d] or [1, H, S, d] (one image's, shared by beams); mask additive
+//   and broadcastable to [B, H, T, S]. Returns softmax(q k^T + mask) v, [B, H, T, d]. Each
+//   (batch, head) pair one task over the cores (at::parallel_for), its scores kept a block of
+//   queries at a time in the cache with AVX2 + FMA (AttendMany.cpp, the kernel attend_windows
+//   runs), the result a view of a [B, T, H, d] tensor (merging the heads costs no copy), for
+//   float32 q, k and v with unit stride along d, d a multiple of 8 up to 64, k and v of batch
+//   B or 1; anything else, and the LibTorch path, go to LibTorch's batched products.
 //
 // florence::attend_windows(Tensor qkv, int heads, float scale) -> Tensor
 //   The vision encoder's window attention: qkv [windows, n, 3 c] float32 (a window's q, k and v

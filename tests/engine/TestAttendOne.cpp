@@ -83,7 +83,7 @@ double relativeError(const at::Tensor& got, const at::Tensor& want) {
 enum Masking { NoMask, InfMask, LowestMask };
 
 // How attend_many's test lays out q, k, v and the mask (manyMatchLibTorch).
-enum ManyLayout { ManyContiguous, ManySplitHeads, ManyBeams, ManyCausal };
+enum ManyLayout { ManyContiguous, ManySplitHeads, ManyBeams, ManySharedKeys, ManyCausal };
 
 } // namespace
 
@@ -250,6 +250,10 @@ void TestAttendOne::otherShapesGoToLibTorch() {
     const at::Tensor got16 =
         attendOne(q.to(at::kBFloat16), k.to(at::kBFloat16), v.to(at::kBFloat16), mask);
     QVERIFY(relativeError(got16, reference(q, k, v, mask)) < 5e-2);
+    const at::Tensor padded = torch::full({1, 1, 1, 30}, std::numeric_limits<float>::lowest());
+    const at::Tensor gotPadded16 =
+        attendMany(q.to(at::kBFloat16), k.to(at::kBFloat16), v.to(at::kBFloat16), padded);
+    QVERIFY(relativeError(gotPadded16, v.mean(2, /*keepdim=*/true).expand({2, 3, 4, 48})) < 5e-2);
     const at::Tensor kWide = torch::randn({2, 3, 30, 96}).slice(3, 0, 96, 2);
     QCOMPARE(kWide.stride(3), int64_t(2));
     QVERIFY(relativeError(attendOne(q, kWide, v, mask), reference(q, kWide, v, mask)) < 1e-5);
@@ -405,14 +409,17 @@ void TestAttendOne::manyMatchLibTorch_data() {
     // The base text encoder's self-attention (577 image features and a 13-token prompt), three
     // beams' queries against one image's 577 keys, a prompt of one and of a few tokens, and
     // shapes that leave query blocks (12), value tiles (6 rows, 16 columns) and key groups (8,
-    // 48) cut short, with every head width the kernel has.
+    // 48) cut short (every tail of 1 to 5 rows, 8 to 40 keys), with every head width the kernel
+    // has.
     const Shape shapes[] = {{1, 12, 590, 590, 64}, {1, 12, 3, 577, 64}, {2, 12, 1, 1, 64},
                             {2, 4, 13, 13, 8},     {3, 3, 37, 50, 40},  {1, 5, 7, 200, 56},
-                            {2, 2, 25, 25, 24},    {1, 2, 6, 49, 48},   {2, 3, 19, 11, 16}};
+                            {2, 2, 25, 25, 24},    {1, 2, 6, 49, 48},   {2, 3, 19, 11, 16},
+                            {1, 2, 10, 40, 16},    {2, 2, 16, 88, 32},  {3, 3, 23, 33, 64}};
     for (KernelPath path : kPaths)
         for (const Shape& s : shapes)
             for (int masking : {NoMask, InfMask, LowestMask})
-                for (int layout : {ManyContiguous, ManySplitHeads, ManyBeams, ManyCausal}) {
+                for (int layout :
+                     {ManyContiguous, ManySplitHeads, ManyBeams, ManySharedKeys, ManyCausal}) {
                     if (layout == ManyBeams && s.queries > 8)
                         continue; // beams are a decoding step's few queries
                     QTest::addRow("%s: %dx%d heads, %d queries, %d keys of %d%s, %s",
@@ -424,6 +431,7 @@ void TestAttendOne::manyMatchLibTorch_data() {
                                   layout == ManyContiguous   ? "contiguous"
                                   : layout == ManySplitHeads ? "heads split from [B, T, H d]"
                                   : layout == ManyBeams      ? "beams of one image"
+                                  : layout == ManySharedKeys ? "keys of one image for all"
                                                              : "causal mask [1, 1, T, S]")
                         << int(path) << s.batch << s.heads << s.queries << s.keys << s.dim
                         << masking << layout;
@@ -460,9 +468,12 @@ void TestAttendOne::manyMatchLibTorch() {
         k = torch::randn({1, heads, keys, dim});
         v = torch::randn({1, heads, keys, dim});
     } else {
+        // ManySharedKeys: several prompts (or beams' prompts) against one image's keys, each
+        // masked differently below.
+        const int64_t keyBatch = layout == ManySharedKeys ? 1 : batch;
         q = torch::randn({batch, heads, queries, dim}) * scale;
-        k = torch::randn({batch, heads, keys, dim});
-        v = torch::randn({batch, heads, keys, dim});
+        k = torch::randn({keyBatch, heads, keys, dim});
+        v = torch::randn({keyBatch, heads, keys, dim});
     }
     // Scores spread like a trained model's, with a few positions far ahead of the others.
     k = k * 3.0;
@@ -498,9 +509,10 @@ void TestAttendOne::manyMatchLibTorch() {
 }
 
 void TestAttendOne::manyOfOtherShapesGoToLibTorch() {
-    // bfloat16, heads not a multiple of 8 wide or wider than 64, keys with a strided last
-    // dimension and a mask broadcast along the keys are computed by LibTorch (or read as it
-    // would), with the same result.
+    // bfloat16 (its mask clamped as the model's bfloat16 attention does: float32's lowest value
+    // would be -inf), heads not a multiple of 8 wide or wider than 64 and keys with a strided
+    // last dimension are computed by LibTorch; a mask broadcast along the keys is read in place
+    // by the kernel. The same results.
     c10::InferenceMode guard;
     const at::Tensor mask = torch::zeros({1, 1, 1, 30});
     for (int dim : {20, 72}) {
