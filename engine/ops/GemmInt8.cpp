@@ -81,12 +81,4 @@ void gemmInt8(Int8Gemm variant, const PackedInt8& w, const float* x, int64_t ldx
         gemmInt8Avx2(w, x, ldx, rows, bias, y, ldy, gelu);
 }
 
-void gemmInt8Patches(Int8Gemm variant, const PackedInt8& w, const Int8Patches& x, int64_t first,
-                     int64_t rows, const float* bias, float* y, int64_t ldy) {
-    if (variant == Int8Gemm::AvxVnni)
-        gemmInt8PatchesAvxVnni(w, x, first, rows, bias, y, ldy);
-    else
-        gemmInt8PatchesAvx2(w, x, first, rows, bias, y, ldy);
-}
-
 } // namespace florence::ops

@@ -61,29 +61,10 @@ void setInt8Gemm(Int8Gemm variant);
 void gemmInt8(Int8Gemm variant, const PackedInt8& w, const float* x, int64_t ldx, int64_t rows,
               const float* bias, float* y, int64_t ldy, bool gelu = false);
 
-// A convolution's patches as the GEMM's rows (florence::conv_int8): x holds channels-last
-// tokens [images, h, w, channels]; row r is output position r of [images, outH, outW], its
-// kernel * kernel * channels values in (ky, kx, channel) order, zero outside the image. Each
-// patch is gathered as its row is quantized, so no im2col copy of the input is made; W's k
-// must be in the same order (a [out, channels, ky, kx] weight permuted to [out, ky, kx,
-// channels]).
-struct Int8Patches {
-    const float* x = nullptr;
-    int64_t h = 0, w = 0, channels = 0, kernel = 0, stride = 1, padding = 0, outH = 0, outW = 0;
-};
-
-// y [rows, ldy] = the patches of output positions first .. first + rows - 1, times W^T, + bias.
-void gemmInt8Patches(Int8Gemm variant, const PackedInt8& w, const Int8Patches& x, int64_t first,
-                     int64_t rows, const float* bias, float* y, int64_t ldy);
-
 // The kernel files' entry points (gemmInt8 dispatches to them).
 void gemmInt8Avx2(const PackedInt8& w, const float* x, int64_t ldx, int64_t rows, const float* bias,
                   float* y, int64_t ldy, bool gelu);
 void gemmInt8AvxVnni(const PackedInt8& w, const float* x, int64_t ldx, int64_t rows,
                      const float* bias, float* y, int64_t ldy, bool gelu);
-void gemmInt8PatchesAvx2(const PackedInt8& w, const Int8Patches& x, int64_t first, int64_t rows,
-                         const float* bias, float* y, int64_t ldy);
-void gemmInt8PatchesAvxVnni(const PackedInt8& w, const Int8Patches& x, int64_t first, int64_t rows,
-                            const float* bias, float* y, int64_t ldy);
 
 } // namespace florence::ops

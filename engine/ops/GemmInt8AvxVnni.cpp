@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <type_traits>
 #include <vector>
 
 namespace florence::ops {
@@ -29,12 +28,7 @@ inline __m256i dot4(__m256i acc, __m256i a, __m256i b) {
 
 void gemmInt8AvxVnni(const PackedInt8& w, const float* x, int64_t ldx, int64_t rows,
                      const float* bias, float* y, int64_t ldy, bool gelu) {
-    gemmRowsThen(gelu, w, MatrixRows{x, ldx}, rows, bias, y, ldy);
-}
-
-void gemmInt8PatchesAvxVnni(const PackedInt8& w, const Int8Patches& x, int64_t first, int64_t rows,
-                            const float* bias, float* y, int64_t ldy) {
-    gemmRowsThen(false, w, PatchRows{x, first}, rows, bias, y, ldy);
+    gemmRowsThen(gelu, w, x, ldx, rows, bias, y, ldy);
 }
 
 } // namespace florence::ops

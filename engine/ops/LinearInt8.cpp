@@ -1,6 +1,5 @@
 // florence::linear_int8: the encoders' large products with int8 weights (the engine's int8 mode),
-// florence::linear_int8_gelu, the same with GELU after (the feed-forward's hidden layer), and
-// florence::conv_int8, the vision encoder's downsampling convolutions on the same GEMM.
+// and florence::linear_int8_gelu, the same with GELU after (the feed-forward's hidden layer).
 // On the AVX2 kernel path, the project's own int8 GEMM (GemmInt8.h: x quantized per row, AVX2's
 // vpmaddubsw or AVX-VNNI); on the AVX-512 path, oneDNN's dynamic int8 GEMM through LibTorch's
 // quantized engine (x quantized per tensor, AVX512-VNNI). Either way the weights are packed once
@@ -145,56 +144,6 @@ at::Tensor linearInt8Gelu(const at::Tensor& x, const at::Tensor& weight,
     return linearInt8Then(x, weight, bias, true);
 }
 
-// florence::conv_int8: a convolution of channels-last tokens, its patches the own GEMM's rows.
-at::Tensor convInt8(const at::Tensor& x, int64_t h, int64_t w, const at::Tensor& weight,
-                    const c10::optional<at::Tensor>& bias, int64_t stride, int64_t padding) {
-    const char* op = "florence::conv_int8";
-    TORCH_CHECK(
-        weight.dim() == 4 && weight.scalar_type() == at::kQInt8 && weight.size(2) == weight.size(3),
-        op, ": weight must be a square int8 kernel [out, channels, k, k], not ", weight.sizes());
-    TORCH_CHECK(weight.qscheme() == at::kPerChannelAffine && weight.q_per_channel_axis() == 0, op,
-                ": int8 weights must be quantized per output channel");
-    TORCH_CHECK(stride >= 1 && padding >= 0 && h >= 1 && w >= 1, op, ": stride ", stride,
-                ", padding ", padding, " and a ", h, "x", w, " image are not a convolution");
-    const int64_t n = weight.size(0), c = weight.size(1), kernel = weight.size(2);
-    TORCH_CHECK(x.dim() == 3 && x.size(1) == h * w && x.size(2) == c, op, ": x of shape ",
-                x.sizes(), " is not ", h, "x", w, " tokens of ", c, " channels");
-    const int64_t outH = (h + 2 * padding - kernel) / stride + 1;
-    const int64_t outW = (w + 2 * padding - kernel) / stride + 1;
-    TORCH_CHECK(h + 2 * padding >= kernel && w + 2 * padding >= kernel, op, ": a ", kernel, "x",
-                kernel, " kernel does not fit a ", h, "x", w, " image padded by ", padding);
-    const bool hasBias = bias.has_value() && bias->defined();
-    TORCH_CHECK(!hasBias || bias->numel() == n, op, ": bias has ", hasBias ? bias->numel() : 0,
-                " elements, weight has ", n, " outputs");
-    const int64_t images = x.size(0), rows = images * outH * outW;
-    const at::Tensor tokens = x.to(at::kFloat).contiguous();
-    const at::Tensor b = hasBias ? bias->to(at::kFloat).contiguous() : at::Tensor();
-    if (rows > 0 && n > 0 && c > 0 && x.is_cpu() && kernelPath() == KernelPath::Avx2) {
-        const auto packed =
-            cachedPack<std::shared_ptr<const PackedInt8>>(weight, [](const at::Tensor& wq) {
-                // k in the patches' (ky, kx, channel) order.
-                const at::Tensor q = wq.int_repr().permute({0, 2, 3, 1}).contiguous();
-                const at::Tensor scales = wq.q_per_channel_scales().to(at::kDouble).contiguous();
-                return std::make_shared<const PackedInt8>(packInt8(
-                    q.data_ptr<int8_t>(), scales.data_ptr<double>(), q.size(0), q[0].numel()));
-            });
-        at::Tensor y = at::empty({images, outH * outW, n}, tokens.options());
-        const Int8Patches patches{
-            tokens.data_ptr<float>(), h, w, c, kernel, stride, padding, outH, outW};
-        const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
-        float* yp = y.data_ptr<float>();
-        const Int8Gemm variant = int8Gemm();
-        at::parallel_for(0, rows, 16, [&](int64_t begin, int64_t end) {
-            gemmInt8Patches(variant, *packed, patches, begin, end - begin, bp, yp + begin * n, n);
-        });
-        return y;
-    }
-    const at::Tensor image = tokens.view({images, h, w, c}).permute({0, 3, 1, 2});
-    return at::conv2d(image, weight.dequantize(), b, {stride, stride}, {padding, padding})
-        .permute({0, 2, 3, 1})
-        .reshape({images, outH * outW, n});
-}
-
 } // namespace
 
 bool int8GemmAvailable() {
@@ -212,19 +161,15 @@ std::string int8GemmKind() {
 TORCH_LIBRARY_FRAGMENT(florence, m) {
     m.def("linear_int8(Tensor x, Tensor weight, Tensor? bias) -> Tensor");
     m.def("linear_int8_gelu(Tensor x, Tensor weight, Tensor? bias) -> Tensor");
-    m.def("conv_int8(Tensor x, int h, int w, Tensor weight, Tensor? bias, int stride, "
-          "int padding) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(florence, CPU, m) {
     m.impl("linear_int8", &florence::ops::linearInt8);
     m.impl("linear_int8_gelu", &florence::ops::linearInt8Gelu);
-    m.impl("conv_int8", &florence::ops::convInt8);
 }
 
 // The int8 weight's dispatch key (QuantizedCPU) outranks x's: the same function takes the call.
 TORCH_LIBRARY_IMPL(florence, QuantizedCPU, m) {
     m.impl("linear_int8", &florence::ops::linearInt8);
     m.impl("linear_int8_gelu", &florence::ops::linearInt8Gelu);
-    m.impl("conv_int8", &florence::ops::convInt8);
 }

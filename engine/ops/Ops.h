@@ -6,7 +6,6 @@
 //   y = torch.ops.florence.linear_rows(x, weight, bias)
 //   y = torch.ops.florence.linear_int8(x, int8_weight, bias)
 //   h = torch.ops.florence.linear_int8_gelu(x, int8_weight, bias)
-//   y = torch.ops.florence.conv_int8(tokens, h, w, int8_kernel, bias, stride, padding)
 //   a = torch.ops.florence.attend_one(q, k, v, mask)
 //   a = torch.ops.florence.attend_many(q, k, v, mask)
 //   x = torch.ops.florence.attend_windows(qkv, heads, scale)
@@ -35,15 +34,6 @@
 //   the project's int8 GEMM applies it as it writes each tile, where a separate GELU made and
 //   filled another tensor of the hidden layer's size (the base vision encoder's largest, 75 MB);
 //   elsewhere GELU in place on linear_int8's result.
-//
-// florence::conv_int8(Tensor x, int h, int w, Tensor weight, Tensor? bias, int stride,
-//                     int padding) -> Tensor
-//   A convolution of channels-last tokens (the vision encoder's downsampling between stages in
-//   the int8 mode with AVX-VNNI): x [B, h*w, C] float32, weight [out, C, k, k] int8 (per output
-//   channel), bias [out] or None; returns the output tokens [B, h2*w2, out] float32, h2 =
-//   (h + 2 padding - k) / stride + 1. On the AVX2 kernel path the project's int8 GEMM with each
-//   output position's patch as a row, gathered from the tokens as it is quantized (no im2col
-//   copy); elsewhere LibTorch's float32 convolution of the dequantized kernel.
 //
 // florence::attend_one(Tensor q, Tensor k, Tensor v, Tensor mask) -> Tensor
 //   q [B, H, 1, d] (already scaled), k and v [B, H, S, d] (any strides with unit stride along

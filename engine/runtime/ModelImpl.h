@@ -24,7 +24,6 @@ struct Model::Impl {
     mutable torch::jit::Module textEncoder;
     mutable torch::jit::Module decoder;
     std::vector<std::string> int8Modules; // filled by the quantize functions
-    int int8ConvolutionCount = 0;         // the vision encoder's, made int8 by quantizeEncoders
     Precision encoderPrecision = Precision::Float32;
     std::string precisionNote;
 

@@ -120,8 +120,6 @@ std::string floatEncodersNote(const Model::Impl& d, Precision precision) {
                (vision8 && text8 ? "both"
                 : vision8        ? "the vision encoder"
                                  : "the text encoder") +
-               (d.int8ConvolutionCount > 0 ? " and the vision encoder's downsampling convolutions"
-                                           : "") +
                ", which run in int8 like the decoder (an int8 GEMM on " + ops::int8GemmKind() +
                ", activations quantized per row)";
     else

@@ -1,8 +1,6 @@
 // int8 quantization of a loaded model's linear layers (Model::Impl, ModelImpl.h).
 #include "runtime/ModelImpl.h"
 
-#include "Ops.h"
-
 #include <ATen/Parallel.h>
 
 namespace florence {
@@ -18,11 +16,9 @@ namespace {
 // the float32 weights (about 1 s for base, see README), after shared and generated parameters
 // are in place: the LM head gets its own int8 copy of the token embedding, which stays float32
 // for the lookup.
-// A convolution's kernel [out, channels, k, k] likewise, one scale per output channel.
 torch::Tensor quantizeInt8(const torch::Tensor& weight) {
     const torch::Tensor w = weight.to(torch::kFloat32).contiguous();
-    const torch::Tensor scales =
-        (w.abs().reshape({w.size(0), -1}).amax({1}).to(torch::kDouble) / 127.0).clamp_min(1e-30);
+    const torch::Tensor scales = (w.abs().amax({1}).to(torch::kDouble) / 127.0).clamp_min(1e-30);
     return at::quantize_per_channel(w, scales, torch::zeros({w.size(0)}, torch::kLong), 0,
                                     torch::kQInt8);
 }
@@ -30,8 +26,6 @@ torch::Tensor quantizeInt8(const torch::Tensor& weight) {
 // The encoder blocks' switch between bfloat16 and float32 activations around int8 products
 // (the model code's attribute; cleared for the AVX2 path's float32 activations).
 constexpr const char* kLowActivations = "low_activations";
-// The patch embeddings' flag: true where the convolution reads tokens (between stages).
-constexpr const char* kInt8Patches = "int8_patches";
 
 } // namespace
 
@@ -50,12 +44,6 @@ bool Model::Impl::hasFloatActivationInt8() const {
 
 void Model::Impl::quantizeEncoders(bool floatActivations) {
     const int64_t minSide = floatActivations ? kInt8FloatMinSide : 512;
-    // The vision encoder's convolutions between stages (code that has int8_patches), on
-    // florence::conv_int8: with the AVX-VNNI GEMM only, whose activations keep 8 bits. Their
-    // output starts each stage's residual stream, so its error reaches every later block: with
-    // the AVX2 GEMM's 7 bits the base speed demo's text encoder output fell to a cosine of
-    // 0.99890 against float32 (0.99937 with float32 convolutions), below the 0.999 int8 keeps.
-    const bool int8Convolutions = floatActivations && ops::int8GemmKind() == "AVX-VNNI";
     for (const char* role : {"vision", "text_encoder"}) {
         torch::jit::Module& m = module(role);
         if (!m.find_method("int8_products"))
@@ -72,19 +60,9 @@ void Model::Impl::quantizeEncoders(bool floatActivations) {
             }
         }
         if (any && floatActivations)
-            for (torch::jit::Module sub : m.modules()) {
+            for (torch::jit::Module sub : m.modules())
                 if (sub.hasattr(kLowActivations))
                     sub.setattr(kLowActivations, false);
-                if (int8Convolutions && sub.hasattr(kInt8Patches) &&
-                    sub.attr(kInt8Patches).toBool()) {
-                    torch::jit::Module conv = sub.attr("proj").toModule();
-                    const torch::Tensor w = conv.attr("weight").toTensor();
-                    if (w.dim() == 4 && w.size(0) >= minSide && w[0].numel() >= minSide) {
-                        conv.setattr("weight", quantizeInt8(w));
-                        ++int8ConvolutionCount;
-                    }
-                }
-            }
         if (any)
             int8Modules.push_back(role);
         if (options.cancel && options.cancel->load())

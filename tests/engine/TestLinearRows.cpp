@@ -49,16 +49,6 @@ at::Tensor linearInt8Gelu(const at::Tensor& x, const at::Tensor& w,
     return op.call(x, w, b);
 }
 
-at::Tensor convInt8(const at::Tensor& x, int64_t h, int64_t w, const at::Tensor& weight,
-                    const c10::optional<at::Tensor>& b, int64_t stride, int64_t padding) {
-    static const auto op =
-        c10::Dispatcher::singleton()
-            .findSchemaOrThrow("florence::conv_int8", "")
-            .typed<at::Tensor(const at::Tensor&, int64_t, int64_t, const at::Tensor&,
-                              const c10::optional<at::Tensor>&, int64_t, int64_t)>();
-    return op.call(x, h, w, weight, b, stride, padding);
-}
-
 // Largest difference relative to the largest magnitude of the reference.
 double relativeError(const at::Tensor& got, const at::Tensor& want) {
     const double scale = std::max(1e-30, want.abs().max().item<double>());
@@ -102,8 +92,6 @@ private slots:
     void encoderInt8WithinItsQuantization();
     void encoderInt8FollowsItsWeight();
     void encoderInt8GeluIsGeluOfTheProduct();
-    void convolutionInt8WithinItsQuantization();
-    void convolutionInt8RefusesWhatIsNotOne();
     void int8RowsWithNaNGiveNoNumber();
     void pathIsChosenAndNamed();
     void keepsLeadingDimensions();
@@ -199,8 +187,7 @@ void TestLinearRows::matchesLibTorch() {
 // Per-channel int8 as the engine quantizes (engine/runtime/Quantize.cpp, quantizeInt8): symmetric,
 // zero points 0.
 at::Tensor quantize(const at::Tensor& w) {
-    const at::Tensor scales =
-        (w.abs().reshape({w.size(0), -1}).amax({1}).to(at::kDouble) / 127.0).clamp_min(1e-30);
+    const at::Tensor scales = (w.abs().amax({1}).to(at::kDouble) / 127.0).clamp_min(1e-30);
     return at::quantize_per_channel(w, scales, at::zeros({w.size(0)}, at::kLong), 0, at::kQInt8);
 }
 
@@ -516,120 +503,6 @@ void TestLinearRows::encoderInt8GeluIsGeluOfTheProduct() {
     }
     if (ran == 0)
         QSKIP("neither the AVX-512 nor the AVX2 kernel path runs on this CPU");
-}
-
-void TestLinearRows::convolutionInt8WithinItsQuantization() {
-    // florence::conv_int8 (the vision encoder's downsampling between stages in the AVX2 int8
-    // mode): channels-last tokens in and out, each output position's patch gathered and
-    // quantized as one row of the own int8 GEMM. Against LibTorch's convolution of the float32
-    // values the int8 kernel stands for, in float64: every output within its patch's
-    // quantization (range / steps / 2 times the sum of |W| of its channel), on each GEMM variant
-    // the CPU has, with padding on every side, a 1x1 image that is padding but its centre,
-    // strides 1 and 2, channels not a multiple of four, two images, and enough positions to
-    // fill several row blocks and both threads. Off the AVX2 path: LibTorch's float32
-    // convolution of the same values.
-    c10::InferenceMode guard;
-    struct Case {
-        int images, h, w, channels, out, kernel, stride, padding;
-    };
-    const Case cases[] = {{1, 7, 9, 16, 24, 3, 2, 1},
-                          {2, 5, 5, 8, 20, 3, 1, 1},
-                          {1, 10, 11, 33, 17, 2, 2, 0},
-                          {1, 1, 1, 4, 4, 3, 2, 1},
-                          {1, 40, 38, 24, 40, 3, 2, 1}};
-    std::vector<std::pair<KernelPath, florence::ops::Int8Gemm>> runs = pathsAndGemms();
-    runs.emplace_back(KernelPath::Torch, florence::ops::Int8Gemm::Avx2);
-    for (const auto& [path, gemm] : runs) {
-        if (!florence::ops::kernelPathSupported(path))
-            continue;
-        const OnPath onPath{path};
-        const OnGemm onGemm{gemm};
-        const bool own = path == KernelPath::Avx2;
-        for (const Case& c : cases) {
-            const QString where = QString("%1, %2 GEMM, %3 image(s) %4x%5x%6 -> %7, %8x%8 "
-                                          "stride %9 padding %10")
-                                      .arg(florence::ops::kernelPathName(path))
-                                      .arg(florence::ops::int8GemmName(gemm))
-                                      .arg(c.images)
-                                      .arg(c.h)
-                                      .arg(c.w)
-                                      .arg(c.channels)
-                                      .arg(c.out)
-                                      .arg(c.kernel)
-                                      .arg(c.stride)
-                                      .arg(c.padding);
-            const at::Tensor wq =
-                quantize(torch::randn({c.out, c.channels, c.kernel, c.kernel}) * 0.1);
-            const at::Tensor wf = wq.dequantize().to(at::kDouble);
-            const at::Tensor b = torch::randn({c.out});
-            // Positions of very different magnitudes, so that each patch's own scale matters.
-            at::Tensor x = torch::randn({c.images, c.h * c.w, c.channels});
-            x = x *
-                at::pow(10.0, at::arange(c.h * c.w, at::kFloat).remainder(5) - 2).view({1, -1, 1});
-            const at::Tensor y = convInt8(x, c.h, c.w, wq, b, c.stride, c.padding);
-            const at::Tensor image =
-                x.to(at::kDouble).view({c.images, c.h, c.w, c.channels}).permute({0, 3, 1, 2});
-            const at::Tensor conv = at::conv2d(image, wf, b.to(at::kDouble), {c.stride, c.stride},
-                                               {c.padding, c.padding});
-            const int64_t outH = conv.size(2), outW = conv.size(3);
-            const at::Tensor ref = conv.permute({0, 2, 3, 1}).reshape({c.images, -1, c.out});
-            // float32's rounding: relative to the sum of the products' magnitudes.
-            const at::Tensor rounding =
-                1e-5 * at::conv2d(image.abs(), wf.abs(), {}, {c.stride, c.stride},
-                                  {c.padding, c.padding})
-                           .permute({0, 2, 3, 1})
-                           .reshape({c.images, -1, c.out}) +
-                1e-6;
-            QVERIFY2(y.sizes() == ref.sizes(),
-                     qPrintable(where + ": shape " + QString::number(y.size(1))));
-            QCOMPARE(y.scalar_type(), at::kFloat);
-            at::Tensor bound;
-            if (own) {
-                // Each patch's range, zeros of the padding included ([images, positions]).
-                const at::Tensor patches = at::im2col(image, {c.kernel, c.kernel}, {1, 1},
-                                                      {c.padding, c.padding}, {c.stride, c.stride});
-                const at::Tensor range =
-                    patches.amax(1).clamp_min(0) - patches.amin(1).clamp_max(0);
-                const double steps = gemm == florence::ops::Int8Gemm::Avx2 ? 127 : 255;
-                bound = (range / steps / 2).unsqueeze(2) *
-                            wf.abs().reshape({c.out, -1}).sum(1).view({1, 1, -1}) +
-                        rounding;
-                QCOMPARE(range.size(1), outH * outW);
-            } else {
-                bound = rounding;
-            }
-            const at::Tensor excess = (y.to(at::kDouble) - ref).abs() / bound;
-            const double worst = excess.max().item<double>();
-            QVERIFY2(
-                worst <= 1.0,
-                qPrintable(QString("%1: an output off by %2x its bound").arg(where).arg(worst)));
-        }
-    }
-}
-
-void TestLinearRows::convolutionInt8RefusesWhatIsNotOne() {
-    // Shapes that are not a convolution of these tokens are refused with what is wrong.
-    c10::InferenceMode guard;
-    const at::Tensor wq = quantize(torch::randn({8, 4, 3, 3}));
-    const auto refusal = [&](const at::Tensor& x, int64_t h, int64_t w, const at::Tensor& weight,
-                             int64_t stride, int64_t padding) {
-        try {
-            convInt8(x, h, w, weight, c10::nullopt, stride, padding);
-        } catch (const c10::Error& e) {
-            return QString::fromStdString(e.what_without_backtrace());
-        }
-        return QString();
-    };
-    QString m = refusal(torch::randn({1, 20, 4}), 4, 4, wq, 2, 1);
-    QVERIFY2(m.contains("is not 4x4 tokens of 4 channels"), qPrintable(m));
-    m = refusal(torch::randn({1, 16, 5}), 4, 4, wq, 2, 1);
-    QVERIFY2(m.contains("is not 4x4 tokens of 4 channels"), qPrintable(m));
-    m = refusal(torch::randn({1, 4, 4}), 2, 2, wq, 1, 0);
-    QVERIFY2(m.contains("does not fit a 2x2 image"), qPrintable(m));
-    m = refusal(torch::randn({1, 16, 4}), 4, 4, wq, 0, 1);
-    QVERIFY2(m.contains("are not a convolution"), qPrintable(m));
-    m = refusal(torch::randn({1, 16, 4}), 4, 4, quantize(torch::randn({8, 36})), 2, 1);
-    QVERIFY2(m.contains("must be a square int8 kernel"), qPrintable(m));
 }
 
 void TestLinearRows::int8RowsWithNaNGiveNoNumber() {

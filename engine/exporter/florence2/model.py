@@ -126,23 +126,6 @@ def linear_int8_gelu(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tenso
     return F.gelu(F.linear(x.to(torch.float32), weight.dequantize(), bias))
 
 
-def conv_int8(x: Tensor, h: int, w: int, weight: Tensor, bias: Optional[Tensor], stride: int,
-              padding: int) -> Tensor:
-    """A convolution of channels-last tokens x [B, h*w, C] with an int8 kernel [out, C, k, k]
-    (the vision encoder's downsampling in the AVX2 int8 mode): florence::conv_int8, whose
-    patches are the int8 GEMM's rows, gathered as they are quantized. Tokens out, [B, h2*w2,
-    out], float32."""
-    if torch.jit.is_scripting():
-        return torch.ops.florence.conv_int8(x, h, w, weight, bias, stride, padding)
-    grad = torch.is_grad_enabled() and x.requires_grad
-    if not grad and ops.has("conv_int8"):
-        return torch.ops.florence.conv_int8(x, h, w, weight, bias, stride, padding)
-    b, n, c = x.shape
-    y = F.conv2d(x.to(torch.float32).reshape(b, h, w, c).permute(0, 3, 1, 2), weight.dequantize(),
-                 bias, stride, padding)
-    return y.permute(0, 2, 3, 1).reshape(b, -1, y.shape[1])
-
-
 def project(x: Tensor, weight: Tensor, bias: Optional[Tensor], low: bool) -> Tensor:
     """An encoder's product: linear(), or with `low` (reduced-precision weights) a bfloat16
     result for the next bfloat16 product: bfloat16 weights multiply bfloat16 activations, int8
@@ -228,21 +211,9 @@ class ConvEmbed(nn.Module):
                               padding=padding)
         self.norm = nn.LayerNorm(in_chans if pre_norm else embed_dim)
         self.pre_norm = pre_norm
-        # The convolutions between stages read tokens: in the int8 mode without AVX-512 the
-        # engine gives them int8 kernels (engine/runtime/Quantize.cpp), which conv_int8 runs.
-        self.int8_patches = pre_norm
-        self.stride = stride
-        self.padding = padding
 
     def forward(self, x: Tensor, h: int, w: int) -> Tuple[Tensor, int, int]:
         # x: [B, C, H, W] for the image, [B, H*W, C] between stages
-        if x.dim() == 3 and self.proj.weight.dtype == torch.qint8:
-            y, h2, w2 = self.embed_int8(x, h, w)
-        else:
-            y, h2, w2 = self.embed(x, h, w)
-        return y, h2, w2
-
-    def embed(self, x: Tensor, h: int, w: int) -> Tuple[Tensor, int, int]:
         if x.dim() == 3:
             if self.pre_norm:
                 x = self.norm(x)
@@ -255,18 +226,6 @@ class ConvEmbed(nn.Module):
         x = self.proj(x)
         b, c, h2, w2 = x.shape
         x = x.permute(0, 2, 3, 1).reshape(b, h2 * w2, c)
-        if not self.pre_norm:
-            x = self.norm(x)
-        return x, h2, w2
-
-    def embed_int8(self, x: Tensor, h: int, w: int) -> Tuple[Tensor, int, int]:
-        """Tokens [B, H*W, C] through the int8 kernel, tokens out (conv_int8)."""
-        if self.pre_norm:
-            x = self.norm(x)
-        k = self.proj.weight.shape[2]
-        h2 = (h + 2 * self.padding - k) // self.stride + 1
-        w2 = (w + 2 * self.padding - k) // self.stride + 1
-        x = conv_int8(x, h, w, self.proj.weight, self.proj.bias, self.stride, self.padding)
         if not self.pre_norm:
             x = self.norm(x)
         return x, h2, w2

@@ -58,7 +58,7 @@ def has(name: str) -> bool:
 
 # What model.py calls; a library without one of them cannot script the model.
 OPERATORS = ("linear_rows", "attend_one", "linear_int8", "attend_windows", "linear_int8_gelu",
-             "attend_many", "conv_int8")
+             "attend_many")
 
 
 def _check_operators(lib: str) -> None:
