@@ -1,9 +1,9 @@
 #pragma once
 // exp on eight floats with AVX2 and FMA, for the files built with -mavx2 -mfma (and more): the
-// attention kernels' softmax (AttendKernelsAvx2.cpp) and the int8 GEMM's GELU
-// (GemmInt8Kernel.inc). Include it only from such files. The function is in an anonymous
-// namespace, so each file keeps its own copy, compiled for its own instructions: the linker can
-// never keep the copy of a file built for more than another file's CPU check allows.
+// attention kernels' softmax (AttendKernelsAvx2.cpp). Include it only from such files. The
+// function is in an anonymous namespace, so each file keeps its own copy, compiled for its own
+// instructions: the linker can never keep the copy of a file built for more than another file's
+// CPU check allows.
 #include <immintrin.h>
 
 namespace florence::ops {

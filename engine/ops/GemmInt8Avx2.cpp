@@ -1,7 +1,6 @@
 // The int8 GEMM kernel on AVX2 (GemmInt8.h): vpmaddubsw into 16-bit pair sums, vpmaddwd against
 // ones into 32 bits, activations quantized to 0..127 so that no pair sum saturates
 // (127 * 128 * 2 = 32512 < 32767). Compiled with -mavx2 -mfma.
-#include "Avx2Exp.h"
 #include "GemmInt8.h"
 
 #include <immintrin.h>

@@ -1,7 +1,6 @@
 // The int8 GEMM kernel on AVX-VNNI (GemmInt8.h): vpdpbusd on 256-bit registers, four u8 x s8
 // products into each 32-bit sum, exact, so activations take all of 0..255. Compiled with -mavx2
 // -mfma -mavxvnni.
-#include "Avx2Exp.h"
 #include "GemmInt8.h"
 
 #include <immintrin.h>
