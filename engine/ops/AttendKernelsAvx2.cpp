@@ -235,10 +235,11 @@ void windowScoreRows(const float* q0, const float* q1, const float* kt, int64_t 
     }
 }
 
-// Rows r < R of out (outStride apart), columns 8 c < 8 W: inv[r] * the sum over j < n of
-// p[r][j] v_j (p rows pStride apart, v rows vs apart). R x W accumulators (at most 6 x 2, with
-// the two value vectors and a broadcast 15 of the 16 registers): per key 12 FMAs against two
-// loads of v and six broadcasts, where one row at a time read all of V for every query row.
+// Rows r < R of out (outStride apart), columns 8 c < 8 W: inv[r] (1 where inv is null) * the
+// sum over j < n of p[r][j] v_j (p rows pStride apart, v rows vs apart). R x W accumulators (at
+// most 6 x 2, with the two value vectors and a broadcast 15 of the 16 registers): per key 12 FMAs
+// against two loads of v and six broadcasts, where one row at a time read all of V for every query
+// row.
 template <int R, int W>
 inline void valuesTile(const float* p, int64_t pStride, const float* v, int64_t vs, int64_t n,
                        const float* inv, float* out, int64_t outStride) {
@@ -265,7 +266,7 @@ inline void valuesTile(const float* p, int64_t pStride, const float* v, int64_t 
     }
 #pragma GCC unroll 6
     for (int r = 0; r < R; ++r) {
-        const __m256 scale = _mm256_set1_ps(inv[r]);
+        const __m256 scale = _mm256_set1_ps(inv ? inv[r] : 1.0f);
 #pragma GCC unroll 2
         for (int c = 0; c < W; ++c)
             _mm256_storeu_ps(out + r * outStride + 8 * c, _mm256_mul_ps(acc[r][c], scale));
@@ -276,29 +277,142 @@ inline void valuesTile(const float* p, int64_t pStride, const float* v, int64_t 
 template <int W>
 void valuesColumns(const float* p, int64_t pStride, const float* v, int64_t vs, int64_t n,
                    int64_t rows, const float* inv, float* out, int64_t outStride) {
+    auto invAt = [inv](int64_t i) { return inv ? inv + i : nullptr; };
     int64_t i = 0;
     for (; i + 6 <= rows; i += 6)
-        valuesTile<6, W>(p + i * pStride, pStride, v, vs, n, inv + i, out + i * outStride,
+        valuesTile<6, W>(p + i * pStride, pStride, v, vs, n, invAt(i), out + i * outStride,
                          outStride);
     const float* pi = p + i * pStride;
     float* oi = out + i * outStride;
     switch (rows - i) {
     case 5:
-        return valuesTile<5, W>(pi, pStride, v, vs, n, inv + i, oi, outStride);
+        return valuesTile<5, W>(pi, pStride, v, vs, n, invAt(i), oi, outStride);
     case 4:
-        return valuesTile<4, W>(pi, pStride, v, vs, n, inv + i, oi, outStride);
+        return valuesTile<4, W>(pi, pStride, v, vs, n, invAt(i), oi, outStride);
     case 3:
-        return valuesTile<3, W>(pi, pStride, v, vs, n, inv + i, oi, outStride);
+        return valuesTile<3, W>(pi, pStride, v, vs, n, invAt(i), oi, outStride);
     case 2:
-        return valuesTile<2, W>(pi, pStride, v, vs, n, inv + i, oi, outStride);
+        return valuesTile<2, W>(pi, pStride, v, vs, n, invAt(i), oi, outStride);
     case 1:
-        return valuesTile<1, W>(pi, pStride, v, vs, n, inv + i, oi, outStride);
+        return valuesTile<1, W>(pi, pStride, v, vs, n, invAt(i), oi, outStride);
     default:
         return;
     }
 }
 
+// Channel attention (channelGramAvx2): adds to rows r < R of the Gram matrix s (rows d apart),
+// columns 8 w < 8 W, the products over `rows` rows of q's columns r (q points at the tile's
+// first) with k's columns (k points at the tile's first), q and k rows d apart. R x W
+// accumulators (at most 6 x 2, with the two k vectors and a broadcast 15 of the 16 registers, as
+// valuesTile): per row 12 FMAs against two loads of k and six broadcasts of q.
+template <int R, int W>
+inline void gramTile(const float* q, const float* k, int64_t d, int64_t rows, float* s) {
+    static_assert(R >= 1 && R <= 6 && (W == 1 || W == 2));
+    __m256 acc[R][W];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+        for (int w = 0; w < W; ++w)
+            acc[r][w] = _mm256_loadu_ps(s + r * d + 8 * w);
+    for (int64_t t = 0; t < rows; ++t) {
+        __m256 kv[W];
+#pragma GCC unroll 2
+        for (int w = 0; w < W; ++w)
+            kv[w] = _mm256_load_ps(k + t * d + 8 * w);
+#pragma GCC unroll 6
+        for (int r = 0; r < R; ++r) {
+            const __m256 b = _mm256_broadcast_ss(q + t * d + r);
+#pragma GCC unroll 2
+            for (int w = 0; w < W; ++w)
+                acc[r][w] = _mm256_fmadd_ps(b, kv[w], acc[r][w]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+        for (int w = 0; w < W; ++w)
+            _mm256_storeu_ps(s + r * d + 8 * w, acc[r][w]);
+}
+
+// gramTile over all d rows of s (six at a time; d, a multiple of 8, leaves 0, 2 or 4) for the W
+// vectors of columns k and s start at.
+template <int W>
+void gramColumns(const float* q, const float* k, int64_t d, int64_t rows, float* s) {
+    int64_t i = 0;
+    for (; i + 6 <= d; i += 6)
+        gramTile<6, W>(q + i, k, d, rows, s + i * d);
+    if (d - i == 4)
+        gramTile<4, W>(q + i, k, d, rows, s + i * d);
+    else if (d - i == 2)
+        gramTile<2, W>(q + i, k, d, rows, s + i * d);
+}
+
+// Rows at a time that channelGramAvx2 takes through every group: each group's q and k columns
+// of them copied side by side (32 rows of a 32-channel group are 8 KB, then read from the first
+// level cache d / 2 times), the rows' other groups still in the second level cache when their
+// turn comes. Group by group over all the rows instead read each row's 128 bytes of a group
+// scattered 6 KB apart (base size, stage 2), at half the speed.
+constexpr int64_t kGramRows = 64;
+
 } // namespace
+
+void channelGramAvx2(const float* q, const float* k, int64_t stride, int64_t rows, int64_t d,
+                     int64_t groups, float* s) {
+    std::fill(s, s + groups * d * d, 0.0f);
+    alignas(32) float qb[kGramRows * kBlockMaxDim];
+    alignas(32) float kb[kGramRows * kBlockMaxDim];
+    for (int64_t t0 = 0; t0 < rows; t0 += kGramRows) {
+        const int64_t n = std::min(kGramRows, rows - t0);
+        for (int64_t g = 0; g < groups; ++g) {
+            const bool ahead = t0 + 2 * kGramRows <= rows;
+            for (int64_t t = 0; t < n; ++t)
+                for (int64_t e = 0; e < d; e += 8) {
+                    const int64_t from = (t0 + t) * stride + g * d + e;
+                    // The same columns of the next rows, so that their lines are on their way
+                    // while these are multiplied.
+                    if (ahead && e % 16 == 0) {
+                        _mm_prefetch(reinterpret_cast<const char*>(q + from + kGramRows * stride),
+                                     _MM_HINT_T0);
+                        _mm_prefetch(reinterpret_cast<const char*>(k + from + kGramRows * stride),
+                                     _MM_HINT_T0);
+                    }
+                    _mm256_store_ps(qb + t * d + e, _mm256_loadu_ps(q + from));
+                    _mm256_store_ps(kb + t * d + e, _mm256_loadu_ps(k + from));
+                }
+            float* sg = s + g * d * d;
+            int64_t c = 0;
+            for (; c + 16 <= d; c += 16)
+                gramColumns<2>(qb, kb + c, d, n, sg + c);
+            if (c < d)
+                gramColumns<1>(qb, kb + c, d, n, sg + c);
+        }
+    }
+}
+
+void channelMixingAvx2(const float* s, int64_t d, float scale, float* mix) {
+    float row[kBlockMaxDim];
+    for (int64_t i = 0; i < d; ++i) {
+        for (int64_t j = 0; j < d; ++j)
+            row[j] = scale * s[i * d + j];
+        const float inv = 1.0f / expInPlace(row, d);
+        for (int64_t j = 0; j < d; ++j)
+            mix[j * d + i] = row[j] * inv;
+    }
+}
+
+void channelMixAvx2(const float* v, int64_t vStride, int64_t rows, const float* mix, int64_t d,
+                    int64_t groups, float* out, int64_t outStride) {
+    for (int64_t g = 0; g < groups; ++g) {
+        const float* vg = v + g * d;
+        const float* mg = mix + g * d * d;
+        float* og = out + g * d;
+        int64_t c = 0;
+        for (; c + 16 <= d; c += 16)
+            valuesColumns<2>(vg, vStride, mg + c, d, d, rows, nullptr, og + c, outStride);
+        if (c < d)
+            valuesColumns<1>(vg, vStride, mg + c, d, d, rows, nullptr, og + c, outStride);
+    }
+}
 
 void attendBlockF32Avx2(const BlockAttention& a, float* scratch) {
     const int64_t n = a.keys, d = a.dim, nPad = (n + 7) / 8 * 8;

@@ -86,4 +86,19 @@ inline int64_t blockScratchFloats(int64_t keys, int64_t d) {
 }
 void attendBlockF32Avx2(const BlockAttention& a, float* scratch);
 
+// Channel attention (florence::attend_channels): `groups` groups of d channels each (d a
+// multiple of 8 up to kBlockMaxDim), side by side in rows `stride` floats apart, in three steps,
+// the first and last over any split of the rows:
+// - channelGramAvx2: s [groups][d][d], group g's q^T k over `rows` rows (q and k point at group
+//   0's first column; the sum of each slice's Gram matrices gives the whole one);
+// - channelMixingAvx2: one group's mix [d][d] from its s, column i = row i of softmax(scale s);
+// - channelMixAvx2: out [rows][groups d], group g's columns = its v times its mix (row t: sum
+//   over j of v[t][j] mix[j]), mix [groups][d][d], the values weighted six rows and 16 columns
+//   at a time as attendBlockF32Avx2 does.
+void channelGramAvx2(const float* q, const float* k, int64_t stride, int64_t rows, int64_t d,
+                     int64_t groups, float* s);
+void channelMixingAvx2(const float* s, int64_t d, float scale, float* mix);
+void channelMixAvx2(const float* v, int64_t vStride, int64_t rows, const float* mix, int64_t d,
+                    int64_t groups, float* out, int64_t outStride);
+
 } // namespace florence::ops

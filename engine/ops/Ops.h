@@ -9,6 +9,7 @@
 //   a = torch.ops.florence.attend_one(q, k, v, mask)
 //   a = torch.ops.florence.attend_many(q, k, v, mask)
 //   x = torch.ops.florence.attend_windows(qkv, heads, scale)
+//   x = torch.ops.florence.attend_channels(qkv, groups, scale)
 //
 // florence::linear_rows(Tensor x, Tensor weight, Tensor? bias) -> Tensor
 //   x [..., k], weight [n, k] float32, bfloat16 or int8 (a per-channel quantized tensor, axis 0,
@@ -61,6 +62,16 @@
 //   cores (at::parallel_for), each computed with AVX2 + FMA in registers and cache
 //   (AttendWindows.cpp); other dtypes, d not a multiple of 8 or above 64, and the LibTorch path
 //   go to LibTorch's batched products.
+//
+// florence::attend_channels(Tensor qkv, int groups, float scale) -> Tensor
+//   The vision encoder's channel attention: qkv [images, n, 3 c] float32 (each position's q, k
+//   and v projections side by side, each c = groups * d columns), returns [images, n, c], per
+//   image and group v softmax(scale q^T k)^T (attention between a group's d channels over all
+//   n positions) with the groups merged. The q^T k products over slices of the positions (fixed
+//   by n, so the result does not depend on the number of threads), then the values weighted
+//   over blocks of positions, each split over the cores (at::parallel_for) and computed with
+//   AVX2 + FMA (AttendChannels.cpp); other dtypes, d not a multiple of 8 or above 64, and the
+//   LibTorch path go to LibTorch's batched products.
 #pragma once
 
 #include <cstdint>

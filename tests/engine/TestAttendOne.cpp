@@ -5,7 +5,8 @@
 // several beams or images, a mask per image or one for all) on every kernel path the CPU has
 // (AVX-512, AVX2 + FMA, LibTorch; rows for a path the CPU lacks are skipped), and that the
 // TorchScript interpreter finds it, as loading a package needs. Also florence::attend_windows,
-// the vision encoder's window attention, and florence::attend_many, attention with several
+// the vision encoder's window attention, florence::attend_channels, its channel attention, and
+// florence::attend_many, attention with several
 // queries per head (the text encoder's, a prompt's, beams sharing the encoder's keys, the
 // uncached path's causal mask), against LibTorch's batched products on each path, and
 // florence::ops::sumExp, the greedy search's softmax sum, against double precision.
@@ -73,6 +74,25 @@ at::Tensor windowReference(const at::Tensor& qkv, int64_t heads, double scale) {
     return at::matmul(attn, parts[2]).transpose(1, 2).reshape({windows, n, c});
 }
 
+at::Tensor attendChannels(const at::Tensor& qkv, int64_t groups, double scale) {
+    static const auto op = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("florence::attend_channels", "")
+                               .typed<at::Tensor(const at::Tensor&, int64_t, double)>();
+    return op.call(qkv, groups, scale);
+}
+
+// What model.py's channel_attention() computes without the operator, in double precision.
+at::Tensor channelReference(const at::Tensor& qkv, int64_t groups, double scale) {
+    const int64_t images = qkv.size(0), n = qkv.size(1), c = qkv.size(2) / 3;
+    const at::Tensor parts =
+        qkv.to(at::kDouble).reshape({images, n, 3, groups, c / groups}).permute({2, 0, 3, 1, 4});
+    const at::Tensor attn = at::matmul((parts[0] * scale).transpose(-1, -2), parts[1]).softmax(-1);
+    return at::matmul(attn, parts[2].transpose(-1, -2))
+        .transpose(-1, -2)
+        .transpose(1, 2)
+        .reshape({images, n, c});
+}
+
 double relativeError(const at::Tensor& got, const at::Tensor& want) {
     const double scale = std::max(1e-30, want.abs().max().item<double>());
     return (got.to(at::kDouble) - want.to(at::kDouble)).abs().max().item<double>() / scale;
@@ -103,6 +123,10 @@ private slots:
     void windowsMatchLibTorch();
     void windowsOfOtherShapesGoToLibTorch();
     void windowsRefuseMismatchedShapes();
+    void channelsMatchLibTorch_data();
+    void channelsMatchLibTorch();
+    void channelsOfOtherShapesGoToLibTorch();
+    void channelsRefuseMismatchedShapes();
     void manyMatchLibTorch_data();
     void manyMatchLibTorch();
     void manyOfOtherShapesGoToLibTorch();
@@ -306,9 +330,10 @@ void TestAttendOne::interpreterFindsTheOperator() {
     ops[0]->getOperation()(stack);
     QCOMPARE(stack.size(), size_t(1));
     QVERIFY(relativeError(stack[0].toTensor(), reference(q, k, v, mask)) < 1e-5);
-    // And "ops.florence.attend_windows" in a package's vision.pt, "ops.florence.attend_many" in
-    // its text_encoder.pt and decoder.pt.
-    for (const char* name : {"florence::attend_windows", "florence::attend_many"})
+    // And "ops.florence.attend_windows" and "ops.florence.attend_channels" in a package's
+    // vision.pt, "ops.florence.attend_many" in its text_encoder.pt and decoder.pt.
+    for (const char* name :
+         {"florence::attend_windows", "florence::attend_channels", "florence::attend_many"})
         QVERIFY2(torch::jit::getAllOperatorsFor(c10::Symbol::fromQualString(name)).size() == 1,
                  name);
 }
@@ -392,6 +417,101 @@ void TestAttendOne::windowsRefuseMismatchedShapes() {
     }
     QVERIFY2(message.contains("do not split into q, k and v of 2 heads"), qPrintable(message));
     QVERIFY_THROWS_EXCEPTION(c10::Error, attendWindows(torch::randn({1, 9, 96}), 0, 0.2));
+}
+
+void TestAttendOne::channelsMatchLibTorch_data() {
+    QTest::addColumn<int>("path");
+    QTest::addColumn<int>("images");
+    QTest::addColumn<int>("positions");
+    QTest::addColumn<int>("groups");
+    QTest::addColumn<int>("dim");
+    QTest::addColumn<bool>("strided");
+    struct Shape {
+        int images, positions, groups, dim;
+    };
+    // Florence-2's groups are 32 channels wide (every stage, base and large), over 36864 to 576
+    // positions at base size; the others leave the Gram products' 64-row steps and the weighted
+    // values' six-row tiles cut short, slices of the positions added up (2000: 32 of them), a
+    // single position, several images, and every group width the kernel has (8 to 64: six rows
+    // of the Gram matrix at a time leave 0, 2 or 4, 16 columns leave 0 or 8).
+    const Shape shapes[] = {{1, 2304, 4, 32}, {2, 130, 3, 32}, {1, 2000, 2, 16},
+                            {1, 1, 2, 8},     {2, 13, 1, 64},  {1, 67, 2, 24},
+                            {1, 200, 2, 40},  {1, 65, 1, 48},  {1, 7, 3, 56}};
+    for (KernelPath path : kPaths)
+        for (const Shape& s : shapes)
+            for (bool strided : {false, true})
+                QTest::addRow("%s: %d images of %d, %d groups of %d%s",
+                              florence::ops::kernelPathName(path), s.images, s.positions, s.groups,
+                              s.dim, strided ? ", strided" : "")
+                    << int(path) << s.images << s.positions << s.groups << s.dim << strided;
+}
+
+void TestAttendOne::channelsMatchLibTorch() {
+    QFETCH(int, path);
+    QFETCH(int, images);
+    QFETCH(int, positions);
+    QFETCH(int, groups);
+    QFETCH(int, dim);
+    QFETCH(bool, strided);
+    SKIP_UNLESS_SUPPORTED(KernelPath(path));
+    const OnPath onPath{KernelPath(path)};
+    c10::InferenceMode guard;
+    const int64_t columns = 3 * int64_t(groups) * dim;
+    at::Tensor qkv = torch::randn({images, positions, columns + (strided ? 5 : 0)}) * 3.0;
+    if (strided)
+        qkv = qkv.slice(2, 0, columns);
+    // As the model scales: by the number of positions.
+    const double scale = 1.0 / std::sqrt(double(positions));
+    const at::Tensor got = attendChannels(qkv, groups, scale);
+    QCOMPARE(got.scalar_type(), at::kFloat);
+    QCOMPARE(got.sizes().vec(), (std::vector<int64_t>{images, positions, groups * int64_t(dim)}));
+    QVERIFY(bool(got.isfinite().all().item<bool>()));
+    const double err = relativeError(got, channelReference(qkv, groups, scale));
+    QVERIFY2(err < 1e-5, qPrintable(QString("relative error %1 against LibTorch").arg(err)));
+    // The kernels split the positions into slices by their number alone: the same result on
+    // one thread (LibTorch's products need not be).
+    if (KernelPath(path) == KernelPath::Torch)
+        return;
+    const int threads = at::get_num_threads();
+    at::set_num_threads(1);
+    const at::Tensor alone = attendChannels(qkv, groups, scale);
+    at::set_num_threads(threads);
+    QVERIFY(at::equal(got, alone));
+}
+
+void TestAttendOne::channelsOfOtherShapesGoToLibTorch() {
+    // Groups not a multiple of 8 wide or wider than 64, and bfloat16, are computed by LibTorch.
+    c10::InferenceMode guard;
+    for (int dim : {20, 72}) {
+        const at::Tensor qkv = torch::randn({2, 9, 3 * 2 * dim});
+        const double err =
+            relativeError(attendChannels(qkv, 2, 0.3), channelReference(qkv, 2, 0.3));
+        QVERIFY2(err < 1e-5,
+                 qPrintable(QString("groups of %1: relative error %2").arg(dim).arg(err)));
+    }
+    const at::Tensor qkv = torch::randn({2, 9, 3 * 2 * 32});
+    const at::Tensor got16 = attendChannels(qkv.to(at::kBFloat16), 2, 0.3);
+    QCOMPARE(got16.scalar_type(), at::kBFloat16);
+    QVERIFY(relativeError(got16, channelReference(qkv, 2, 0.3)) < 5e-2);
+}
+
+void TestAttendOne::channelsRefuseMismatchedShapes() {
+    c10::InferenceMode guard;
+    QString message;
+    try {
+        attendChannels(torch::randn({9, 96}), 2, 0.3);
+    } catch (const c10::Error& e) {
+        message = QString::fromStdString(e.what_without_backtrace());
+    }
+    QVERIFY2(message.contains("must be 3-D"), qPrintable(message));
+    message.clear();
+    try {
+        attendChannels(torch::randn({1, 9, 100}), 2, 0.3);
+    } catch (const c10::Error& e) {
+        message = QString::fromStdString(e.what_without_backtrace());
+    }
+    QVERIFY2(message.contains("do not split into q, k and v of 2 groups"), qPrintable(message));
+    QVERIFY_THROWS_EXCEPTION(c10::Error, attendChannels(torch::randn({1, 9, 96}), 0, 0.3));
 }
 
 void TestAttendOne::manyMatchLibTorch_data() {

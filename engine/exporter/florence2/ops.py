@@ -6,6 +6,7 @@
     torch.ops.florence.attend_one(q, k, v, mask)
     torch.ops.florence.attend_many(q, k, v, mask)
     torch.ops.florence.attend_windows(qkv, heads, scale)
+    torch.ops.florence.attend_channels(qkv, groups, scale)
 
 The exported model calls these operators (see model.py's linear() and attend()), so scripting the
 model and loading a package written by the exporter both need them. The library is built with the
@@ -58,7 +59,7 @@ def has(name: str) -> bool:
 
 # What model.py calls; a library without one of them cannot script the model.
 OPERATORS = ("linear_rows", "attend_one", "linear_int8", "attend_windows", "linear_int8_gelu",
-             "attend_many")
+             "attend_many", "attend_channels")
 
 
 def _check_operators(lib: str) -> None:
