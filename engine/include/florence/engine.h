@@ -257,9 +257,10 @@ public:
     // Throws EngineError or ImageError.
     Result generate(const Request& request, const GenerationOptions& options);
 
-    // Several requests decoded together: images through the vision encoder as one batch,
-    // prompts padded to the longest with a mask that keeps the padding out of attention, greedy
-    // decoding of all rows at once. Each result equals what generate() gives for its request.
+    // Several requests decoded together: images through the vision encoder one at a time
+    // (quicker than as one batch), prompts padded to the longest with a mask that keeps the
+    // padding out of attention, greedy decoding of all rows at once. Each result equals what
+    // generate() gives for its request.
     // With beams > 1 the requests run one after another. Timings other than the steps are the
     // batch's. options.onToken hears every request's steps (TokenEvent::index says whose);
     // options.cancel stops them all.
