@@ -64,6 +64,7 @@ struct RowFeatures {
     std::vector<uint64_t> keys;          // per row; 0 when not cached
     std::vector<torch::Tensor> pixels;   // model inputs of the rows still to encode
     std::vector<int> pending;            // those rows
+    std::vector<int> sameAs;             // per row: an earlier pending row of the same image, or -1
 };
 
 RowFeatures collectFeatures(const Manifest& m, detail::FeatureCache& cache,
@@ -73,19 +74,26 @@ RowFeatures collectFeatures(const Manifest& m, detail::FeatureCache& cache,
     RowFeatures rows;
     rows.features.resize(batch);
     rows.keys.assign(batch, 0);
+    rows.sameAs.assign(batch, -1);
     for (int b = 0; b < batch; ++b) {
         const Request& request = requests[b];
         const bool fromImage = request.pixelValues.empty();
         if (fromImage && options.reuseFeatures) {
             rows.keys[b] = hashImage(*request.image);
-            rows.features[b] = cache.find(rows.keys[b]);
-            // The same image twice in one batch is encoded once.
-            for (int e = 0; e < b && !rows.features[b].defined(); ++e)
-                if (rows.keys[e] == rows.keys[b] &&
-                    std::find(rows.pending.begin(), rows.pending.end(), e) == rows.pending.end())
-                    rows.features[b] = rows.features[e];
-            results[b].timings.featuresReused = rows.features[b].defined();
-            if (rows.features[b].defined())
+            // The same image twice in one batch is encoded once: the first row of that image
+            // is either cached or pending, and this row takes its features.
+            int first = 0;
+            while (!requests[first].pixelValues.empty() || rows.keys[first] != rows.keys[b])
+                ++first;
+            if (first < b) {
+                rows.features[b] = rows.features[first];
+                if (!rows.features[b].defined())
+                    rows.sameAs[b] = first;
+            } else {
+                rows.features[b] = cache.find(rows.keys[b]);
+            }
+            results[b].timings.featuresReused = rows.features[b].defined() || rows.sameAs[b] >= 0;
+            if (results[b].timings.featuresReused)
                 continue;
         }
         if (fromImage) {
@@ -116,6 +124,9 @@ void encodePendingImages(const Model::Impl& impl, detail::FeatureCache& cache,
         if (options.reuseFeatures && requests[b].pixelValues.empty())
             cache.remember(rows.keys[b], rows.features[b]);
     }
+    for (size_t b = 0; b < rows.sameAs.size(); ++b)
+        if (rows.sameAs[b] >= 0)
+            rows.features[b] = rows.features[rows.sameAs[b]];
 }
 
 struct EncodedPrompts {

@@ -102,6 +102,7 @@ private slots:
     void loadProgressInOrder_data();
     void loadProgressInOrder();
     void featureReuse();
+    void sameImageTwiceInABatch();
     void encodeImageAheadOfRun();
     void encodePromptAheadOfRun_data();
     void encodePromptAheadOfRun();

@@ -312,6 +312,43 @@ void TestEngine::featureReuse() {
     QCOMPARE(third.generatedIds, second.generatedIds);
 }
 
+void TestEngine::sameImageTwiceInABatch() {
+    // A batch that names one image twice encodes it once: the second row takes the first's
+    // features, and its answer is the one it has alone.
+    Session s(m_models[0]);
+    const auto pier = std::make_shared<const RgbImage>(loadImage(FLORENCE_SAMPLES_DIR "/pier.png"));
+    const auto chelsea =
+        std::make_shared<const RgbImage>(loadImage(FLORENCE_SAMPLES_DIR "/chelsea.png"));
+    std::vector<Request> reqs(4);
+    reqs[0].image = pier;
+    reqs[0].prompt = m_tasks[0].prompt;
+    reqs[1].pixelValues = m_pixels;
+    reqs[1].prompt = m_tasks[0].prompt;
+    reqs[2].image = chelsea;
+    reqs[2].prompt = m_tasks[1].prompt;
+    reqs[3].image = std::make_shared<const RgbImage>(*pier); // equal pixels, another object
+    reqs[3].prompt = m_tasks[1].prompt;
+    GenerationOptions o = model(0).defaultOptions();
+    o.numBeams = 1;
+    o.maxNewTokens = 24;
+    const std::vector<Result> batched = s.generateBatch(reqs, o);
+    QVERIFY(!batched[0].timings.featuresReused);
+    QVERIFY(!batched[1].timings.featuresReused);
+    QVERIFY(!batched[2].timings.featuresReused);
+    QVERIFY(batched[3].timings.featuresReused);
+    QCOMPARE(batched[1].generatedIds, m_tasks[0].generated);
+
+    Session fresh(m_models[0]);
+    o.reuseFeatures = false;
+    for (size_t i : {size_t(0), size_t(3)})
+        QCOMPARE(batched[i].generatedIds, fresh.generate(reqs[i], o).generatedIds);
+
+    // Both images are remembered for the next request.
+    o.reuseFeatures = true;
+    QVERIFY(s.generate(reqs[2], o).timings.featuresReused);
+    QVERIFY(s.generate(reqs[0], o).timings.featuresReused);
+}
+
 void TestEngine::encodeImageAheadOfRun() {
     // The app's encode on open: features computed before the request are what the run uses,
     // and its answer is the one a run that encodes itself gives.

@@ -258,9 +258,9 @@ public:
     Result generate(const Request& request, const GenerationOptions& options);
 
     // Several requests decoded together: images through the vision encoder one at a time
-    // (quicker than as one batch), prompts padded to the longest with a mask that keeps the
-    // padding out of attention, greedy decoding of all rows at once. Each result equals what
-    // generate() gives for its request.
+    // (quicker than as one batch; an image two requests share, once), prompts padded to the
+    // longest with a mask that keeps the padding out of attention, greedy decoding of all rows
+    // at once. Each result equals what generate() gives for its request.
     // With beams > 1 the requests run one after another. Timings other than the steps are the
     // batch's. options.onToken hears every request's steps (TokenEvent::index says whose);
     // options.cancel stops them all.
