@@ -79,8 +79,8 @@ Commands:
                                   bfloat16 halves the weights (with AVX-512 the
                                   encoders too, else the decoder only); int8 quarters
                                   the decoder's and the encoders' large products
-                                  (not encoders wider than base's), the rest bfloat16
-                                  with AVX-512, float32 without
+                                  (not encoders wider than base's), the rest float32
+                                  (bfloat16 with AVX-512 but without VNNI)
               --json              print one JSON object with ids, text, result and timings
               --annotate OUT.png  write the image with the answer drawn on it
               --coco OUT.json     write the answer as COCO annotations

@@ -1,5 +1,6 @@
-// Shared by the AVX-512 kernel files (RowKernels.cpp, AttendKernels.cpp), which alone are built
-// with -mavx512f -mavx512bw -mavx512vl (engine/ops/CMakeLists.txt): include it nowhere else.
+// Shared by the AVX-512 kernel files (RowKernels.cpp, AttendKernels.cpp, GemmInt8Avx512Vnni.cpp),
+// which alone are built with -mavx512f -mavx512bw -mavx512vl (engine/ops/CMakeLists.txt): include
+// it nowhere else.
 #pragma once
 
 // GCC 12's AVX-512 headers trip -Wmaybe-uninitialized on their own placeholder values

@@ -1,5 +1,5 @@
 // Packing and dispatch of the int8 GEMM kernels (GemmInt8.h); the kernels are in
-// GemmInt8Avx2.cpp and GemmInt8AvxVnni.cpp.
+// GemmInt8Avx2.cpp, GemmInt8AvxVnni.cpp and GemmInt8Avx512Vnni.cpp.
 #include "GemmInt8.h"
 
 #include <algorithm>
@@ -44,11 +44,27 @@ PackedInt8 packInt8(const int8_t* w, const double* scales, int64_t n, int64_t k)
 bool int8GemmSupported(Int8Gemm variant) {
     __builtin_cpu_init();
     const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    return variant == Int8Gemm::Avx2 ? avx2 : avx2 && __builtin_cpu_supports("avxvnni");
+    switch (variant) {
+    case Int8Gemm::Avx2:
+        return avx2;
+    case Int8Gemm::AvxVnni:
+        return avx2 && __builtin_cpu_supports("avxvnni");
+    case Int8Gemm::Avx512Vnni:
+        return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+    }
+    return false;
 }
 
 const char* int8GemmName(Int8Gemm variant) {
-    return variant == Int8Gemm::Avx2 ? "AVX2" : "AVX-VNNI";
+    switch (variant) {
+    case Int8Gemm::AvxVnni:
+        return "AVX-VNNI";
+    case Int8Gemm::Avx512Vnni:
+        return "AVX-512 VNNI";
+    default:
+        return "AVX2";
+    }
 }
 
 namespace {
@@ -69,16 +85,20 @@ Int8Gemm int8Gemm() {
 }
 
 void setInt8Gemm(Int8Gemm variant) {
-    currentGemm().store(int8GemmSupported(variant) ? variant : Int8Gemm::Avx2,
-                        std::memory_order_relaxed);
+    const bool avx2Path = variant != Int8Gemm::Avx512Vnni && int8GemmSupported(variant);
+    currentGemm().store(avx2Path ? variant : Int8Gemm::Avx2, std::memory_order_relaxed);
 }
 
 void gemmInt8(Int8Gemm variant, const PackedInt8& w, const float* x, int64_t ldx, int64_t rows,
               const float* bias, float* y, int64_t ldy, bool gelu) {
-    if (variant == Int8Gemm::AvxVnni)
-        gemmInt8AvxVnni(w, x, ldx, rows, bias, y, ldy, gelu);
-    else
-        gemmInt8Avx2(w, x, ldx, rows, bias, y, ldy, gelu);
+    switch (variant) {
+    case Int8Gemm::AvxVnni:
+        return gemmInt8AvxVnni(w, x, ldx, rows, bias, y, ldy, gelu);
+    case Int8Gemm::Avx512Vnni:
+        return gemmInt8Avx512Vnni(w, x, ldx, rows, bias, y, ldy, gelu);
+    default:
+        return gemmInt8Avx2(w, x, ldx, rows, bias, y, ldy, gelu);
+    }
 }
 
 } // namespace florence::ops

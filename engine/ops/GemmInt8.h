@@ -12,6 +12,8 @@
 //              Seven bits of activations cost less accuracy than seven bits of weights would
 //              (base speed demo against float32, the text encoder's output cosine 0.99936
 //              against 0.99907).
+//   AVX-512 VNNI: vpdpbusd on 512-bit registers, as AVX-VNNI with twice the columns to an
+//              instruction (the AVX-512 kernel path's, where the CPU has VNNI); q in 0..255.
 //
 // y_rc = s_r * w_c * (sum_k q_rk W_ck - z_r * sum_k W_ck) + bias_c, with the column sums made
 // when the weights are packed.
@@ -20,7 +22,8 @@
 //     florence::ops::gemmInt8(florence::ops::Int8Gemm::Avx2, p, x, k, rows, bias, y, n);
 //
 // The kernels are compiled for their instructions in files of their own (GemmInt8Avx2.cpp,
-// GemmInt8AvxVnni.cpp): call gemmInt8 only with a variant int8GemmSupported() accepts.
+// GemmInt8AvxVnni.cpp, GemmInt8Avx512Vnni.cpp): call gemmInt8 only with a variant
+// int8GemmSupported() accepts.
 
 #include <cstdint>
 #include <memory>
@@ -41,17 +44,19 @@ struct PackedInt8 {
 // w [n, k] int8 row-major with scales[n] (zero points 0).
 PackedInt8 packInt8(const int8_t* w, const double* scales, int64_t n, int64_t k);
 
-enum class Int8Gemm { Avx2, AvxVnni };
+enum class Int8Gemm { Avx2, AvxVnni, Avx512Vnni };
 
-// Whether this CPU can run the variant (AVX2: AVX2 and FMA; AVX-VNNI: also the 256-bit VNNI).
+// Whether this CPU can run the variant (AVX2: AVX2 and FMA; AVX-VNNI: also the 256-bit VNNI;
+// AVX-512 VNNI: AVX-512 F, BW and VL with VNNI).
 bool int8GemmSupported(Int8Gemm variant);
 
-// "AVX2" or "AVX-VNNI".
+// "AVX2", "AVX-VNNI" or "AVX-512 VNNI".
 const char* int8GemmName(Int8Gemm variant);
 
 // The variant florence::linear_int8 runs on the AVX2 kernel path: AVX-VNNI where the CPU has it,
 // unless FLORENCE_AVX_VNNI=0 asks for what a CPU without it runs (AMD Zen 2 and 3). Tests switch
-// it with setInt8Gemm (one the CPU lacks falls to AVX2); not while another thread runs it.
+// it with setInt8Gemm (one the CPU lacks, or AVX-512 VNNI, falls to AVX2); not while another
+// thread runs it. The AVX-512 kernel path runs AVX-512 VNNI where the CPU has it (LinearInt8.cpp).
 Int8Gemm int8Gemm();
 void setInt8Gemm(Int8Gemm variant);
 
@@ -66,5 +71,7 @@ void gemmInt8Avx2(const PackedInt8& w, const float* x, int64_t ldx, int64_t rows
                   float* y, int64_t ldy, bool gelu);
 void gemmInt8AvxVnni(const PackedInt8& w, const float* x, int64_t ldx, int64_t rows,
                      const float* bias, float* y, int64_t ldy, bool gelu);
+void gemmInt8Avx512Vnni(const PackedInt8& w, const float* x, int64_t ldx, int64_t rows,
+                        const float* bias, float* y, int64_t ldy, bool gelu);
 
 } // namespace florence::ops

@@ -1,9 +1,10 @@
 // florence::linear_int8: the encoders' large products with int8 weights (the engine's int8 mode),
 // and florence::linear_int8_gelu, the same with GELU after (the feed-forward's hidden layer).
-// On the AVX2 kernel path, the project's own int8 GEMM (GemmInt8.h: x quantized per row, AVX2's
-// vpmaddubsw or AVX-VNNI); on the AVX-512 path, oneDNN's dynamic int8 GEMM through LibTorch's
-// quantized engine (x quantized per tensor, AVX512-VNNI). Either way the weights are packed once
-// and kept while the weight tensor lives. See Ops.h.
+// The project's own int8 GEMM (GemmInt8.h: x quantized per row) on the AVX2 kernel path (AVX2's
+// vpmaddubsw or AVX-VNNI) and on the AVX-512 path where the CPU has VNNI (512-bit vpdpbusd);
+// otherwise oneDNN's dynamic int8 GEMM through LibTorch's quantized engine (x quantized per
+// tensor). Either way the weights are packed once and kept while the weight tensor lives. See
+// Ops.h.
 //
 // Why an own GEMM on AVX2: oneDNN 2.6's AVX2 int8 GEMM ran the base vision encoder's products
 // at about half the speed of ONNX Runtime's (MLAS) on the same CPU, and it quantizes the
@@ -18,6 +19,7 @@
 #include <torch/library.h>
 
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -81,9 +83,19 @@ std::shared_ptr<const PackedInt8> prepackedOwn(const at::Tensor& weight) {
     });
 }
 
+// The own GEMM's variant on the current kernel path, or none where oneDNN's or LibTorch's
+// product runs.
+std::optional<Int8Gemm> ownGemmVariant() {
+    if (kernelPath() == KernelPath::Avx2)
+        return int8Gemm();
+    if (kernelPath() == KernelPath::Avx512 && int8GemmSupported(Int8Gemm::Avx512Vnni))
+        return Int8Gemm::Avx512Vnni;
+    return std::nullopt;
+}
+
 // The own GEMM, rows split over the cores; with `gelu`, GELU of the product.
-at::Tensor ownGemm(const at::Tensor& flat, const at::Tensor& weight, const at::Tensor& bias,
-                   bool gelu) {
+at::Tensor ownGemm(Int8Gemm variant, const at::Tensor& flat, const at::Tensor& weight,
+                   const at::Tensor& bias, bool gelu) {
     const std::shared_ptr<const PackedInt8> packed = prepackedOwn(weight);
     const int64_t rows = flat.size(0), k = flat.size(1), n = weight.size(0);
     const at::Tensor b = bias.defined() ? bias.to(at::kFloat).contiguous() : at::Tensor();
@@ -91,7 +103,6 @@ at::Tensor ownGemm(const at::Tensor& flat, const at::Tensor& weight, const at::T
     const float* x = flat.data_ptr<float>();
     const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
     float* yp = y.data_ptr<float>();
-    const Int8Gemm variant = int8Gemm();
     // 16 rows at least to a thread: below that the packed weights' pass dominates.
     at::parallel_for(0, rows, 16, [&](int64_t begin, int64_t end) {
         gemmInt8(variant, *packed, x + begin * k, k, end - begin, bp, yp + begin * n, n, gelu);
@@ -119,8 +130,9 @@ at::Tensor linearInt8Then(const at::Tensor& x, const at::Tensor& weight,
     const at::Tensor flat = x.reshape({rows, k}).to(at::kFloat).contiguous();
     const at::Tensor b = hasBias ? *bias : at::Tensor();
     const bool libTorchOnly = rows == 0 || n == 0 || k == 0 || !x.is_cpu();
-    if (!libTorchOnly && kernelPath() == KernelPath::Avx2)
-        return ownGemm(flat, weight, b, gelu).view(shape);
+    const std::optional<Int8Gemm> own = ownGemmVariant();
+    if (!libTorchOnly && own)
+        return ownGemm(*own, flat, weight, b, gelu).view(shape);
     at::Tensor y;
     if (libTorchOnly || !oneDnnQuantized()) {
         y = at::linear(flat, weight.dequantize(), hasBias ? b.to(at::kFloat) : b);
@@ -147,12 +159,16 @@ at::Tensor linearInt8Gelu(const at::Tensor& x, const at::Tensor& weight,
 } // namespace
 
 bool int8GemmAvailable() {
-    return kernelPath() == KernelPath::Avx2 || oneDnnQuantized();
+    return ownGemmVariant() || oneDnnQuantized();
+}
+
+bool ownInt8Gemm() {
+    return ownGemmVariant().has_value();
 }
 
 std::string int8GemmKind() {
-    if (kernelPath() == KernelPath::Avx2)
-        return int8GemmName(int8Gemm());
+    if (const std::optional<Int8Gemm> own = ownGemmVariant())
+        return int8GemmName(*own);
     return oneDnnQuantized() ? "oneDNN" : "none";
 }
 

@@ -88,10 +88,14 @@ namespace florence::ops {
 std::string rowKernelName();
 
 // Whether linear_int8 runs an int8 GEMM: on the AVX2 kernel path always (the project's own); on
-// the AVX-512 path where LibTorch's quantized engines include oneDNN's (Debian 12's LibTorch 1.13
-// and Debian 13's 2.6 do; without it linear_int8 computes in float32 from the dequantized
-// weights, slower than the float32 model).
+// the AVX-512 path with VNNI likewise, without VNNI where LibTorch's quantized engines include
+// oneDNN's (Debian 12's LibTorch 1.13 and Debian 13's 2.6 do; without it linear_int8 computes
+// in float32 from the dequantized weights, slower than the float32 model).
 bool int8GemmAvailable();
+
+// Whether that GEMM is the project's own (GemmInt8.h: activations quantized per row, float32 in
+// and out): on the AVX2 kernel path, and on the AVX-512 path where the CPU has VNNI.
+bool ownInt8Gemm();
 
 // The sum over i of exp(x[i] - shift) for x[i] <= shift (shift: x's largest), in double: the
 // greedy search's log-probability of its token, x[t] - shift - log(sumExp(...)), over the 51289
@@ -99,8 +103,8 @@ bool int8GemmAvailable();
 // in blocks of 1024) on the calling thread, else std::exp in double. -inf adds 0, NaN gives NaN.
 double sumExp(const float* x, int64_t n, float shift);
 
-// Which int8 GEMM linear_int8 runs: "AVX-VNNI" or "AVX2" (the project's, GemmInt8.h),
-// "oneDNN", or "none".
+// Which int8 GEMM linear_int8 runs: "AVX-512 VNNI", "AVX-VNNI" or "AVX2" (the project's,
+// GemmInt8.h), "oneDNN", or "none".
 std::string int8GemmKind();
 
 } // namespace florence::ops

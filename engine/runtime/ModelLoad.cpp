@@ -125,15 +125,20 @@ std::string floatEncodersNote(const Model::Impl& d, Precision precision) {
     else
         note = std::string("the encoders run in float32 and only the decoder in ") +
                precisionName(precision);
-    // Why not bfloat16 activations, as on AVX-512.
-    note += bfloat16ProductsAccurate() ? ": the AVX2 kernels were asked for (FLORENCE_KERNELS=avx2)"
-            : bfloat16ProductsRun()    ? ": without AVX-512, LibTorch's bfloat16 products sum in "
-                                         "bfloat16, which changes the answers"
-                                       : ": LibTorch cannot run bfloat16 products here (oneDNN "
-                                         "is held below the CPU's bfloat16 instructions)";
+    // Why not bfloat16 activations, as bfloat16 has on AVX-512.
+    const bool ownGemm = precision == Precision::Int8 && ops::ownInt8Gemm();
+    note += ownGemm && path == ops::KernelPath::Avx512
+                ? ": with the int8 GEMM's float32 activations the first token comes sooner than "
+                  "with bfloat16 ones"
+            : bfloat16ProductsAccurate()
+                ? ": the AVX2 kernels were asked for (FLORENCE_KERNELS=avx2)"
+            : bfloat16ProductsRun() ? ": without AVX-512, LibTorch's bfloat16 products sum in "
+                                      "bfloat16, which changes the answers"
+                                    : ": LibTorch cannot run bfloat16 products here (oneDNN "
+                                      "is held below the CPU's bfloat16 instructions)";
     if (vision8 || text8)
         return note; // the int8 decoder's kernels: the runtime line names them
-    if (precision == Precision::Int8 && path == ops::KernelPath::Avx2)
+    if (ownGemm)
         note += !d.hasFloatActivationInt8()
                     ? ", and this package's encoder code predates int8 products with float32 "
                       "activations"
@@ -411,7 +416,8 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
     // is known once its modules are loaded; what they load in does not depend on it, so the plan
     // is made again with it before quantizing.
     PrecisionFacts facts;
-    facts.avx2Kernels = ops::kernelPath() == ops::KernelPath::Avx2;
+    facts.ownInt8Gemm = ops::ownInt8Gemm();
+    facts.encodersTooWideForInt8 = d.manifest.dModel > Model::Impl::kInt8TextMaxWidth;
     if (options.precision != Precision::Float32)
         facts.bfloat16ProductsAccurate = bfloat16ProductsAccurate();
     // The decoder's products of five rows and more (the prompt, the image features' keys and
@@ -421,8 +427,9 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
                           ": cannot run in bfloat16 on this machine: LibTorch cannot run "
                           "bfloat16 products here (oneDNN held below the CPU's bfloat16 "
                           "instructions, e.g. by DNNL_MAX_CPU_ISA); float32 and int8 can");
-    const bool int8Avx2 = options.precision == Precision::Int8 && facts.avx2Kernels;
-    if (int8Avx2)
+    const bool int8Own =
+        options.precision == Precision::Int8 && facts.ownInt8Gemm && !facts.encodersTooWideForInt8;
+    if (int8Own)
         facts.int8GemmAvailable = ops::int8GemmAvailable();
     const PrecisionPlan loading = planPrecision(options.precision, facts);
     // The bytes read of a module's archive, as the share of it done.
@@ -447,7 +454,7 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
     d.generateParameters([&](double f) { progress->update(LoadStage::PreparingWeights, f); });
     d.shareParameters();
     d.checkNoEmptyParameters();
-    if (int8Avx2 && facts.int8GemmAvailable)
+    if (int8Own && facts.int8GemmAvailable)
         facts.floatActivationInt8Code = d.hasFloatActivationInt8();
     const PrecisionPlan plan = planPrecision(options.precision, facts);
     if (plan.quantizeDecoder)

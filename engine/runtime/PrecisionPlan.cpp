@@ -9,20 +9,24 @@ PrecisionPlan planPrecision(Precision requested, const PrecisionFacts& facts) {
     // LibTorch sums those in bfloat16 (CPUs without AVX-512), the image features drift enough to
     // change the answers (a four-shape caption became "A yellow star."), so the encoders stay
     // float32 there and only the decoder, whose activations stay float32, takes the precision.
-    // int8 on the AVX2 kernel class (FLORENCE_KERNELS=avx2 on an AVX-512 machine too) keeps the
-    // encoders float32 but runs their large products on oneDNN's int8 GEMM with float32
-    // activations in and out (Quantize.cpp), about half the float32 products' time there.
+    // int8 where linear_int8 runs the own int8 GEMM (the AVX2 kernel class, FLORENCE_KERNELS=avx2
+    // on an AVX-512 machine too, and AVX-512 with VNNI) keeps the encoders float32 but runs their
+    // large products on it with float32 activations in and out (Quantize.cpp): about half the
+    // float32 products' time on AVX2, and on AVX-512 VNNI a first token 0.84x that of bfloat16
+    // encoders with oneDNN's int8 products (docs/performance.md). Encoders too wide for int8
+    // products would run all float32 that way: they load as the bfloat16 mode's where its
+    // products are accurate.
     const bool int8 = requested == Precision::Int8;
     const bool reduced = requested != Precision::Float32;
-    const bool int8Avx2 = int8 && facts.avx2Kernels;
-    const bool lowEncoders = reduced && facts.bfloat16ProductsAccurate && !int8Avx2;
+    const bool int8Own = int8 && facts.ownInt8Gemm && !facts.encodersTooWideForInt8;
+    const bool lowEncoders = reduced && facts.bfloat16ProductsAccurate && !int8Own;
     PrecisionPlan plan;
     plan.encoders = !lowEncoders ? Precision::Float32 : int8 ? Precision::BFloat16 : requested;
     plan.decoder = int8 ? Precision::Float32 : requested;
     if (int8) {
         if (lowEncoders)
             plan.encoderInt8 = EncoderInt8::LowActivations;
-        else if (int8Avx2 && facts.int8GemmAvailable && facts.floatActivationInt8Code)
+        else if (int8Own && facts.int8GemmAvailable && facts.floatActivationInt8Code)
             plan.encoderInt8 = EncoderInt8::FloatActivations;
         plan.quantizeDecoder = true;
     }

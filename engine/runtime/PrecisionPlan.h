@@ -4,7 +4,7 @@
 // (ModelLoad.cpp) gathers the facts and follows the plan.
 //
 //   PrecisionFacts facts;
-//   facts.avx2Kernels = ops::kernelPath() == ops::KernelPath::Avx2;
+//   facts.ownInt8Gemm = ops::ownInt8Gemm();
 //   facts.bfloat16ProductsAccurate = bfloat16ProductsAccurate();
 //   facts.int8GemmAvailable = ops::int8GemmAvailable();
 //   const PrecisionPlan plan = planPrecision(Precision::Int8, facts);
@@ -16,9 +16,13 @@
 namespace florence {
 
 struct PrecisionFacts {
-    // The AVX2 kernel class runs (ops::kernelPath(); FLORENCE_KERNELS=avx2 asks for it on an
-    // AVX-512 machine too); otherwise AVX-512's or LibTorch's own.
-    bool avx2Kernels = false;
+    // florence::linear_int8 runs the project's own int8 GEMM (ops::ownInt8Gemm(): the AVX2
+    // kernel class, FLORENCE_KERNELS=avx2 on an AVX-512 machine too, and AVX-512 with VNNI);
+    // otherwise oneDNN's or LibTorch's float32 product.
+    bool ownInt8Gemm = false;
+    // The encoders are wider than int8 products keep accurate (Florence-2-large: the package's
+    // d_model above Florence-2-base's 768), so the quantization leaves them as they load.
+    bool encodersTooWideForInt8 = false;
     // LibTorch sums bfloat16 products in float32 (bfloat16ProductsAccurate(),
     // <florence/machine.h>).
     bool bfloat16ProductsAccurate = true;
@@ -35,7 +39,7 @@ struct PrecisionFacts {
 enum class EncoderInt8 {
     None,
     LowActivations,   // bfloat16 encoders; their products of both sides >= 512 int8
-    FloatActivations, // float32 encoders; their products of both sides >= 128 on oneDNN's int8
+    FloatActivations, // float32 encoders; their products of both sides >= 128 on the own int8
                       // GEMM, activations float32 in and out
 };
 

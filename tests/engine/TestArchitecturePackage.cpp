@@ -156,16 +156,18 @@ private slots:
         QTest::addColumn<int>("path");
         // On the CPU's own kernel class; then base on the AVX2 and LibTorch classes.
         const int own = int(florence::ops::kernelPath());
-        // tiny: no encoder product is large enough for int8 (both sides >= 512, or 256 on the
-        // AVX2 class)
-        QTest::newRow("tiny") << QString() << QStringList{"decoder"} << false << own;
+        // tiny: no encoder product is large enough for oneDNN's int8 (both sides >= 512); on the
+        // own int8 GEMM (both sides >= 128) its vision encoder's last stage, 128 wide, is
+        const QStringList tiny = florence::ops::ownInt8Gemm() ? QStringList{"vision", "decoder"}
+                                                              : QStringList{"decoder"};
+        QTest::newRow("tiny") << QString() << tiny << false << own;
         QTest::newRow("base") << "speed-demo-base"
                               << QStringList{"vision", "text_encoder", "decoder"} << false << own;
         // large: its encoders are wider than base's and keep their precision (int8 cost them
         // too much accuracy there)
         QTest::newRow("large") << "speed-demo-large" << QStringList{"decoder"} << false << own;
         // base where bfloat16 products sum in bfloat16: the encoders stay float32, with int8
-        // products on the AVX2 class only
+        // products on the own int8 GEMM only
         QTest::newRow("base, inaccurate bfloat16 products")
             << "speed-demo-base" << QStringList{"vision", "text_encoder", "decoder"} << true
             << own;
@@ -177,11 +179,11 @@ private slots:
 
     void int8ModulesFollowTheWidth() {
         // Which modules the int8 mode quantizes, on the speed demos the build exports (the
-        // engine's rule: README, int8), per kernel class: AVX-512 (bfloat16 encoders with int8
-        // products where bfloat16 products are accurate), AVX2 (float32 encoders with int8
-        // products, where LibTorch has oneDNN's quantized engine), LibTorch (as AVX-512 where
-        // bfloat16 products are accurate, else float32 encoders). Weights are generated and
-        // quantized, nothing is run.
+        // engine's rule: README, int8), per kernel class: AVX2, and AVX-512 with VNNI (float32
+        // encoders with int8 products on the own int8 GEMM), AVX-512 without VNNI (bfloat16
+        // encoders with int8 products on oneDNN's where bfloat16 products are accurate),
+        // LibTorch (as AVX-512 without VNNI where bfloat16 products are accurate, else float32
+        // encoders). Weights are generated and quantized, nothing is run.
         QFETCH(QString, package);
         QFETCH(QStringList, modules);
         QFETCH(bool, inaccurateProducts);
@@ -191,9 +193,11 @@ private slots:
         const QString dir = package.isEmpty()
                                 ? m_arch
                                 : QString::fromUtf8(FLORENCE_BUILD_DATA_DIR) + "/models/" + package;
-        const bool avx2 = KernelPath(path) == KernelPath::Avx2;
-        const bool lowEncoders = !inaccurateProducts && bfloat16ProductsAccurate() && !avx2;
-        const bool floatInt8 = avx2 && florence::ops::int8GemmAvailable();
+        // Encoders wider than base's (the large speed demo) take no int8 products: they load as
+        // the bfloat16 mode's, as with oneDNN.
+        const bool own = florence::ops::ownInt8Gemm() && package != "speed-demo-large";
+        const bool lowEncoders = !inaccurateProducts && bfloat16ProductsAccurate() && !own;
+        const bool floatInt8 = own && florence::ops::int8GemmAvailable();
         if (!lowEncoders && !floatInt8)
             modules = QStringList{"decoder"};
         LoadOptions o;
@@ -220,15 +224,23 @@ private slots:
         QVERIFY(Model::load(dir.toStdString())->int8Modules().empty()); // float32: none
     }
 
-    void int8EncodersOnAvx2MatchFloat32() {
-        // The AVX2 class's int8 (encoders with float32 activations, their products of both
-        // sides >= 128 on the own int8 GEMM, AVX-VNNI where the CPU has it; the decoder int8)
-        // against float32 on the base speed demo: the image features, the text encoder's output
-        // and the decoder's logits keep a cosine >= 0.999. FLORENCE_AVX_VNNI=0 checks the
-        // AVX2 GEMM on a CPU with AVX-VNNI.
-        if (!florence::ops::kernelPathSupported(KernelPath::Avx2))
-            QSKIP("this CPU cannot run the AVX2 kernels");
-        const florence::test::OnPath onPath{KernelPath::Avx2};
+    void int8EncodersMatchFloat32_data() {
+        QTest::addColumn<int>("path");
+        for (const KernelPath path : {KernelPath::Avx2, KernelPath::Avx512})
+            QTest::addRow("%s kernels", kernelPathName(path)) << int(path);
+    }
+
+    void int8EncodersMatchFloat32() {
+        // int8 on the own int8 GEMM (encoders with float32 activations, their products of both
+        // sides >= 128 on it: AVX-VNNI or AVX2 on the AVX2 class, 512-bit VNNI on AVX-512; the
+        // decoder int8) against float32 on the base speed demo: the image features, the text
+        // encoder's output and the decoder's logits keep a cosine >= 0.999. FLORENCE_AVX_VNNI=0
+        // checks the AVX2 GEMM on a CPU with AVX-VNNI.
+        QFETCH(int, path);
+        SKIP_UNLESS_SUPPORTED(KernelPath(path));
+        const florence::test::OnPath onPath{KernelPath(path)};
+        if (!florence::ops::ownInt8Gemm())
+            QSKIP("the AVX-512 class runs oneDNN's int8 GEMM on this CPU (no AVX-512 VNNI)");
         const std::string dir = FLORENCE_BUILD_DATA_DIR "/models/speed-demo-base";
         LoadOptions o;
         o.precision = Precision::Int8;
@@ -269,9 +281,9 @@ private slots:
             FloatArray rb{{vocab}, {b.data.begin() + row * vocab, b.data.begin() + (row + 1) * vocab}};
             logits = std::min(logits, cosine(ra, rb));
         }
-        qInfo("base, int8 on AVX2 vs float32, cosine: image features %.6f, text encoder output "
+        qInfo("base, int8 on %s vs float32, cosine: image features %.6f, text encoder output "
               "%.6f, decoder logits (lowest position) %.6f",
-              features, hidden, logits);
+              florence::ops::int8GemmKind().c_str(), features, hidden, logits);
         QVERIFY2(features >= 0.999, qPrintable(QString::number(features, 'f', 6)));
         QVERIFY2(logits >= 0.999, qPrintable(QString::number(logits, 'f', 6)));
         // 0.9984 when oneDNN's GEMM quantized each product's activations with one scale per

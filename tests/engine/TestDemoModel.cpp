@@ -14,7 +14,6 @@
 #include <florence/paths.h>
 #include <florence/tasks.h>
 
-#include "KernelPath.h"
 #include "Ops.h"
 
 #include <QDir>
@@ -546,13 +545,13 @@ void TestDemoModel::reducedPrecisionMatchesFloat32() {
     if (floatEncoders && !accurate)
         QSKIP("this CPU's bfloat16 products are inaccurate: the rows above ran float32 encoders");
     const std::shared_ptr<const Model>& model = reduced(p, floatEncoders);
-    // int8 on the AVX2 kernel class keeps the encoders float32 whatever their bfloat16 products,
-    // but their products of both sides >= 128 take int8 weights on oneDNN (the demo model's text
-    // encoder and its vision encoder's last stage), so the encoders report int8.
-    const bool int8Avx2 =
-        p == Precision::Int8 && florence::ops::kernelPath() == florence::ops::KernelPath::Avx2;
-    const bool lowEncoders = accurate && !floatEncoders && !int8Avx2;
-    const bool int8Products = int8Avx2 && florence::ops::int8GemmAvailable();
+    // int8 on the own int8 GEMM (the AVX2 kernel class, AVX-512 with VNNI) keeps the encoders
+    // float32 whatever their bfloat16 products, but their products of both sides >= 128 take
+    // int8 weights (the demo model's text encoder and its vision encoder's last stage), so the
+    // encoders report int8.
+    const bool int8Own = p == Precision::Int8 && florence::ops::ownInt8Gemm();
+    const bool lowEncoders = accurate && !floatEncoders && !int8Own;
+    const bool int8Products = int8Own && florence::ops::int8GemmAvailable();
     QCOMPARE(int(model->encoderPrecision()),
              int(lowEncoders ? p : int8Products ? Precision::Int8 : Precision::Float32));
     QCOMPARE(model->precisionNote().empty(), lowEncoders);

@@ -367,11 +367,13 @@ void TestLinearRows::encoderInt8WithinItsQuantization_data() {
     struct Shape {
         int n, k;
     };
-    // The kernels take 16 output columns and four k at a time, four rows to a tile and 64 rows
-    // to a quantized block: n % 16, k % 4 and k % 32 (the quantizing loop) leave tails, and
-    // 1-3, 65 and 130 rows partial tiles and blocks.
+    // The kernels take 16 output columns (AVX-512 VNNI: one or two panels of 16) and four k at
+    // a time, 4, 6 or 8 rows to a tile and 64, 96 or 96 rows to a quantized block: n % 16, an
+    // odd number of panels, k % 4 and k % 32 (the quantizing loop) leave tails, and 1-7, 65
+    // and 130 rows partial tiles and blocks.
     const Shape shapes[] = {{1, 1}, {27, 37}, {16, 4}, {100, 130}, {384, 128}, {129, 515}};
-    for (auto gemm : {florence::ops::Int8Gemm::Avx2, florence::ops::Int8Gemm::AvxVnni})
+    for (auto gemm : {florence::ops::Int8Gemm::Avx2, florence::ops::Int8Gemm::AvxVnni,
+                      florence::ops::Int8Gemm::Avx512Vnni})
         for (const Shape& s : shapes)
             for (int rows : {1, 3, 4, 7, 65, 130})
                 for (bool bias : {false, true})
@@ -381,11 +383,12 @@ void TestLinearRows::encoderInt8WithinItsQuantization_data() {
 }
 
 void TestLinearRows::encoderInt8WithinItsQuantization() {
-    // The AVX2 path's own int8 GEMM (GemmInt8.h) against the product with the float32 values the
-    // int8 weights stand for, on each variant the CPU has: each row of x is quantized to 0..127
-    // (AVX2) or 0..255 (AVX-VNNI) steps of s_r = its range / steps, so every element is off by
-    // at most s_r / 2 and output (r, c) by at most s_r / 2 * sum_k |W_ck| (plus float32's
-    // rounding). Rows of very different magnitudes each keep their own precision.
+    // The own int8 GEMM (GemmInt8.h) against the product with the float32 values the int8
+    // weights stand for, on each variant the CPU has (AVX2 and AVX-VNNI on the AVX2 kernel path,
+    // AVX-512 VNNI on the AVX-512 path): each row of x is quantized to 0..127 (AVX2) or 0..255
+    // (VNNI) steps of s_r = its range / steps, so every element is off by at most s_r / 2 and
+    // output (r, c) by at most s_r / 2 * sum_k |W_ck| (plus float32's rounding). Rows of very
+    // different magnitudes each keep their own precision.
     QFETCH(int, gemm);
     QFETCH(int, n);
     QFETCH(int, k);
@@ -393,14 +396,18 @@ void TestLinearRows::encoderInt8WithinItsQuantization() {
     QFETCH(bool, bias);
     QFETCH(bool, strided);
     const auto variant = florence::ops::Int8Gemm(gemm);
-    SKIP_UNLESS_SUPPORTED(KernelPath::Avx2);
+    const bool wide = variant == florence::ops::Int8Gemm::Avx512Vnni;
+    const KernelPath path = wide ? KernelPath::Avx512 : KernelPath::Avx2;
+    SKIP_UNLESS_SUPPORTED(path);
     if (!florence::ops::int8GemmSupported(variant))
         QSKIP(qPrintable(QString("this CPU cannot run the %1 int8 GEMM")
                              .arg(florence::ops::int8GemmName(variant))));
-    const OnPath onPath{KernelPath::Avx2};
+    const OnPath onPath{path};
     const florence::ops::Int8Gemm before = florence::ops::int8Gemm();
-    florence::ops::setInt8Gemm(variant);
-    QCOMPARE(florence::ops::int8Gemm(), variant);
+    if (!wide)
+        florence::ops::setInt8Gemm(variant);
+    QCOMPARE(QString::fromStdString(florence::ops::int8GemmKind()),
+             QString(florence::ops::int8GemmName(variant)));
     c10::InferenceMode guard;
     const at::Tensor w = quantize(torch::randn({n, k}) * 0.05);
     const at::Tensor wf = w.dequantize().to(at::kDouble);
@@ -453,9 +460,9 @@ void TestLinearRows::encoderInt8FollowsItsWeight() {
 void TestLinearRows::encoderInt8GeluIsGeluOfTheProduct() {
     // florence::linear_int8_gelu (the feed-forward's hidden layer in the int8 mode): GELU of
     // linear_int8's product, which the own int8 GEMM applies as it writes each tile (its own erf)
-    // and the AVX-512 path after oneDNN's product. Against float64's exact GELU of the same
-    // product, on each path and GEMM variant the CPU has: shapes with column, k and row tails,
-    // strided x, products from about 1e-4 to 30 (erf near 0, in its curve, and saturated on
+    // and oneDNN's path (AVX-512 without VNNI) after its product. Against float64's exact GELU of
+    // the same product, on each path and GEMM variant the CPU has: shapes with column, k and row
+    // tails, strided x, products from about 1e-4 to 30 (erf near 0, in its curve, and saturated on
     // both sides).
     c10::InferenceMode guard;
     struct Case {
@@ -466,7 +473,7 @@ void TestLinearRows::encoderInt8GeluIsGeluOfTheProduct() {
     int ran = 0;
     for (const auto& [path, gemm] : pathsAndGemms()) {
         if (path == KernelPath::Avx512 && gemm != florence::ops::Int8Gemm::Avx2)
-            continue; // oneDNN: the GEMM variant does not apply
+            continue; // AVX-512 VNNI or oneDNN: the AVX2 path's GEMM variant does not apply
         const OnPath onPath{path};
         const OnGemm onGemm{gemm};
         double largest = 0;
@@ -532,8 +539,11 @@ void TestLinearRows::int8RowsWithNaNGiveNoNumber() {
         const OnGemm onGemm{gemm};
         for (const Case& c : cases) {
             const bool encoder = std::string(c.op) != "florence::linear_rows";
-            // The AVX-512 path's encoder products are oneDNN's, which quantizes x as a whole.
-            if (encoder && path == KernelPath::Avx512)
+            // Without VNNI the AVX-512 path's encoder products are oneDNN's, which quantizes x as
+            // a whole.
+            if (encoder && path == KernelPath::Avx512 &&
+                (gemm != florence::ops::Int8Gemm::Avx2 ||
+                 !florence::ops::int8GemmSupported(florence::ops::Int8Gemm::Avx512Vnni)))
                 continue;
             const QString where = QString("%1, %2, %3 GEMM, %4 rows x %5 x %6")
                                       .arg(c.op)

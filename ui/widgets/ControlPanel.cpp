@@ -188,11 +188,12 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
            "that have them, and the answers can differ slightly from float32. int8 runs the "
            "decoder's linear layers and the encoders' large ones with int8 weights (quantized "
            "when the model loads; Florence-2-large's encoders stay bfloat16, where int8 loses "
-           "too much accuracy), the rest in bfloat16: the fastest, answers can differ a "
-           "little more. On CPUs with AVX2 but without AVX-512 the decoder's products run on "
-           "AVX2 kernels (faster than float32 there too) and the encoders stay float32, "
-           "except their large products in int8 (LibTorch's bfloat16 products would change "
-           "the answers there). Changing it reloads the model."));
+           "too much accuracy), the rest in float32: the fastest, answers can differ a "
+           "little more. On CPUs with AVX-512 but without its VNNI instructions the rest of "
+           "the encoders runs in bfloat16. On CPUs with AVX2 but without AVX-512 the decoder's "
+           "products run on AVX2 kernels (faster than float32 there too); Florence-2-large's "
+           "encoders stay float32 there (LibTorch's bfloat16 products would change the "
+           "answers). Changing it reloads the model."));
     auto* genLayout = new QFormLayout(genBox);
     genLayout->addRow(tr("Beams:"), m_beamsSpin);
     genLayout->addRow(tr("Max new tokens:"), m_maxTokensSpin);
