@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 namespace florence::ops {
 
@@ -39,6 +40,13 @@ PackedInt8 packInt8(const int8_t* w, const double* scales, int64_t n, int64_t k)
         p.columnSums[size_t(c)] = sum;
     }
     return p;
+}
+
+uint8_t* int8RowScratch(size_t bytes) {
+    thread_local std::vector<uint8_t> scratch;
+    if (scratch.size() < bytes)
+        scratch.resize(bytes);
+    return scratch.data();
 }
 
 bool int8GemmSupported(Int8Gemm variant) {

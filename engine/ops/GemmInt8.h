@@ -25,6 +25,7 @@
 // GemmInt8AvxVnni.cpp, GemmInt8Avx512Vnni.cpp): call gemmInt8 only with a variant
 // int8GemmSupported() accepts.
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -65,6 +66,12 @@ void setInt8Gemm(Int8Gemm variant);
 // 1.1e-6, GemmInt8Kernel.inc), applied as each tile is written instead of in another pass over y.
 void gemmInt8(Int8Gemm variant, const PackedInt8& w, const float* x, int64_t ldx, int64_t rows,
               const float* bias, float* y, int64_t ldy, bool gelu = false);
+
+// A buffer of at least `bytes` for the calling thread, kept for its next call (the kernels'
+// quantized rows). Defined in GemmInt8.cpp, which is built for any x86-64: a kernel file must
+// not instantiate a library template (std::vector's growth, say), whose one copy the linker
+// keeps could be that file's, with instructions another kernel's CPU lacks.
+uint8_t* int8RowScratch(size_t bytes);
 
 // The kernel files' entry points (gemmInt8 dispatches to them).
 void gemmInt8Avx2(const PackedInt8& w, const float* x, int64_t ldx, int64_t rows, const float* bias,

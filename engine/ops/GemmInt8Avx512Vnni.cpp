@@ -11,7 +11,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <vector>
 
 namespace florence::ops {
 namespace {
@@ -148,19 +147,18 @@ template <bool Gelu>
 void gemmRows512(const PackedInt8& w, const float* x, int64_t ldx, int64_t rows, const float* bias,
                  float* y, int64_t ldy) {
     const int64_t kp = w.kPadded;
-    thread_local std::vector<uint8_t> block;
-    block.resize(size_t(kBlock * kp));
+    uint8_t* const block = int8RowScratch(size_t(kBlock * kp));
     float scale[kBlock];
     int32_t zero[kBlock];
     for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
         const int64_t m = std::min(kBlock, rows - r0);
         for (int64_t r = 0; r < m; ++r)
-            quantizeRow(x + (r0 + r) * ldx, w.k, kp, block.data() + r * kp, scale[r], zero[r]);
+            quantizeRow(x + (r0 + r) * ldx, w.k, kp, block + r * kp, scale[r], zero[r]);
         for (int64_t p = 0; p < w.panels; p += 2) {
             const bool two = p + 1 < w.panels;
             for (int64_t t = 0; t < m; t += kRows) {
                 const int64_t n = std::min<int64_t>(kRows, m - t);
-                const uint8_t* a = block.data() + t * kp;
+                const uint8_t* a = block + t * kp;
                 float* out = y + (r0 + t) * ldy;
                 if (two)
                     rowsOfPanels<2, Gelu>(n, a, kp, w, p, scale + t, zero + t, bias, out, ldy);
