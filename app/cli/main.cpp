@@ -80,7 +80,8 @@ Commands:
                                   encoders too, else the decoder only); int8 quarters
                                   the decoder's and the encoders' large products
                                   (not encoders wider than base's), the rest float32
-                                  (bfloat16 with AVX-512 but without VNNI)
+                                  (bfloat16 with AVX-512 when it lacks VNNI or
+                                  the encoders are wider than base's)
               --json              print one JSON object with ids, text, result and timings
               --annotate OUT.png  write the image with the answer drawn on it
               --coco OUT.json     write the answer as COCO annotations

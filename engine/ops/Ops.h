@@ -25,8 +25,9 @@
 //   The encoders' large products in the int8 mode: x [..., k] float32 or bfloat16, weight [n, k]
 //   int8 (per channel, as above), bias [n] or None; returns float32 [..., n]. On the AVX2 kernel
 //   path the project's int8 GEMM (GemmInt8.h: x quantized per row at run time, u8 x s8 with
-//   AVX2 or AVX-VNNI, rows split over the cores); on the AVX-512 path oneDNN's dynamic int8
-//   GEMM (x quantized per tensor, AVX512-VNNI) through LibTorch's quantized engine; either on
+//   AVX2 or AVX-VNNI, rows split over the cores), on the AVX-512 path its 512-bit VNNI form
+//   where the CPU has VNNI, else oneDNN's dynamic int8 GEMM (x quantized per tensor) through
+//   LibTorch's quantized engine; either on
 //   the weight packed at its first use and kept while it lives (LinearInt8.cpp). Without
 //   either, LibTorch's float32 product.
 //

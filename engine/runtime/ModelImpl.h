@@ -52,8 +52,8 @@ struct Model::Impl {
     static constexpr int64_t kInt8VisionMaxWidth = 1024;
     static constexpr int64_t kInt8TextMaxWidth = 768;
     // `floatActivations`: the encoders stay float32 and only their large products take int8
-    // weights (CPUs without AVX-512, where LibTorch sums bfloat16 products in bfloat16, or
-    // FLORENCE_KERNELS=avx2): both sides >= kInt8FloatMinSide, which takes in every linear
+    // weights, on the own int8 GEMM (the AVX2 class and AVX-512 with VNNI, PrecisionPlan.cpp):
+    // both sides >= kInt8FloatMinSide, which takes in every linear
     // layer of Florence-2-base's vision encoder, since oneDNN's AVX2 int8 GEMM also beats the
     // float32 one on stage 0's 128-wide products (36864 x 128 x 384: 1.4-4x; stage 1 0.7x its
     // time, stages 2 and 3 and the text encoder 0.5-0.6x; the base vision encoder's int8 time

@@ -46,6 +46,13 @@ using detail::oneLine;
 
 namespace {
 
+// A module in bfloat16: only its linear layers, which carry nearly all the work and bytes, and
+// which the model's linear() helper runs with oneDNN's bf16 kernels.
+void toBFloat16(torch::jit::Module& m) {
+    for (torch::jit::Module lin : linearModules(m))
+        lin.setattr("weight", lin.attr("weight").toTensor().to(torch::kBFloat16));
+}
+
 torch::jit::Module loadModule(const std::string& path, const Manifest& manifest,
                               Precision precision, const std::atomic<bool>* cancel,
                               std::function<void(size_t bytes)> onRead) {
@@ -56,12 +63,8 @@ torch::jit::Module loadModule(const std::string& path, const Manifest& manifest,
         m.eval();
         if (manifest.storage == "float16")
             m.to(torch::kFloat32);
-        if (precision == Precision::BFloat16) {
-            // Only the linear layers: they carry nearly all the work and bytes, and the model's
-            // linear() helper runs them with oneDNN's bf16 kernels.
-            for (torch::jit::Module lin : linearModules(m))
-                lin.setattr("weight", lin.attr("weight").toTensor().to(torch::kBFloat16));
-        }
+        if (precision == Precision::BFloat16)
+            toBFloat16(m);
         return m;
     } catch (const c10::Error& e) {
         if (cancel && cancel->load()) // the archive reader failed on a short read
@@ -127,7 +130,7 @@ std::string floatEncodersNote(const Model::Impl& d, Precision precision) {
                precisionName(precision);
     // Why not bfloat16 activations, as bfloat16 has on AVX-512.
     const bool ownGemm = precision == Precision::Int8 && ops::ownInt8Gemm();
-    note += ownGemm && path == ops::KernelPath::Avx512
+    note += ownGemm && path == ops::KernelPath::Avx512 && bfloat16ProductsAccurate()
                 ? ": with the int8 GEMM's float32 activations the first token comes sooner than "
                   "with bfloat16 ones"
             : bfloat16ProductsAccurate()
@@ -413,8 +416,9 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
     // Which precision each module loads in and which int8 quantization follows (PrecisionPlan.h).
     // A fact is asked for only where the plan depends on it: the bfloat16 probe runs a product,
     // and asking for oneDNN's int8 GEMM makes it LibTorch's quantized engine. The package's code
-    // is known once its modules are loaded; what they load in does not depend on it, so the plan
-    // is made again with it before quantizing.
+    // is known once its modules are loaded: they load as planned for this exporter's code, and the
+    // plan is made again with it before quantizing (an earlier package's encoders may then turn
+    // bfloat16).
     PrecisionFacts facts;
     facts.ownInt8Gemm = ops::ownInt8Gemm();
     facts.encodersTooWideForInt8 = d.manifest.dModel > Model::Impl::kInt8TextMaxWidth;
@@ -431,6 +435,7 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
         options.precision == Precision::Int8 && facts.ownInt8Gemm && !facts.encodersTooWideForInt8;
     if (int8Own)
         facts.int8GemmAvailable = ops::int8GemmAvailable();
+    facts.floatActivationInt8Code = true;
     const PrecisionPlan loading = planPrecision(options.precision, facts);
     // The bytes read of a module's archive, as the share of it done.
     auto reading = [&](LoadStage stage, const char* role) {
@@ -454,9 +459,13 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
     d.generateParameters([&](double f) { progress->update(LoadStage::PreparingWeights, f); });
     d.shareParameters();
     d.checkNoEmptyParameters();
-    if (int8Own && facts.int8GemmAvailable)
+    if (int8Own)
         facts.floatActivationInt8Code = d.hasFloatActivationInt8();
     const PrecisionPlan plan = planPrecision(options.precision, facts);
+    if (plan.encoders == Precision::BFloat16 && loading.encoders != Precision::BFloat16) {
+        toBFloat16(d.vision);
+        toBFloat16(d.textEncoder);
+    }
     if (plan.quantizeDecoder)
         progress->update(LoadStage::Quantizing, 0);
     if (plan.encoderInt8 != EncoderInt8::None)

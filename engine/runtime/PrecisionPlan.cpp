@@ -14,11 +14,12 @@ PrecisionPlan planPrecision(Precision requested, const PrecisionFacts& facts) {
     // large products on it with float32 activations in and out (Quantize.cpp): about half the
     // float32 products' time on AVX2, and on AVX-512 VNNI a first token 0.84x that of bfloat16
     // encoders with oneDNN's int8 products (docs/performance.md). Encoders too wide for int8
-    // products would run all float32 that way: they load as the bfloat16 mode's where its
-    // products are accurate.
+    // products, or whose code predates float32 activations around them, would run all float32
+    // that way: they load as the bfloat16 mode's where its products are accurate.
     const bool int8 = requested == Precision::Int8;
     const bool reduced = requested != Precision::Float32;
-    const bool int8Own = int8 && facts.ownInt8Gemm && !facts.encodersTooWideForInt8;
+    const bool int8Own = int8 && facts.ownInt8Gemm && !facts.encodersTooWideForInt8 &&
+                         (facts.floatActivationInt8Code || !facts.bfloat16ProductsAccurate);
     const bool lowEncoders = reduced && facts.bfloat16ProductsAccurate && !int8Own;
     PrecisionPlan plan;
     plan.encoders = !lowEncoders ? Precision::Float32 : int8 ? Precision::BFloat16 : requested;

@@ -26,11 +26,13 @@ struct PrecisionFacts {
     // LibTorch sums bfloat16 products in float32 (bfloat16ProductsAccurate(),
     // <florence/machine.h>).
     bool bfloat16ProductsAccurate = true;
-    // This LibTorch has oneDNN's quantized engine (ops::int8GemmAvailable()).
+    // linear_int8 runs an int8 GEMM: the own one, or oneDNN's where this LibTorch's quantized
+    // engines include it (ops::int8GemmAvailable()).
     bool int8GemmAvailable = false;
     // Both encoders' code runs int8 products with float32 activations
     // (Model::Impl::hasFloatActivationInt8(); an earlier exporter's does not). Known once the
-    // modules are loaded: the precisions they load in do not depend on it.
+    // modules are loaded: Model::load plans their loading as for this exporter's code, and
+    // converts an earlier package's float32 encoders to what the plan with the fact says.
     bool floatActivationInt8Code = false;
 };
 

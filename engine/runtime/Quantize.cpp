@@ -24,7 +24,7 @@ torch::Tensor quantizeInt8(const torch::Tensor& weight) {
 }
 
 // The encoder blocks' switch between bfloat16 and float32 activations around int8 products
-// (the model code's attribute; cleared for the AVX2 path's float32 activations).
+// (the model code's attribute; cleared for the own int8 GEMM's float32 activations).
 constexpr const char* kLowActivations = "low_activations";
 
 } // namespace

@@ -268,8 +268,9 @@ void TestEngine::realImageRuns() {
 }
 
 void TestEngine::int8FixtureTokens() {
-    // The reference fixture's greedy tokens in int8 mode (decoder int8, encoders bfloat16: its
-    // layers are all below the 512 that int8 encoders need): the cached step (the VNNI kernel,
+    // The reference fixture's greedy tokens in int8 mode (decoder int8; encoders bfloat16, its
+    // layers all below the 512 that oneDNN's int8 encoders need, or float32 with the own int8
+    // GEMM's products where both sides reach 128): the cached step (the VNNI kernel,
     // four rows at most) and the uncached path (every row of the prefix at once) give the same
     // tokens, and every token that differs from the reference is listed (the README lists them
     // too).

@@ -331,8 +331,8 @@ void TestLinearRows::int8KeepsTheProduct() {
 
 void TestLinearRows::encoderInt8KeepsTheProduct() {
     // florence::linear_int8, the encoders' large products in the int8 mode (the own int8 GEMM on
-    // the AVX2 path, oneDNN's on AVX-512): an encoder-sized product against the float32 weights,
-    // float32 and bfloat16 input, on each path the CPU has.
+    // the AVX2 path and on AVX-512 with VNNI, else oneDNN's): an encoder-sized product against
+    // the float32 weights, float32 and bfloat16 input, on each path the CPU has.
     c10::InferenceMode guard;
     const at::Tensor w = torch::randn({1024, 512}) * 0.02;
     const at::Tensor b = torch::randn({1024});

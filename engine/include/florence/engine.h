@@ -37,11 +37,12 @@ enum class Precision {
     BFloat16, // linear layers in bfloat16 (AVX512-BF16 kernels); norms, softmax, residuals float32
     // The decoder's linear layers and the LM head in int8, one scale per output channel,
     // quantized at load from the package's float32 weights; activations stay float32. The
-    // encoders run as in BFloat16 except their large linear layers, int8 through oneDNN (both
-    // sides >= 512; encoders wider than Florence-2-base's stay bfloat16: README, int8).
-    // On CPUs whose bfloat16 products are inaccurate, the encoders stay float32 in both reduced
-    // precisions (Model::encoderPrecision); in int8 on the AVX2 kernel class their large linear
-    // layers (both sides >= 128) still run in int8 through oneDNN, with float32 activations.
+    // encoders stay float32 except their linear layers of both sides >= 128, int8 on the
+    // project's int8 GEMM (AVX2, AVX-VNNI or AVX-512 VNNI); on AVX-512 without VNNI they run as
+    // in BFloat16 except their large linear layers, int8 through oneDNN (both sides >= 512).
+    // Encoders wider than Florence-2-base's take no int8 and run as in BFloat16 (see
+    // docs/performance.md, int8). On CPUs whose bfloat16 products are inaccurate, the encoders
+    // stay float32 in both reduced precisions (Model::encoderPrecision).
     Int8,
 };
 
@@ -224,8 +225,9 @@ public:
     std::vector<std::string> int8Modules() const;
     // How the encoders run: the chosen precision, except float32 when the CPU's bfloat16
     // products are inaccurate (bfloat16ProductsAccurate() in <florence/machine.h>); the decoder
-    // always runs in the chosen one. In int8 on the AVX2 kernel class the encoders stay float32
-    // but their large products run in int8 (int8Modules() names them): Int8, with a note.
+    // always runs in the chosen one. In int8 on the project's int8 GEMM the encoders stay
+    // float32 but their large products run in int8 (int8Modules() names them): Int8, with a
+    // note.
     Precision encoderPrecision() const;
     // Empty when everything runs in the chosen precision; otherwise one sentence for the user
     // saying what runs differently and why ("the encoders run in float32 and only …").
