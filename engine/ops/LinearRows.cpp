@@ -154,10 +154,11 @@ at::Tensor int8ManyRows(const at::Tensor& x, const at::Tensor& weight, const at:
     return y.view(shape);
 }
 
-// int8 weights, five rows and more, with VNNI: the decoding step's kernel over blocks of four rows,
-// so every row gets exactly what it gets in a step (its activations quantized on their own) and
-// the uncached path, a prompt and a batch agree with cached decoding. Tiles of 64 output columns
-// stay in cache while each block of rows reads them.
+// int8 weights, five rows and more, with VNNI: blocks of four rows with the decoding step's
+// arithmetic (tileInt8Vnni gives what rowsInt8Vnni gives), so every row gets exactly what it gets
+// in a step (its activations quantized on their own) and the uncached path, a prompt and a batch
+// agree with cached decoding. Tiles of 64 output columns stay in cache while each block of rows
+// reads them.
 at::Tensor int8VnniRows(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
     const int64_t n = weight.size(0), k = weight.size(1);
     const int64_t rows = x.numel() / k;
@@ -178,7 +179,7 @@ at::Tensor int8VnniRows(const at::Tensor& x, const at::Tensor& weight, const at:
     at::parallel_for(0, (n + kTile - 1) / kTile, 1, [&](int64_t begin, int64_t end) {
         for (int64_t t = begin; t < end; ++t)
             for (int64_t r0 = 0; r0 < rows; r0 += 4)
-                rowsInt8Vnni(xq, static_cast<int>(r0),
+                tileInt8Vnni(xq, static_cast<int>(r0),
                              static_cast<int>(std::min<int64_t>(4, rows - r0)), wp, sp, bp,
                              yp + r0 * n, n, k, t * kTile, std::min(n, (t + 1) * kTile));
     });
@@ -199,10 +200,9 @@ at::Tensor stepRows(const at::Tensor& x, const at::Tensor& weight, const at::Ten
     const float* bp = bias.defined() ? bc.data_ptr<float>() : nullptr;
     float* yp = y.data_ptr<float>();
     const int r = static_cast<int>(rows);
-    // Chunks of whole groups of four output columns (what the kernels compute at once): at least
-    // ~32k weights each (below that, handing a chunk to another core costs more than it saves)
-    // and at most ~32 per product, so a helper that starts late leaves little for the caller to
-    // wait for (StepThreads.h).
+    // Chunks of whole groups of four output columns: at least ~32k weights each (below that,
+    // handing a chunk to another core costs more than it saves) and at most ~32 per product, so a
+    // helper that starts late leaves little for the caller to wait for (StepThreads.h).
     const int64_t groups = (n + 3) / 4;
     const int64_t chunk =
         std::max((32768 / 4 + k - 1) / std::max<int64_t>(k, 1), (groups + 31) / 32);

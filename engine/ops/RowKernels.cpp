@@ -12,14 +12,14 @@ namespace florence::ops {
 
 namespace {
 
-// The four rows of a group are read side by side, as four streams, and the next group's rows
-// follow them in memory. With the hardware prefetcher alone one core read the LM head at 15-30
-// GB/s (bfloat16 and four activation rows slowest); asking for each stream's counterpart in the
-// next group as well gave 24-32 GB/s, near a plain sum's 35 (weights in DRAM; prefetching a
-// fixed 0.5-3 KB ahead in the same row helped less).
-template <class T> inline void prefetchNextGroup(const T* p, int64_t k) {
-    _mm_prefetch(reinterpret_cast<const char*>(p + 4 * k), _MM_HINT_T0);
-}
+// Each output column's weights are read front to back, one column after the next, so a product
+// reads its weights as one sequential stream. The earlier form read four columns side by side
+// (four streams, each asking for its counterpart in the next group): on a Zen 5 host with
+// AVX-512 one core read a base decoder step's weights at 15 GB/s that way and at 23 GB/s as one
+// stream, as fast as a plain sum over them; no prefetch instruction helped the one stream. A
+// column's sums go into kSums registers per row, so the FMAs' latency never holds the loads
+// back (int8 and bfloat16 chain two to four FMAs per step).
+constexpr int kSums = 4;
 
 // Weights as float32: 16 per step.
 struct F32Weights {
@@ -95,90 +95,49 @@ struct Int8Weights {
     }
 };
 
-// Four output columns j..j+3 for R rows of x; with scales (int8 weights), each column's sum is
-// multiplied by its scale before the bias is added.
+// Output column j for R rows of x; with scales (int8 weights), each sum is multiplied by its
+// column's scale before the bias is added.
 template <class W, int R>
-inline void fourColumns(const float* x, const typename W::T* w, const float* bias,
-                        const double* scales, float* y, int64_t n, int64_t k, int64_t j) {
+inline void column(const float* x, const typename W::T* w, const float* bias, const double* scales,
+                   float* y, int64_t n, int64_t k, int64_t j) {
+    constexpr int64_t kStep = W::kStep;
     const int64_t xs = W::xStride(k);
-    const typename W::T* w0 = w + j * k;
-    const typename W::T* w1 = w0 + k;
-    const typename W::T* w2 = w1 + k;
-    const typename W::T* w3 = w2 + k;
-    __m512 acc[R][4];
+    const typename W::T* wj = w + j * k;
+    __m512 acc[R][kSums];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c)
-            acc[r][c] = _mm512_setzero_ps();
+        for (int a = 0; a < kSums; ++a)
+            acc[r][a] = _mm512_setzero_ps();
     int64_t i = 0;
-    for (; i + W::kStep <= k; i += W::kStep) {
-        prefetchNextGroup(w0 + i, k);
-        prefetchNextGroup(w1 + i, k);
-        prefetchNextGroup(w2 + i, k);
-        prefetchNextGroup(w3 + i, k);
+    for (; i + kSums * kStep <= k; i += kSums * kStep)
 #pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-            const float* xr = x + r * xs + i;
-            acc[r][0] = W::fma(w0 + i, xr, acc[r][0]);
-            acc[r][1] = W::fma(w1 + i, xr, acc[r][1]);
-            acc[r][2] = W::fma(w2 + i, xr, acc[r][2]);
-            acc[r][3] = W::fma(w3 + i, xr, acc[r][3]);
-        }
-    }
-    if (i < k) {
-        const int valid = static_cast<int>(k - i);
+        for (int a = 0; a < kSums; ++a)
 #pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-            const float* xr = x + r * xs + i;
-            acc[r][0] = W::fmaTail(w0 + i, xr, acc[r][0], valid);
-            acc[r][1] = W::fmaTail(w1 + i, xr, acc[r][1], valid);
-            acc[r][2] = W::fmaTail(w2 + i, xr, acc[r][2], valid);
-            acc[r][3] = W::fmaTail(w3 + i, xr, acc[r][3], valid);
-        }
-    }
-    const __m128 b = bias ? _mm_loadu_ps(bias + j) : _mm_setzero_ps();
-    const __m128 s = scales ? _mm256_cvtpd_ps(_mm256_loadu_pd(scales + j)) : _mm_set1_ps(1.0f);
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r)
-        _mm_storeu_ps(
-            y + r * n + j,
-            _mm_add_ps(_mm_mul_ps(sum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]), s), b));
-}
-
-// One output column (the last few of a range).
-template <class W, int R>
-inline void oneColumn(const float* x, const typename W::T* w, const float* bias,
-                      const double* scales, float* y, int64_t n, int64_t k, int64_t j) {
-    const int64_t xs = W::xStride(k);
-    const typename W::T* w0 = w + j * k;
-    __m512 acc[R];
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r)
-        acc[r] = _mm512_setzero_ps();
-    int64_t i = 0;
-    for (; i + W::kStep <= k; i += W::kStep)
+            for (int r = 0; r < R; ++r)
+                acc[r][a] = W::fma(wj + i + a * kStep, x + r * xs + i + a * kStep, acc[r][a]);
+    for (; i + kStep <= k; i += kStep)
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r)
-            acc[r] = W::fma(w0 + i, x + r * xs + i, acc[r]);
+            acc[r][0] = W::fma(wj + i, x + r * xs + i, acc[r][0]);
     if (i < k)
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r)
-            acc[r] = W::fmaTail(w0 + i, x + r * xs + i, acc[r], static_cast<int>(k - i));
+            acc[r][1] = W::fmaTail(wj + i, x + r * xs + i, acc[r][1], static_cast<int>(k - i));
+    const float scale = scales ? float(scales[j]) : 1.0f;
 #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r)
-        y[r * n + j] = _mm512_reduce_add_ps(acc[r]) * (scales ? float(scales[j]) : 1.0f) +
-                       (bias ? bias[j] : 0.0f);
+    for (int r = 0; r < R; ++r) {
+        const __m512 sum =
+            _mm512_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]), _mm512_add_ps(acc[r][2], acc[r][3]));
+        y[r * n + j] = _mm512_reduce_add_ps(sum) * scale + (bias ? bias[j] : 0.0f);
+    }
 }
 
 template <class W, int R>
 void columns(const float* x, const typename W::T* w, const float* bias, const double* scales,
              float* y, int64_t n, int64_t k, int64_t begin, int64_t end) {
-    int64_t j = begin;
-    for (; j + 4 <= end; j += 4)
-        fourColumns<W, R>(x, w, bias, scales, y, n, k, j);
-    for (; j < end; ++j)
-        oneColumn<W, R>(x, w, bias, scales, y, n, k, j);
+    for (int64_t j = begin; j < end; ++j)
+        column<W, R>(x, w, bias, scales, y, n, k, j);
 }
 
 template <class W>
@@ -204,6 +163,56 @@ void dispatchRows(const float* x, int rows, const typename W::T* w, const float*
 // offsetting x by 128 and needs no per-column sum of the weights.
 #define FLORENCE_VNNI __attribute__((target("avx512vnni")))
 
+// One output of the VNNI kernels from its exact integer sum.
+inline float vnniOutput(int sum, float xScale, double scale, float bias) {
+    return float(sum) * xScale * float(scale) + bias;
+}
+
+// Adds the 64 weights of column wj from i (masked past k) times each row's 64 activations to acc.
+template <int R>
+FLORENCE_VNNI inline void vnniStep(const VnniInput& x, int row0, const int8_t* wj, int64_t k,
+                                   int64_t i, __m512i (&acc)[R]) {
+    const int64_t left = k - i;
+    const __mmask64 m = left >= 64 ? ~__mmask64(0) : (__mmask64(1) << left) - 1;
+    const __m512i wv = _mm512_maskz_loadu_epi8(m, wj + i);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+        const __m512i a = _mm512_loadu_si512(x.magnitude.data() + (row0 + r) * x.stride + i);
+        const __mmask64 neg = x.signs[(row0 + r) * (x.stride / 64) + i / 64];
+        acc[r] = _mm512_dpbusd_epi32(acc[r], a,
+                                     _mm512_mask_sub_epi8(wv, neg, _mm512_setzero_si512(), wv));
+    }
+}
+
+// Output column j for rows [row0, row0 + R) of x, its weights read front to back (see kSums),
+// two sums per row.
+template <int R>
+FLORENCE_VNNI inline void vnniColumn(const VnniInput& x, int row0, const int8_t* w,
+                                     const double* scales, const float* bias, float* y, int64_t n,
+                                     int64_t k, int64_t j) {
+    const int8_t* wj = w + j * k;
+    __m512i even[R], odd[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+        even[r] = odd[r] = _mm512_setzero_si512();
+    int64_t i = 0;
+    for (; i + 128 <= k; i += 128) {
+        vnniStep<R>(x, row0, wj, k, i, even);
+        vnniStep<R>(x, row0, wj, k, i + 64, odd);
+    }
+    if (i < k)
+        vnniStep<R>(x, row0, wj, k, i, even);
+    if (i + 64 < k)
+        vnniStep<R>(x, row0, wj, k, i + 64, odd);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+        y[r * n + j] = vnniOutput(_mm512_reduce_add_epi32(_mm512_add_epi32(even[r], odd[r])),
+                                  x.scales[row0 + r], scales[j], bias ? bias[j] : 0.0f);
+}
+
+// Four output columns j..j+3 for rows [row0, row0 + R) of x, for products of five rows and
+// more, whose tile of weights stays in cache while each block of four rows reads it: each weight
+// load serves R rows and each activation load four columns.
 template <int R>
 FLORENCE_VNNI inline void vnniFourColumns(const VnniInput& x, int row0, const int8_t* w,
                                           const double* scales, const float* bias, float* y,
@@ -221,10 +230,8 @@ FLORENCE_VNNI inline void vnniFourColumns(const VnniInput& x, int row0, const in
         const __mmask64 m = left >= 64 ? ~__mmask64(0) : (__mmask64(1) << left) - 1;
         __m512i wv[4];
 #pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c) {
-            prefetchNextGroup(wc[c] + i, k);
+        for (int c = 0; c < 4; ++c)
             wv[c] = _mm512_maskz_loadu_epi8(m, wc[c] + i);
-        }
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
             const __m512i a = _mm512_loadu_si512(x.magnitude.data() + (row0 + r) * x.stride + i);
@@ -235,55 +242,32 @@ FLORENCE_VNNI inline void vnniFourColumns(const VnniInput& x, int row0, const in
                                                 _mm512_mask_sub_epi8(wv[c], neg, zero, wv[c]));
         }
     }
-    const __m128 b = bias ? _mm_loadu_ps(bias + j) : _mm_setzero_ps();
-    const __m128 s = _mm256_cvtpd_ps(_mm256_loadu_pd(scales + j));
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-        const __m128 sum = sum4(_mm512_cvtepi32_ps(acc[r][0]), _mm512_cvtepi32_ps(acc[r][1]),
-                                _mm512_cvtepi32_ps(acc[r][2]), _mm512_cvtepi32_ps(acc[r][3]));
-        _mm_storeu_ps(
-            y + r * n + j,
-            _mm_add_ps(_mm_mul_ps(sum, _mm_mul_ps(s, _mm_set1_ps(x.scales[row0 + r]))), b));
-    }
-}
-
-template <int R>
-FLORENCE_VNNI inline void vnniOneColumn(const VnniInput& x, int row0, const int8_t* w,
-                                        const double* scales, const float* bias, float* y,
-                                        int64_t n, int64_t k, int64_t j) {
-    const int8_t* w0 = w + j * k;
-    __m512i acc[R];
+    // Exact integer sums, scaled as vnniColumn scales them: both forms give the same floats.
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r)
-        acc[r] = _mm512_setzero_si512();
-    const __m512i zero = _mm512_setzero_si512();
-    for (int64_t i = 0; i < k; i += 64) {
-        const int64_t left = k - i;
-        const __mmask64 m = left >= 64 ? ~__mmask64(0) : (__mmask64(1) << left) - 1;
-        const __m512i wv = _mm512_maskz_loadu_epi8(m, w0 + i);
 #pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-            const __m512i a = _mm512_loadu_si512(x.magnitude.data() + (row0 + r) * x.stride + i);
-            const __mmask64 neg = x.signs[(row0 + r) * (x.stride / 64) + i / 64];
-            acc[r] = _mm512_dpbusd_epi32(acc[r], a, _mm512_mask_sub_epi8(wv, neg, zero, wv));
-        }
-    }
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r)
-        y[r * n + j] =
-            float(_mm512_reduce_add_epi32(acc[r])) * x.scales[row0 + r] * float(scales[j]) +
-            (bias ? bias[j] : 0.0f);
+        for (int c = 0; c < 4; ++c)
+            y[r * n + j + c] = vnniOutput(_mm512_reduce_add_epi32(acc[r][c]), x.scales[row0 + r],
+                                          scales[j + c], bias ? bias[j + c] : 0.0f);
 }
 
 template <int R>
 FLORENCE_VNNI void vnniColumns(const VnniInput& x, int row0, const int8_t* w, const double* scales,
                                const float* bias, float* y, int64_t n, int64_t k, int64_t begin,
                                int64_t end) {
+    for (int64_t j = begin; j < end; ++j)
+        vnniColumn<R>(x, row0, w, scales, bias, y, n, k, j);
+}
+
+template <int R>
+FLORENCE_VNNI void vnniTile(const VnniInput& x, int row0, const int8_t* w, const double* scales,
+                            const float* bias, float* y, int64_t n, int64_t k, int64_t begin,
+                            int64_t end) {
     int64_t j = begin;
     for (; j + 4 <= end; j += 4)
         vnniFourColumns<R>(x, row0, w, scales, bias, y, n, k, j);
     for (; j < end; ++j)
-        vnniOneColumn<R>(x, row0, w, scales, bias, y, n, k, j);
+        vnniColumn<R>(x, row0, w, scales, bias, y, n, k, j);
 }
 
 } // namespace
@@ -333,6 +317,20 @@ void rowsInt8Vnni(const VnniInput& x, int row0, int rows, const int8_t* w, const
         return vnniColumns<3>(x, row0, w, scales, bias, y, n, k, begin, end);
     default:
         return vnniColumns<4>(x, row0, w, scales, bias, y, n, k, begin, end);
+    }
+}
+
+void tileInt8Vnni(const VnniInput& x, int row0, int rows, const int8_t* w, const double* scales,
+                  const float* bias, float* y, int64_t n, int64_t k, int64_t begin, int64_t end) {
+    switch (rows) {
+    case 1:
+        return vnniTile<1>(x, row0, w, scales, bias, y, n, k, begin, end);
+    case 2:
+        return vnniTile<2>(x, row0, w, scales, bias, y, n, k, begin, end);
+    case 3:
+        return vnniTile<3>(x, row0, w, scales, bias, y, n, k, begin, end);
+    default:
+        return vnniTile<4>(x, row0, w, scales, bias, y, n, k, begin, end);
     }
 }
 

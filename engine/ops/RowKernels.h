@@ -60,7 +60,12 @@ void prepareVnniInput(const float* x, int rows, int64_t k, VnniInput& out);
 // y = (sum of w_j and the quantized x) * xscale * scale_j + bias_j, for rows [row0, row0 + rows)
 // of x (1 to 4) into y [rows, n]. Faster than rowsInt8Avx512, and x loses precision to its 9-bit
 // quantization. Each row's result depends on that row alone. Call only when haveAvx512Vnni().
+// rowsInt8Vnni reads each column's weights front to back once (a decoding step's weights come
+// from memory); tileInt8Vnni computes four columns at once, for many rows over a tile of
+// weights that stays in cache. Both give the same result.
 void rowsInt8Vnni(const VnniInput& x, int row0, int rows, const int8_t* w, const double* scales,
+                  const float* bias, float* y, int64_t n, int64_t k, int64_t begin, int64_t end);
+void tileInt8Vnni(const VnniInput& x, int row0, int rows, const int8_t* w, const double* scales,
                   const float* bias, float* y, int64_t n, int64_t k, int64_t begin, int64_t end);
 
 // Rows [begin, end) of int8 weights as float32 (w_j * scale_j) into out [end - begin, k]: how

@@ -92,59 +92,60 @@ struct Int8Weights {
     }
 };
 
-// C output columns from j for R rows of x, R * C accumulators: AVX2 has 16 registers, so four
-// columns for one or two rows and two for three or four. Each group also asks for the same
-// place in the next group's rows, which the hardware prefetcher, following C streams at once,
-// would fetch late.
-template <class W, int R, int C>
-inline void group(const float* x, const typename W::T* w, const float* bias, const double* scales,
-                  float* y, int64_t n, int64_t k, int64_t j) {
+// Output column j for R (one or two) rows of x, its weights read front to back, one column
+// after the next: a product reads its weights as one sequential stream, which the hardware
+// prefetcher follows best (RowKernels.cpp). Four sums per row, so the FMAs' latency never holds
+// the loads back (a step chains two to four FMAs); with scales (int8 weights), each sum is
+// multiplied by its column's scale before the bias is added.
+template <class W, int R>
+inline void column(const float* x, const typename W::T* w, const float* bias, const double* scales,
+                   float* y, int64_t n, int64_t k, int64_t j) {
+    constexpr int kSums = 4;
+    constexpr int64_t kStep = W::kStep;
     const int64_t xs = W::xStride(k);
-    const typename W::T* wc[C];
-#pragma GCC unroll 4
-    for (int c = 0; c < C; ++c)
-        wc[c] = w + (j + c) * k;
-    __m256 acc[R][C];
+    const typename W::T* wj = w + j * k;
+    __m256 acc[R][kSums];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-        for (int c = 0; c < C; ++c)
-            acc[r][c] = _mm256_setzero_ps();
+        for (int a = 0; a < kSums; ++a)
+            acc[r][a] = _mm256_setzero_ps();
     int64_t i = 0;
-    for (; i + W::kStep <= k; i += W::kStep) {
+    for (; i + kSums * kStep <= k; i += kSums * kStep)
 #pragma GCC unroll 4
-        for (int c = 0; c < C; ++c)
-            _mm_prefetch(reinterpret_cast<const char*>(wc[c] + i + C * k), _MM_HINT_T0);
+        for (int a = 0; a < kSums; ++a)
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r)
+                acc[r][a] = W::fma(wj + i + a * kStep, x + r * xs + i + a * kStep, acc[r][a]);
+    for (; i + kStep <= k; i += kStep)
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-            for (int c = 0; c < C; ++c)
-                acc[r][c] = W::fma(wc[c] + i, x + r * xs + i, acc[r][c]);
-    }
+            acc[r][0] = W::fma(wj + i, x + r * xs + i, acc[r][0]);
     if (i < k)
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r)
+            acc[r][1] = W::fmaTail(wj + i, x + r * xs + i, acc[r][1], static_cast<int>(k - i));
+    const float scale = scales ? float(scales[j]) : 1.0f;
 #pragma GCC unroll 4
-            for (int c = 0; c < C; ++c)
-                acc[r][c] =
-                    W::fmaTail(wc[c] + i, x + r * xs + i, acc[r][c], static_cast<int>(k - i));
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-        for (int c = 0; c < C; ++c)
-            y[r * n + j + c] = hsum(acc[r][c]) * (scales ? float(scales[j + c]) : 1.0f) +
-                               (bias ? bias[j + c] : 0.0f);
+    for (int r = 0; r < R; ++r) {
+        const __m256 sum =
+            _mm256_add_ps(_mm256_add_ps(acc[r][0], acc[r][1]), _mm256_add_ps(acc[r][2], acc[r][3]));
+        y[r * n + j] = hsum(sum) * scale + (bias ? bias[j] : 0.0f);
+    }
 }
 
+// Three or four rows take each column in two passes of at most two rows (16 registers hold two
+// rows' sums); the second pass finds the column's weights in cache. Every row gets what it gets
+// alone.
 template <class W, int R>
 void columns(const float* x, const typename W::T* w, const float* bias, const double* scales,
              float* y, int64_t n, int64_t k, int64_t begin, int64_t end) {
-    constexpr int C = R <= 2 ? 4 : 2;
-    int64_t j = begin;
-    for (; j + C <= end; j += C)
-        group<W, R, C>(x, w, bias, scales, y, n, k, j);
-    for (; j < end; ++j)
-        group<W, R, 1>(x, w, bias, scales, y, n, k, j);
+    const int64_t xs = W::xStride(k);
+    for (int64_t j = begin; j < end; ++j) {
+        column<W, R <= 2 ? R : 2>(x, w, bias, scales, y, n, k, j);
+        if constexpr (R > 2)
+            column<W, R - 2>(x + 2 * xs, w, bias, scales, y + 2 * n, n, k, j);
+    }
 }
 
 template <class W>

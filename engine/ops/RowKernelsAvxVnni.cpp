@@ -20,72 +20,60 @@ inline int32_t sum8(__m256i v) {
     return _mm_cvtsi128_si32(_mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1)));
 }
 
-// Columns [j, j + C) for R rows. The k tail (k % 32) is read from a zero-padded copy.
-template <int R, int C>
-inline void columns(const AvxVnniInput& x, const int8_t* w, const double* scales, const float* bias,
-                    float* y, int64_t n, int64_t k, int64_t j) {
-    const int8_t* wc[C];
+// Adds the 32 weights of wv times each row's 32 activations from i to acc.
+template <int R> inline void step(const AvxVnniInput& x, __m256i wv, int64_t i, __m256i (&acc)[R]) {
 #pragma GCC unroll 4
-    for (int c = 0; c < C; ++c)
-        wc[c] = w + (j + c) * k;
-    __m256i acc[R][C];
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-        for (int c = 0; c < C; ++c)
-            acc[r][c] = _mm256_setzero_si256();
-    const int64_t whole = k / 32 * 32;
-    auto step = [&](const __m256i(&wv)[C], int64_t i) {
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-            const __m256i a = _mm256_loadu_si256(
-                reinterpret_cast<const __m256i*>(x.magnitude.data() + r * x.stride + i));
-            const __m256i s = _mm256_loadu_si256(
-                reinterpret_cast<const __m256i*>(x.sign.data() + r * x.stride + i));
-#pragma GCC unroll 4
-            for (int c = 0; c < C; ++c)
-                acc[r][c] = _mm256_dpbusd_avx_epi32(acc[r][c], a, _mm256_sign_epi8(wv[c], s));
-        }
-    };
-    for (int64_t i = 0; i < whole; i += 32) {
-        __m256i wv[C];
-#pragma GCC unroll 4
-        for (int c = 0; c < C; ++c) {
-            // The same place in the next group's rows: the hardware prefetcher alone follows
-            // too few streams (Avx2Kernels.h).
-            _mm_prefetch(reinterpret_cast<const char*>(wc[c] + C * k + i), _MM_HINT_T0);
-            wv[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wc[c] + i));
-        }
-        step(wv, i);
+    for (int r = 0; r < R; ++r) {
+        const __m256i a = _mm256_loadu_si256(
+            reinterpret_cast<const __m256i*>(x.magnitude.data() + r * x.stride + i));
+        const __m256i s =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sign.data() + r * x.stride + i));
+        acc[r] = _mm256_dpbusd_avx_epi32(acc[r], a, _mm256_sign_epi8(wv, s));
     }
-    if (whole < k) {
-        __m256i wv[C];
-#pragma GCC unroll 4
-        for (int c = 0; c < C; ++c) {
-            alignas(32) int8_t tail[32] = {};
-            std::memcpy(tail, wc[c] + whole, size_t(k - whole));
-            wv[c] = _mm256_load_si256(reinterpret_cast<const __m256i*>(tail));
-        }
-        step(wv, whole);
-    }
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-        for (int c = 0; c < C; ++c)
-            y[r * n + j + c] = float(sum8(acc[r][c])) * x.scales[size_t(r)] * float(scales[j + c]) +
-                               (bias ? bias[j + c] : 0.0f);
 }
 
-// Four columns at a time for one or two rows, two for three or four (16 registers).
+inline __m256i load(const int8_t* w) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w));
+}
+
+// Output column j for R rows, its weights read front to back, one column after the next (one
+// sequential stream, RowKernelsAvx2.cpp), two sums per row. The k tail (k % 32) is read from a
+// zero-padded copy.
+template <int R>
+inline void column(const AvxVnniInput& x, const int8_t* w, const double* scales, const float* bias,
+                   float* y, int64_t n, int64_t k, int64_t j) {
+    const int8_t* wj = w + j * k;
+    __m256i even[R], odd[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+        even[r] = odd[r] = _mm256_setzero_si256();
+    const int64_t whole = k / 32 * 32;
+    int64_t i = 0;
+    for (; i + 64 <= whole; i += 64) {
+        step<R>(x, load(wj + i), i, even);
+        step<R>(x, load(wj + i + 32), i + 32, odd);
+    }
+    if (i < whole) {
+        step<R>(x, load(wj + i), i, even);
+        i += 32;
+    }
+    if (whole < k) {
+        alignas(32) int8_t tail[32] = {};
+        std::memcpy(tail, wj + whole, size_t(k - whole));
+        step<R>(x, _mm256_load_si256(reinterpret_cast<const __m256i*>(tail)), whole, odd);
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+        y[r * n + j] = float(sum8(_mm256_add_epi32(even[r], odd[r]))) * x.scales[size_t(r)] *
+                           float(scales[j]) +
+                       (bias ? bias[j] : 0.0f);
+}
+
 template <int R>
 void rowsFor(const AvxVnniInput& x, const int8_t* w, const double* scales, const float* bias,
              float* y, int64_t n, int64_t k, int64_t begin, int64_t end) {
-    constexpr int C = R <= 2 ? 4 : 2;
-    int64_t j = begin;
-    for (; j + C <= end; j += C)
-        columns<R, C>(x, w, scales, bias, y, n, k, j);
-    for (; j < end; ++j)
-        columns<R, 1>(x, w, scales, bias, y, n, k, j);
+    for (int64_t j = begin; j < end; ++j)
+        column<R>(x, w, scales, bias, y, n, k, j);
 }
 
 } // namespace

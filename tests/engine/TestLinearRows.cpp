@@ -121,8 +121,9 @@ void TestLinearRows::matchesLibTorch_data() {
     struct Shape {
         int n, k;
     };
-    // n % 4 != 0 leaves single columns after the groups of four; k % 16 (float32) and k % 32
-    // (bfloat16) != 0 leave a masked tail; k < 16 is all tail.
+    // The kernels take one column at a time in steps of four (float32: 4 x 16 weights, bfloat16:
+    // 4 x 32): k % 64 (float32) and k % 128 (bfloat16) != 0 leave single steps, k % 16 and k % 32
+    // a masked tail; k < 16 is all tail; n % 4 != 0 a last chunk of fewer than four columns.
     const Shape shapes[] = {{1, 1}, {3, 7}, {37, 45}, {64, 768}, {769, 3071}, {5003, 129}};
     for (KernelPath path : kPaths)
         for (bool bf16 : {false, true})
@@ -200,9 +201,10 @@ void TestLinearRows::int8MatchesItsFloatValue_data() {
     struct Shape {
         int n, k;
     };
-    // The int8 kernel reads 64 weights per step in blocks of 16: k % 64 != 0 leaves a masked
-    // tail of whole and partial blocks; n % 4 != 0 single columns. Five rows and more (a prompt,
-    // the uncached path, a batch) go through weights widened block by block.
+    // The int8 kernels read 64 weights per step (AVX2: 32), four steps (VNNI: two) at a time:
+    // k % 64 != 0 leaves a masked tail of whole and partial blocks of 16. Five rows and more (a
+    // prompt, the uncached path, a batch) go through weights widened block by block, or with
+    // VNNI four columns at a time, where n % 4 != 0 leaves single columns.
     const Shape shapes[] = {{1, 1},    {3, 7},      {37, 45},   {64, 768},
                             {13, 100}, {769, 3071}, {5003, 129}};
     for (KernelPath path : kPaths)
