@@ -163,9 +163,11 @@ void dispatchRows(const float* x, int rows, const typename W::T* w, const float*
 // offsetting x by 128 and needs no per-column sum of the weights.
 #define FLORENCE_VNNI __attribute__((target("avx512vnni")))
 
-// One output of the VNNI kernels from its exact integer sum.
+// One output of the VNNI kernels from its exact integer sum, its roundings spelled out (an explicit
+// fused multiply-add, where the compiler might fuse or not depending on the code around it), so
+// both forms of the kernel give the same float.
 inline float vnniOutput(int sum, float xScale, double scale, float bias) {
-    return float(sum) * xScale * float(scale) + bias;
+    return std::fma(float(sum) * xScale, float(scale), bias);
 }
 
 // Adds the 64 weights of column wj from i (masked past k) times each row's 64 activations to acc.

@@ -201,15 +201,16 @@ void TestLinearRows::int8MatchesItsFloatValue_data() {
     struct Shape {
         int n, k;
     };
-    // The int8 kernels read 64 weights per step (AVX2: 32), four steps (VNNI: two) at a time:
-    // k % 64 != 0 leaves a masked tail of whole and partial blocks of 16. Five rows and more (a
-    // prompt, the uncached path, a batch) go through weights widened block by block, or with
-    // VNNI four columns at a time, where n % 4 != 0 leaves single columns.
+    // The int8 kernels read 64 weights per step (AVX2 and AVX-VNNI: 32), four steps (VNNI: two)
+    // at a time: k = 100, 129 and 3071 leave single steps and a tail (AVX-512: masked, AVX2: a
+    // zero-padded copy), k < 32 is all tail. Five rows and more (a prompt, the uncached path, a
+    // batch) go through weights widened block by block, or with VNNI in blocks of four rows
+    // (5, 6, 7 and 17 leave one to three), four columns at a time (n % 4 != 0: single columns).
     const Shape shapes[] = {{1, 1},    {3, 7},      {37, 45},   {64, 768},
                             {13, 100}, {769, 3071}, {5003, 129}};
     for (KernelPath path : kPaths)
         for (const Shape& s : shapes)
-            for (int rows : {1, 2, 3, 4, 5, 17})
+            for (int rows : {1, 2, 3, 4, 5, 6, 7, 17})
                 for (bool bias : {false, true})
                     QTest::addRow("%s: %dx%d, %d rows%s", florence::ops::kernelPathName(path), s.n,
                                   s.k, rows, bias ? ", bias" : "")
@@ -255,7 +256,7 @@ void TestLinearRows::int8MatchesItsFloatValue() {
     if (rows > 4) {
         // With VNNI, five rows and more are each what the kernel gives that row alone (the
         // uncached path and batches agree with cached decoding).
-        for (int r = 0; vnni && r < rows; r += 3) {
+        for (int r = 0; vnni && r < rows; ++r) {
             const at::Tensor one = linearRows(x.slice(0, r, r + 1), w,
                                               bias ? c10::optional<at::Tensor>(b) : c10::nullopt);
             QVERIFY2(at::equal(one, y.slice(0, r, r + 1)), qPrintable(QString("row %1").arg(r)));
