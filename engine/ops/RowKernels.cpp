@@ -253,23 +253,33 @@ FLORENCE_VNNI inline void vnniFourColumns(const VnniInput& x, int row0, const in
                                           scales[j + c], bias ? bias[j + c] : 0.0f);
 }
 
-template <int R>
+// Columns [begin, end): one at a time (a step's weights, from memory), or with kTile four at a
+// time (a tile of weights in cache, read by many rows).
+template <bool kTile, int R>
 FLORENCE_VNNI void vnniColumns(const VnniInput& x, int row0, const int8_t* w, const double* scales,
                                const float* bias, float* y, int64_t n, int64_t k, int64_t begin,
                                int64_t end) {
-    for (int64_t j = begin; j < end; ++j)
+    int64_t j = begin;
+    if constexpr (kTile)
+        for (; j + 4 <= end; j += 4)
+            vnniFourColumns<R>(x, row0, w, scales, bias, y, n, k, j);
+    for (; j < end; ++j)
         vnniColumn<R>(x, row0, w, scales, bias, y, n, k, j);
 }
 
-template <int R>
-FLORENCE_VNNI void vnniTile(const VnniInput& x, int row0, const int8_t* w, const double* scales,
-                            const float* bias, float* y, int64_t n, int64_t k, int64_t begin,
-                            int64_t end) {
-    int64_t j = begin;
-    for (; j + 4 <= end; j += 4)
-        vnniFourColumns<R>(x, row0, w, scales, bias, y, n, k, j);
-    for (; j < end; ++j)
-        vnniColumn<R>(x, row0, w, scales, bias, y, n, k, j);
+template <bool kTile>
+void vnniRows(const VnniInput& x, int row0, int rows, const int8_t* w, const double* scales,
+              const float* bias, float* y, int64_t n, int64_t k, int64_t begin, int64_t end) {
+    switch (rows) {
+    case 1:
+        return vnniColumns<kTile, 1>(x, row0, w, scales, bias, y, n, k, begin, end);
+    case 2:
+        return vnniColumns<kTile, 2>(x, row0, w, scales, bias, y, n, k, begin, end);
+    case 3:
+        return vnniColumns<kTile, 3>(x, row0, w, scales, bias, y, n, k, begin, end);
+    default:
+        return vnniColumns<kTile, 4>(x, row0, w, scales, bias, y, n, k, begin, end);
+    }
 }
 
 } // namespace
@@ -310,30 +320,12 @@ void prepareVnniInput(const float* x, int rows, int64_t k, VnniInput& out) {
 
 void rowsInt8Vnni(const VnniInput& x, int row0, int rows, const int8_t* w, const double* scales,
                   const float* bias, float* y, int64_t n, int64_t k, int64_t begin, int64_t end) {
-    switch (rows) {
-    case 1:
-        return vnniColumns<1>(x, row0, w, scales, bias, y, n, k, begin, end);
-    case 2:
-        return vnniColumns<2>(x, row0, w, scales, bias, y, n, k, begin, end);
-    case 3:
-        return vnniColumns<3>(x, row0, w, scales, bias, y, n, k, begin, end);
-    default:
-        return vnniColumns<4>(x, row0, w, scales, bias, y, n, k, begin, end);
-    }
+    vnniRows<false>(x, row0, rows, w, scales, bias, y, n, k, begin, end);
 }
 
 void tileInt8Vnni(const VnniInput& x, int row0, int rows, const int8_t* w, const double* scales,
                   const float* bias, float* y, int64_t n, int64_t k, int64_t begin, int64_t end) {
-    switch (rows) {
-    case 1:
-        return vnniTile<1>(x, row0, w, scales, bias, y, n, k, begin, end);
-    case 2:
-        return vnniTile<2>(x, row0, w, scales, bias, y, n, k, begin, end);
-    case 3:
-        return vnniTile<3>(x, row0, w, scales, bias, y, n, k, begin, end);
-    default:
-        return vnniTile<4>(x, row0, w, scales, bias, y, n, k, begin, end);
-    }
+    vnniRows<true>(x, row0, rows, w, scales, bias, y, n, k, begin, end);
 }
 
 void rowsF32Avx512(const float* x, int rows, const float* w, const float* bias, float* y, int64_t n,
