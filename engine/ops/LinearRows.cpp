@@ -200,18 +200,16 @@ at::Tensor stepRows(const at::Tensor& x, const at::Tensor& weight, const at::Ten
     const float* bp = bias.defined() ? bc.data_ptr<float>() : nullptr;
     float* yp = y.data_ptr<float>();
     const int r = static_cast<int>(rows);
-    // Chunks of whole groups of four output columns: at least ~32k weights each (below that,
-    // handing a chunk to another core costs more than it saves) and at most ~32 per product, so a
-    // helper that starts late leaves little for the caller to wait for (StepThreads.h).
-    const int64_t groups = (n + 3) / 4;
-    const int64_t chunk =
-        std::max((32768 / 4 + k - 1) / std::max<int64_t>(k, 1), (groups + 31) / 32);
+    // Chunks of output columns: at least ~32k weights each (below that, handing a chunk to another
+    // core costs more than it saves) and at most ~32 per product, so a helper that starts late
+    // leaves little for the caller to wait for (StepThreads.h).
+    const int64_t chunk = std::max((32768 + k - 1) / std::max<int64_t>(k, 1), (n + 31) / 32);
     const StepKernels& kernels = stepKernels();
     if (wc.scalar_type() == at::kFloat) {
         const float* xp = xc.data_ptr<float>();
         const float* wp = wc.data_ptr<float>();
-        splitOverCores(groups, chunk, [&](int64_t begin, int64_t end) {
-            kernels.f32(xp, r, wp, bp, yp, n, k, begin * 4, std::min(end * 4, n));
+        splitOverCores(n, chunk, [&](int64_t begin, int64_t end) {
+            kernels.f32(xp, r, wp, bp, yp, n, k, begin, end);
         });
     } else if (isInt8(wc) && useVnni()) {
         VnniInput xq;
@@ -219,8 +217,8 @@ at::Tensor stepRows(const at::Tensor& x, const at::Tensor& weight, const at::Ten
         const auto* wp = reinterpret_cast<const int8_t*>(wc.data_ptr<c10::qint8>());
         const at::Tensor scales = int8Scales(wc);
         const double* sp = scales.data_ptr<double>();
-        splitOverCores(groups, chunk, [&](int64_t begin, int64_t end) {
-            rowsInt8Vnni(xq, 0, r, wp, sp, bp, yp, n, k, begin * 4, std::min(end * 4, n));
+        splitOverCores(n, chunk, [&](int64_t begin, int64_t end) {
+            rowsInt8Vnni(xq, 0, r, wp, sp, bp, yp, n, k, begin, end);
         });
     } else if (isInt8(wc) && useAvxVnni()) {
         AvxVnniInput xq;
@@ -228,24 +226,24 @@ at::Tensor stepRows(const at::Tensor& x, const at::Tensor& weight, const at::Ten
         const auto* wp = reinterpret_cast<const int8_t*>(wc.data_ptr<c10::qint8>());
         const at::Tensor scales = int8Scales(wc);
         const double* sp = scales.data_ptr<double>();
-        splitOverCores(groups, chunk, [&](int64_t begin, int64_t end) {
-            rowsInt8AvxVnni(xq, r, wp, sp, bp, yp, n, k, begin * 4, std::min(end * 4, n));
+        splitOverCores(n, chunk, [&](int64_t begin, int64_t end) {
+            rowsInt8AvxVnni(xq, r, wp, sp, bp, yp, n, k, begin, end);
         });
     } else if (isInt8(wc)) {
         const float* xp = xc.data_ptr<float>();
         const auto* wp = reinterpret_cast<const int8_t*>(wc.data_ptr<c10::qint8>());
         const at::Tensor scales = int8Scales(wc);
         const double* sp = scales.data_ptr<double>();
-        splitOverCores(groups, chunk, [&](int64_t begin, int64_t end) {
-            kernels.int8(xp, r, wp, sp, bp, yp, n, k, begin * 4, std::min(end * 4, n));
+        splitOverCores(n, chunk, [&](int64_t begin, int64_t end) {
+            kernels.int8(xp, r, wp, sp, bp, yp, n, k, begin, end);
         });
     } else {
         std::vector<float> prepared(static_cast<size_t>(rows * bf16InputFloats(k)));
         prepareBf16Input(xc.data_ptr<float>(), r, k, prepared.data());
         const float* xp = prepared.data();
         const auto* wp = reinterpret_cast<const uint16_t*>(wc.data_ptr<at::BFloat16>());
-        splitOverCores(groups, chunk, [&](int64_t begin, int64_t end) {
-            kernels.bf16(xp, r, wp, bp, yp, n, k, begin * 4, std::min(end * 4, n));
+        splitOverCores(n, chunk, [&](int64_t begin, int64_t end) {
+            kernels.bf16(xp, r, wp, bp, yp, n, k, begin, end);
         });
     }
     readNextWhileIdle(wc.data_ptr(), wc.nbytes());

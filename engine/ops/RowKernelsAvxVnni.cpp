@@ -53,10 +53,8 @@ inline void column(const AvxVnniInput& x, const int8_t* w, const double* scales,
         step<R>(x, load(wj + i), i, even);
         step<R>(x, load(wj + i + 32), i + 32, odd);
     }
-    if (i < whole) {
+    if (i < whole)
         step<R>(x, load(wj + i), i, even);
-        i += 32;
-    }
     if (whole < k) {
         alignas(32) int8_t tail[32] = {};
         std::memcpy(tail, wj + whole, size_t(k - whole));

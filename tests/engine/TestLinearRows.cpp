@@ -123,7 +123,8 @@ void TestLinearRows::matchesLibTorch_data() {
     };
     // The kernels take one column at a time in steps of four (float32: 4 x 16 weights, bfloat16:
     // 4 x 32): k % 64 (float32) and k % 128 (bfloat16) != 0 leave single steps, k % 16 and k % 32
-    // a masked tail; k < 16 is all tail; n % 4 != 0 a last chunk of fewer than four columns.
+    // a masked tail; k < 16 is all tail; n from 1 to 5003 gives one chunk or many over the
+    // threads.
     const Shape shapes[] = {{1, 1}, {3, 7}, {37, 45}, {64, 768}, {769, 3071}, {5003, 129}};
     for (KernelPath path : kPaths)
         for (bool bf16 : {false, true})
