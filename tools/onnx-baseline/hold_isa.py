@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """A copy of onnxruntime-node's libonnxruntime.so.1 that skips its AVX-512 kernels, so that an
 AVX-512 machine measures ONNX Runtime as a CPU without AVX-512 runs it, next to the engine held
-the same way (FLORENCE_KERNELS=avx2 ATEN_CPU_CAPABILITY=avx2 DNNL_MAX_CPU_ISA=AVX2; run.sh
---hold avx2 does both).
+the same way (FLORENCE_KERNELS=avx2 ATEN_CPU_CAPABILITY=avx2 DNNL_MAX_CPU_ISA=AVX2
+OPENBLAS_CORETYPE=Haswell; run.sh --hold avx2 does both).
 
     /usr/bin/python3 tools/onnx-baseline/hold_isa.py OUT_DIR
     LD_PRELOAD=OUT_DIR/libonnxruntime.so.1 node tools/onnx-baseline/runner.js ...

@@ -16,7 +16,8 @@
 # --hold avx2: on an AVX-512 machine, both sides run as a CPU with AVX2 and AVX-VNNI but no
 # AVX-512 would (Intel's consumer CPUs since Alder Lake): ONNX Runtime from a patched copy
 # (hold_isa.py), the engine with FLORENCE_KERNELS=avx2 ATEN_CPU_CAPABILITY=avx2
-# DNNL_MAX_CPU_ISA=AVX2. A CPU with AVX-VNNI keeps it on both sides.
+# DNNL_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell (OpenBLAS otherwise picks its AVX-512 kernels
+# for the float32 products LibTorch sends it). A CPU with AVX-VNNI keeps it on both sides.
 # --hold avx2-novnni: as avx2, and AVX-VNNI's int8 kernels skipped on both sides (ONNX Runtime's
 # copy made with hold_isa.py --no-avx-vnni, the engine with FLORENCE_AVX_VNNI=0): AMD Zen 2 and 3.
 set -eu
@@ -60,7 +61,8 @@ case $hold in
             export FLORENCE_AVX_VNNI=0
         fi
         "$python" "$here/hold_isa.py" $novnni "$held" > /dev/null
-        export FLORENCE_KERNELS=avx2 ATEN_CPU_CAPABILITY=avx2 DNNL_MAX_CPU_ISA=AVX2
+        export FLORENCE_KERNELS=avx2 ATEN_CPU_CAPABILITY=avx2 DNNL_MAX_CPU_ISA=AVX2 \
+            OPENBLAS_CORETYPE=Haswell
         ;;
     *) echo "run.sh: --hold takes avx2 or avx2-novnni" >&2; exit 2 ;;
 esac
