@@ -28,8 +28,29 @@ void rowsBf16Avx2(const float* preparedX, int rows, const uint16_t* w, const flo
 
 // int8 weights, column j's products scaled by scales[j] (zero points 0), widened to float32 in
 // registers (vpmovsxbd, vcvtdq2ps) and multiplied by x in float32: y = (x w_j) * scale_j + bias_j.
+// Exact against the dequantized weights; FLORENCE_INT8_KERNEL=widen runs it in a step.
 void rowsInt8Avx2(const float* x, int rows, const int8_t* w, const double* scales,
                   const float* bias, float* y, int64_t n, int64_t k, int64_t begin, int64_t end);
+
+// Without AVX-VNNI, what a step runs (AMD Zen 2 and 3, Intel before Alder Lake): x quantized per
+// row to integers within +-int16Levels(k) (scale = largest |x| / that, at least 4095 levels, so
+// x keeps 13 bits or more), k padded to 32 with zeros; 16 weights at a time sign-extended to
+// int16 (vpmovsxbw) and multiplied by x in pairs summed into 32-bit lanes (vpmaddwd): per 16
+// weights one extension, then a vpmaddwd and an add per row, where widening to float32 takes two
+// extensions, two conversions and two FMAs per row pass (two rows at most); the sums are exact
+// integers (blocks of kInt16Block elements, each within int32, added in int64):
+// y = (sum) * xscale_r * scale_j + bias_j. Each row's result depends on that row alone.
+struct Int16Input {
+    int64_t stride = 0;          // elements per row
+    std::vector<int16_t> values; // stride per row
+    std::vector<float> scales;   // per row
+};
+constexpr int64_t kInt16Block = 4096;
+int int16Levels(int64_t k);
+void prepareInt16Input(const float* x, int rows, int64_t k, Int16Input& out);
+void rowsInt8Int16Avx2(const Int16Input& x, int rows, const int8_t* w, const double* scales,
+                       const float* bias, float* y, int64_t n, int64_t k, int64_t begin,
+                       int64_t end);
 
 // With AVX-VNNI as well (RowKernelsAvxVnni.cpp; Intel since Alder Lake, AMD Zen 5): x quantized
 // per row to magnitudes 0..255 (scale = largest |x| / 255) and a sign byte (-1 or 1), k padded

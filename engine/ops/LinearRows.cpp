@@ -86,8 +86,9 @@ at::Tensor fallback(const at::Tensor& x, const at::Tensor& weight,
     return at::stack(outs).view(shape);
 }
 
-// Which int8 kernel runs a decoding step's rows: VNNI when the CPU has it. FLORENCE_INT8_KERNEL=
-// widen picks the other one (widening the weights to float32), to measure both on one machine.
+// Which int8 kernel runs a decoding step's rows: VNNI when the CPU has it, else on the AVX2 path
+// the int16 one (Avx2Kernels.h). FLORENCE_INT8_KERNEL=widen picks the kernel that widens the
+// weights to float32 instead, to measure both on one machine.
 bool widenAsked() {
     static const bool yes = [] {
         const char* choice = std::getenv("FLORENCE_INT8_KERNEL");
@@ -105,6 +106,11 @@ bool useVnni() {
 // otherwise (int8Gemm(), GemmInt8.h).
 bool useAvxVnni() {
     return !widenAsked() && kernelPath() == KernelPath::Avx2 && int8Gemm() == Int8Gemm::AvxVnni;
+}
+
+// The AVX2 path's int8 step without AVX-VNNI: the int16 kernel unless widening is asked for.
+bool useInt16() {
+    return !widenAsked() && kernelPath() == KernelPath::Avx2 && !useAvxVnni();
 }
 
 bool isInt8(const at::Tensor& weight) {
@@ -211,32 +217,35 @@ at::Tensor stepRows(const at::Tensor& x, const at::Tensor& weight, const at::Ten
         splitOverCores(n, chunk, [&](int64_t begin, int64_t end) {
             kernels.f32(xp, r, wp, bp, yp, n, k, begin, end);
         });
-    } else if (isInt8(wc) && useVnni()) {
-        VnniInput xq;
-        prepareVnniInput(xc.data_ptr<float>(), r, k, xq);
-        const auto* wp = reinterpret_cast<const int8_t*>(wc.data_ptr<c10::qint8>());
-        const at::Tensor scales = int8Scales(wc);
-        const double* sp = scales.data_ptr<double>();
-        splitOverCores(n, chunk, [&](int64_t begin, int64_t end) {
-            rowsInt8Vnni(xq, 0, r, wp, sp, bp, yp, n, k, begin, end);
-        });
-    } else if (isInt8(wc) && useAvxVnni()) {
-        AvxVnniInput xq;
-        prepareAvxVnniInput(xc.data_ptr<float>(), r, k, xq);
-        const auto* wp = reinterpret_cast<const int8_t*>(wc.data_ptr<c10::qint8>());
-        const at::Tensor scales = int8Scales(wc);
-        const double* sp = scales.data_ptr<double>();
-        splitOverCores(n, chunk, [&](int64_t begin, int64_t end) {
-            rowsInt8AvxVnni(xq, r, wp, sp, bp, yp, n, k, begin, end);
-        });
     } else if (isInt8(wc)) {
-        const float* xp = xc.data_ptr<float>();
         const auto* wp = reinterpret_cast<const int8_t*>(wc.data_ptr<c10::qint8>());
         const at::Tensor scales = int8Scales(wc);
         const double* sp = scales.data_ptr<double>();
-        splitOverCores(n, chunk, [&](int64_t begin, int64_t end) {
-            kernels.int8(xp, r, wp, sp, bp, yp, n, k, begin, end);
-        });
+        // The kernels that quantize x take it prepared once for all columns.
+        if (useVnni()) {
+            VnniInput xq;
+            prepareVnniInput(xc.data_ptr<float>(), r, k, xq);
+            splitOverCores(n, chunk, [&](int64_t begin, int64_t end) {
+                rowsInt8Vnni(xq, 0, r, wp, sp, bp, yp, n, k, begin, end);
+            });
+        } else if (useAvxVnni()) {
+            AvxVnniInput xq;
+            prepareAvxVnniInput(xc.data_ptr<float>(), r, k, xq);
+            splitOverCores(n, chunk, [&](int64_t begin, int64_t end) {
+                rowsInt8AvxVnni(xq, r, wp, sp, bp, yp, n, k, begin, end);
+            });
+        } else if (useInt16()) {
+            Int16Input xq;
+            prepareInt16Input(xc.data_ptr<float>(), r, k, xq);
+            splitOverCores(n, chunk, [&](int64_t begin, int64_t end) {
+                rowsInt8Int16Avx2(xq, r, wp, sp, bp, yp, n, k, begin, end);
+            });
+        } else {
+            const float* xp = xc.data_ptr<float>();
+            splitOverCores(n, chunk, [&](int64_t begin, int64_t end) {
+                kernels.int8(xp, r, wp, sp, bp, yp, n, k, begin, end);
+            });
+        }
     } else {
         std::vector<float> prepared(static_cast<size_t>(rows * bf16InputFloats(k)));
         prepareBf16Input(xc.data_ptr<float>(), r, k, prepared.data());

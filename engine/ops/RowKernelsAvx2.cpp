@@ -1,10 +1,14 @@
 // Built with -mavx2 -mfma (engine/ops/CMakeLists.txt): nothing here may run unless
 // kernelPathSupported(KernelPath::Avx2) (KernelPath.cpp, built for any x86-64) said yes.
 #include "Avx2Kernels.h"
+#include "RowScale.h"
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace florence::ops {
 
@@ -148,6 +152,72 @@ void columns(const float* x, const typename W::T* w, const float* bias, const do
     }
 }
 
+// The int16 kernel (Avx2Kernels.h).
+inline int32_t sum8(__m256i v) {
+    const __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    const __m128i t = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    return _mm_cvtsi128_si32(_mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1)));
+}
+
+inline __m256i widen16(const int8_t* w) {
+    return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
+}
+
+// Adds 16 weights (as int16) times each row's 16 values of x from i to acc, in pairs.
+template <int R>
+inline void int16Pairs(const Int16Input& x, __m256i w, int64_t i, __m256i (&acc)[R]) {
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+        acc[r] = _mm256_add_epi32(
+            acc[r], _mm256_madd_epi16(w, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                                             x.values.data() + r * x.stride + i))));
+}
+
+// Output column j for one to four rows in one pass (eight sums and two weight registers), its
+// weights read front to back, one column after the next as the float kernels above. Integer sums
+// are exact in any order, so a row gets what it gets alone. Within a block of kInt16Block
+// elements no sum leaves int32 (int16Levels); the blocks are added in int64. The k tail (k % 32)
+// is read from a zero-padded copy, x is zero there.
+template <int R>
+inline void int16Column(const Int16Input& x, const int8_t* w, const double* scales,
+                        const float* bias, float* y, int64_t n, int64_t k, int64_t j) {
+    const int8_t* wj = w + j * k;
+    int64_t total[R] = {};
+    for (int64_t b0 = 0; b0 < k; b0 += kInt16Block) {
+        const int64_t b1 = std::min(k, b0 + kInt16Block);
+        __m256i lo[R], hi[R];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r)
+            lo[r] = hi[r] = _mm256_setzero_si256();
+        int64_t i = b0;
+        for (; i + 32 <= b1; i += 32) {
+            int16Pairs<R>(x, widen16(wj + i), i, lo);
+            int16Pairs<R>(x, widen16(wj + i + 16), i + 16, hi);
+        }
+        if (i < b1) {
+            alignas(32) int8_t tail[32] = {};
+            std::memcpy(tail, wj + i, size_t(b1 - i));
+            int16Pairs<R>(x, widen16(tail), i, lo);
+            int16Pairs<R>(x, widen16(tail + 16), i + 16, hi);
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r)
+            total[r] += sum8(_mm256_add_epi32(lo[r], hi[r]));
+    }
+    // The rounding spelled out, so that no row count's code fuses it otherwise.
+    const float scale = float(scales[j]), b = bias ? bias[j] : 0.0f;
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+        y[r * n + j] = std::fma(float(total[r]) * x.scales[size_t(r)], scale, b);
+}
+
+template <int R>
+void int16Columns(const Int16Input& x, const int8_t* w, const double* scales, const float* bias,
+                  float* y, int64_t n, int64_t k, int64_t begin, int64_t end) {
+    for (int64_t j = begin; j < end; ++j)
+        int16Column<R>(x, w, scales, bias, y, n, k, j);
+}
+
 template <class W>
 void dispatchRows(const float* x, int rows, const typename W::T* w, const float* bias,
                   const double* scales, float* y, int64_t n, int64_t k, int64_t begin,
@@ -179,6 +249,45 @@ void rowsBf16Avx2(const float* preparedX, int rows, const uint16_t* w, const flo
 void rowsInt8Avx2(const float* x, int rows, const int8_t* w, const double* scales,
                   const float* bias, float* y, int64_t n, int64_t k, int64_t begin, int64_t end) {
     dispatchRows<Int8Weights>(x, rows, w, bias, scales, y, n, k, begin, end);
+}
+
+int int16Levels(int64_t k) {
+    // |w| <= 128 and |x| <= levels: a block's sum stays within int32 (4095 at kInt16Block).
+    const int64_t block = std::clamp<int64_t>(k, 1, kInt16Block);
+    return int(std::min<int64_t>(32767, std::numeric_limits<int32_t>::max() / (128 * block)));
+}
+
+void prepareInt16Input(const float* x, int rows, int64_t k, Int16Input& out) {
+    out.stride = (k + 31) / 32 * 32;
+    out.values.assign(size_t(rows * out.stride), 0);
+    out.scales.assign(size_t(rows), 0.0f);
+    const float levels = float(int16Levels(k));
+    for (int r = 0; r < rows; ++r) {
+        const float* xr = x + r * k;
+        const float scale = magnitudeScale(xr, k, levels);
+        out.scales[size_t(r)] = scale;
+        if (std::isnan(scale))
+            continue; // a NaN or an infinity in the row: every output of it is NaN
+        const float inv = 1.0f / scale;
+        int16_t* v = out.values.data() + r * out.stride;
+        for (int64_t i = 0; i < k; ++i)
+            v[i] = int16_t(std::clamp(std::nearbyint(xr[i] * inv), -levels, levels));
+    }
+}
+
+void rowsInt8Int16Avx2(const Int16Input& x, int rows, const int8_t* w, const double* scales,
+                       const float* bias, float* y, int64_t n, int64_t k, int64_t begin,
+                       int64_t end) {
+    switch (rows) {
+    case 1:
+        return int16Columns<1>(x, w, scales, bias, y, n, k, begin, end);
+    case 2:
+        return int16Columns<2>(x, w, scales, bias, y, n, k, begin, end);
+    case 3:
+        return int16Columns<3>(x, w, scales, bias, y, n, k, begin, end);
+    default:
+        return int16Columns<4>(x, w, scales, bias, y, n, k, begin, end);
+    }
 }
 
 void dequantizeInt8Avx2(const int8_t* w, const double* scales, int64_t k, int64_t begin,

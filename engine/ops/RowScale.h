@@ -1,6 +1,7 @@
 #pragma once
-// The scale of one row of x quantized to magnitudes 0..255 by its largest |x|, for the decoding
-// step's VNNI kernels (RowKernels.cpp on AVX-512, RowKernelsAvxVnni.cpp on AVX-VNNI). In an
+// The scale of one row of x quantized by its largest |x|, for the decoding step's kernels that
+// multiply int8 weights by integers (RowKernels.cpp's and RowKernelsAvxVnni.cpp's VNNI kernels,
+// RowKernelsAvx2.cpp's int16 one). In an
 // anonymous namespace, as Avx2Exp.h: each file keeps its own copy, compiled for its own
 // instructions.
 #include <algorithm>
@@ -11,9 +12,10 @@
 namespace florence::ops {
 namespace {
 
-// largest |x| / 255; 1 for a row of zeros; NaN for a row holding a NaN or an infinity, so that
-// every output of it is NaN (the maximum alone passes a NaN over).
-inline float magnitudeScale(const float* x, int64_t k) {
+// largest |x| / levels (255 for the VNNI kernels' bytes); 1 for a row of zeros; NaN for a row
+// holding a NaN or an infinity, so that every output of it is NaN (the maximum alone passes a NaN
+// over).
+inline float magnitudeScale(const float* x, int64_t k, float levels = 255.0f) {
     float largest = 0;
     bool finite = true;
     for (int64_t i = 0; i < k; ++i) {
@@ -22,7 +24,7 @@ inline float magnitudeScale(const float* x, int64_t k) {
     }
     if (!finite || std::isinf(largest))
         return std::numeric_limits<float>::quiet_NaN();
-    return largest > 0 ? largest / 255.0f : 1.0f;
+    return largest > 0 ? largest / levels : 1.0f;
 }
 
 } // namespace

@@ -92,6 +92,7 @@ private slots:
     void encoderInt8WithinItsQuantization();
     void encoderInt8FollowsItsWeight();
     void encoderInt8GeluIsGeluOfTheProduct();
+    void int16KernelSumsAtTheLimit();
     void int8RowsWithNaNGiveNoNumber();
     void pathIsChosenAndNamed();
     void keepsLeadingDimensions();
@@ -207,8 +208,9 @@ void TestLinearRows::int8MatchesItsFloatValue_data() {
     // zero-padded copy), k < 32 is all tail. Five rows and more (a prompt, the uncached path, a
     // batch) go through weights widened block by block, or with VNNI in blocks of four rows
     // (5, 6, 7 and 17 leave one to three), four columns at a time (n % 4 != 0: single columns).
-    const Shape shapes[] = {{1, 1},    {3, 7},      {37, 45},   {64, 768},
-                            {13, 100}, {769, 3071}, {5003, 129}};
+    // The AVX2 int16 kernel sums blocks of 4096: k = 8200 takes two and a tail.
+    const Shape shapes[] = {{1, 1},    {3, 7},      {37, 45},    {64, 768},
+                            {13, 100}, {769, 3071}, {5003, 129}, {7, 8200}};
     for (KernelPath path : kPaths)
         for (const Shape& s : shapes)
             for (int rows : {1, 2, 3, 4, 5, 6, 7, 17})
@@ -241,16 +243,20 @@ void TestLinearRows::int8MatchesItsFloatValue() {
     const at::Tensor bd = bias ? b.to(at::kDouble) : at::Tensor();
     const at::Tensor want = at::linear(x.to(at::kDouble), wd, bd);
     // With VNNI (AVX-512 at any row count, AVX-VNNI on the AVX2 path at one to four) the
-    // activations are quantized (largest |x| / 510 per element at most); without, float32
-    // products of the widened weights.
+    // activations are quantized (largest |x| / 510 per element at most); on the AVX2 path
+    // without AVX-VNNI to int16 (largest |x| / 8190 at most); else float32 products of the
+    // widened weights.
     const bool widenAsked = qgetenv("FLORENCE_INT8_KERNEL") == "widen";
-    const bool avxVnni = KernelPath(path) == KernelPath::Avx2 && rows <= 4 && !widenAsked &&
-                         florence::ops::int8Gemm() == florence::ops::Int8Gemm::AvxVnni;
+    const bool avx2Step = KernelPath(path) == KernelPath::Avx2 && rows <= 4 && !widenAsked;
+    const bool avxVnni = avx2Step && florence::ops::int8Gemm() == florence::ops::Int8Gemm::AvxVnni;
+    const bool int16 = avx2Step && !avxVnni;
     const bool vnni = (KernelPath(path) == KernelPath::Avx512 && florence::ops::haveAvx512Vnni() &&
                        !widenAsked) ||
                       avxVnni;
     const double err = relativeError(y, want);
-    QVERIFY2(err < (vnni ? 2e-2 : 2e-5),
+    QVERIFY2(err < (vnni    ? 2e-2
+                    : int16 ? 2e-3
+                            : 2e-5),
              qPrintable(QString("relative error %1 against the dequantized weights").arg(err)));
     if (KernelPath(path) == KernelPath::Torch)
         return;
@@ -278,6 +284,33 @@ void TestLinearRows::int8MatchesItsFloatValue() {
     const double widenErr = relativeError(widened.slice(1, begin, end), want.slice(1, begin, end));
     QVERIFY2(widenErr < 2e-5,
              qPrintable(QString("widening kernel: relative error %1").arg(widenErr)));
+    if (KernelPath(path) == KernelPath::Avx2) {
+        // The int16 kernel against x as it sees it (value times scale), and each row what it
+        // gives alone.
+        florence::ops::Int16Input xq;
+        florence::ops::prepareInt16Input(x.data_ptr<float>(), rows, k, xq);
+        QCOMPARE(xq.stride % 32, int64_t(0));
+        at::Tensor xv = at::zeros({rows, k}, at::kDouble);
+        for (int r = 0; r < rows; ++r)
+            for (int i = 0; i < k; ++i)
+                xv[r][i] = double(xq.values[size_t(r * xq.stride + i)]) * xq.scales[size_t(r)];
+        QVERIFY(relativeError(xv, x) < 1.0 / 8000); // half a step of 4095
+        at::Tensor viaInt16 = at::zeros({rows, n});
+        florence::ops::rowsInt8Int16Avx2(xq, rows, wp, scales.data_ptr<double>(), bp,
+                                         viaInt16.data_ptr<float>(), n, k, begin, end);
+        const double err = relativeError(viaInt16.slice(1, begin, end),
+                                         at::linear(xv, wd, bd).slice(1, begin, end));
+        QVERIFY2(err < 2e-6, qPrintable(QString("int16 kernel: relative error %1").arg(err)));
+        for (int r = 0; r < rows && rows > 1; ++r) {
+            florence::ops::Int16Input one;
+            florence::ops::prepareInt16Input(x[r].data_ptr<float>(), 1, k, one);
+            at::Tensor alone = at::zeros({1, n});
+            florence::ops::rowsInt8Int16Avx2(one, 1, wp, scales.data_ptr<double>(), bp,
+                                             alone.data_ptr<float>(), n, k, begin, end);
+            QVERIFY2(at::equal(alone, viaInt16.slice(0, r, r + 1)),
+                     qPrintable(QString("int16 kernel: row %1 alone differs").arg(r)));
+        }
+    }
     if (KernelPath(path) == KernelPath::Avx2 &&
         florence::ops::int8GemmSupported(florence::ops::Int8Gemm::AvxVnni)) {
         // The AVX-VNNI step kernel against x as it sees it: sign times magnitude times scale.
@@ -514,6 +547,44 @@ void TestLinearRows::encoderInt8GeluIsGeluOfTheProduct() {
     }
     if (ran == 0)
         QSKIP("neither the AVX-512 nor the AVX2 kernel path runs on this CPU");
+}
+
+void TestLinearRows::int16KernelSumsAtTheLimit() {
+    // The AVX2 int16 kernel's integer sums at their largest: every weight -128 or 127 and every
+    // element of x at the row's largest magnitude, so each product is the largest the scale
+    // allows; a block of 4096 must stay within int32 and the blocks add without loss.
+    SKIP_UNLESS_SUPPORTED(KernelPath::Avx2);
+    for (int64_t k : {1, 768, 3072, 4095, 4096, 4097, 8192, 12345}) {
+        for (int8_t weight : {int8_t(-128), int8_t(127)}) {
+            const int64_t n = 3;
+            std::vector<int8_t> w(size_t(n * k), weight);
+            const std::vector<double> scales(size_t(n), 0.5);
+            std::vector<float> x(size_t(2 * k));
+            for (int64_t i = 0; i < k; ++i) {
+                x[size_t(i)] = 3.0f;
+                x[size_t(k + i)] = i % 2 ? -3.0f : 3.0f;
+            }
+            florence::ops::Int16Input xq;
+            florence::ops::prepareInt16Input(x.data(), 2, k, xq);
+            const double levels = florence::ops::int16Levels(k);
+            QVERIFY(levels >= 4095 && levels <= 32767);
+            QCOMPARE(double(xq.values[0]), levels);
+            std::vector<float> y(size_t(2 * n));
+            florence::ops::rowsInt8Int16Avx2(xq, 2, w.data(), scales.data(), nullptr, y.data(), n,
+                                             k, 0, n);
+            const double want = 3.0 * k * weight * 0.5;
+            const double alternating = (k % 2) * 3.0 * weight * 0.5;
+            for (int64_t j = 0; j < n; ++j) {
+                QVERIFY2(std::abs(y[size_t(j)] - want) <= 1e-6 * std::abs(want),
+                         qPrintable(QString("k %1, weight %2: %3, not %4")
+                                        .arg(k)
+                                        .arg(weight)
+                                        .arg(y[size_t(j)])
+                                        .arg(want)));
+                QVERIFY(std::abs(y[size_t(n + j)] - alternating) <= 1e-6 * std::abs(want));
+            }
+        }
+    }
 }
 
 void TestLinearRows::int8RowsWithNaNGiveNoNumber() {
