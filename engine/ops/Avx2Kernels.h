@@ -37,7 +37,7 @@ void rowsInt8Avx2(const float* x, int rows, const int8_t* w, const double* scale
 // x keeps 13 bits or more), k padded to 32 with zeros; 16 weights at a time sign-extended to
 // int16 (vpmovsxbw) and multiplied by x in pairs summed into 32-bit lanes (vpmaddwd): per 16
 // weights one extension, then a vpmaddwd and an add per row, where widening to float32 takes two
-// extensions, two conversions and two FMAs per row pass (two rows at most); the sums are exact
+// extensions and two conversions per pass of two rows and two FMAs per row; the sums are exact
 // integers (blocks of kInt16Block elements, each within int32, added in int64):
 // y = (sum) * xscale_r * scale_j + bias_j. Each row's result depends on that row alone.
 struct Int16Input {
@@ -48,9 +48,10 @@ struct Int16Input {
 constexpr int64_t kInt16Block = 4096;
 int int16Levels(int64_t k);
 void prepareInt16Input(const float* x, int rows, int64_t k, Int16Input& out);
-void rowsInt8Int16Avx2(const Int16Input& x, int rows, const int8_t* w, const double* scales,
-                       const float* bias, float* y, int64_t n, int64_t k, int64_t begin,
-                       int64_t end);
+// Rows row0 .. row0 + rows - 1 of x (1 to 4) into y [rows, n].
+void rowsInt8Int16Avx2(const Int16Input& x, int row0, int rows, const int8_t* w,
+                       const double* scales, const float* bias, float* y, int64_t n, int64_t k,
+                       int64_t begin, int64_t end);
 
 // With AVX-VNNI as well (RowKernelsAvxVnni.cpp; Intel since Alder Lake, AMD Zen 5): x quantized
 // per row to magnitudes 0..255 (scale = largest |x| / 255) and a sign byte (-1 or 1), k padded
@@ -64,8 +65,10 @@ struct AvxVnniInput {
     std::vector<float> scales;      // per row
 };
 void prepareAvxVnniInput(const float* x, int rows, int64_t k, AvxVnniInput& out);
-void rowsInt8AvxVnni(const AvxVnniInput& x, int rows, const int8_t* w, const double* scales,
-                     const float* bias, float* y, int64_t n, int64_t k, int64_t begin, int64_t end);
+// Rows row0 .. row0 + rows - 1 of x (1 to 4) into y [rows, n].
+void rowsInt8AvxVnni(const AvxVnniInput& x, int row0, int rows, const int8_t* w,
+                     const double* scales, const float* bias, float* y, int64_t n, int64_t k,
+                     int64_t begin, int64_t end);
 
 // Rows [begin, end) of int8 weights as float32 (w_j * scale_j) into out [end - begin, k].
 void dequantizeInt8Avx2(const int8_t* w, const double* scales, int64_t k, int64_t begin,

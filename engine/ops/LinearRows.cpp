@@ -130,10 +130,10 @@ at::Tensor int8Scales(const at::Tensor& weight) {
     return weight.q_per_channel_scales().to(at::kDouble).contiguous();
 }
 
-// int8 weights and five rows and more without VNNI (a prompt, the uncached path, a batch), or
-// on the LibTorch path: LibTorch's float32 products over blocks of output channels widened to
-// float32 (about 1 MB each, so a block stays in cache and the whole weight never exists as
-// float32).
+// int8 weights and five rows and more where the step widens them (AVX-512 without VNNI,
+// FLORENCE_INT8_KERNEL=widen: a prompt, the uncached path, a batch), or on the LibTorch path:
+// LibTorch's float32 products over blocks of output channels widened to float32 (about 1 MB each,
+// so a block stays in cache and the whole weight never exists as float32).
 at::Tensor int8ManyRows(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
     const int64_t n = weight.size(0), k = weight.size(1);
     const int64_t rows = k > 0 ? x.numel() / k : 0;
@@ -160,17 +160,21 @@ at::Tensor int8ManyRows(const at::Tensor& x, const at::Tensor& weight, const at:
     return y.view(shape);
 }
 
-// int8 weights, five rows and more, with VNNI: blocks of four rows with the decoding step's
-// arithmetic (tileInt8Vnni gives what rowsInt8Vnni gives), so every row gets exactly what it gets
-// in a step (its activations quantized on their own) and the uncached path, a prompt and a batch
-// agree with cached decoding. Tiles of 64 output columns stay in cache while each block of rows
-// reads them.
-at::Tensor int8VnniRows(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+// int8 weights, five rows and more, with a step kernel that quantizes x (AVX-512 VNNI, AVX-VNNI,
+// AVX2 int16): blocks of four rows with the decoding step's arithmetic (tileInt8Vnni gives what
+// rowsInt8Vnni gives; the AVX2 kernels are the step's own), so every row gets exactly what it
+// gets in a step (its activations quantized on their own) and the uncached path, a prompt and a
+// batch agree with cached decoding. Tiles of 64 output columns stay in cache while each block of
+// rows reads them. prepare(x, rows, k, input) quantizes x; tile(input, row0, rows, w, scales,
+// bias, y, n, k, begin, end) computes rows row0.. of the columns [begin, end).
+template <class Input, class Prepare, class Tile>
+at::Tensor int8QuantizedRows(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                             Prepare prepare, Tile tile) {
     const int64_t n = weight.size(0), k = weight.size(1);
     const int64_t rows = x.numel() / k;
     const at::Tensor xc = x.reshape({rows, k}).to(at::kFloat).contiguous();
-    VnniInput xq;
-    prepareVnniInput(xc.data_ptr<float>(), static_cast<int>(rows), k, xq);
+    Input xq;
+    prepare(xc.data_ptr<float>(), static_cast<int>(rows), k, xq);
     const at::Tensor wc = weight.contiguous();
     const at::Tensor scales = int8Scales(wc);
     const at::Tensor bc = bias.defined() ? bias.to(at::kFloat).contiguous() : at::Tensor();
@@ -185,9 +189,8 @@ at::Tensor int8VnniRows(const at::Tensor& x, const at::Tensor& weight, const at:
     at::parallel_for(0, (n + kTile - 1) / kTile, 1, [&](int64_t begin, int64_t end) {
         for (int64_t t = begin; t < end; ++t)
             for (int64_t r0 = 0; r0 < rows; r0 += 4)
-                tileInt8Vnni(xq, static_cast<int>(r0),
-                             static_cast<int>(std::min<int64_t>(4, rows - r0)), wp, sp, bp,
-                             yp + r0 * n, n, k, t * kTile, std::min(n, (t + 1) * kTile));
+                tile(xq, static_cast<int>(r0), static_cast<int>(std::min<int64_t>(4, rows - r0)),
+                     wp, sp, bp, yp + r0 * n, n, k, t * kTile, std::min(n, (t + 1) * kTile));
     });
     return y;
 }
@@ -232,13 +235,13 @@ at::Tensor stepRows(const at::Tensor& x, const at::Tensor& weight, const at::Ten
             AvxVnniInput xq;
             prepareAvxVnniInput(xc.data_ptr<float>(), r, k, xq);
             splitOverCores(n, chunk, [&](int64_t begin, int64_t end) {
-                rowsInt8AvxVnni(xq, r, wp, sp, bp, yp, n, k, begin, end);
+                rowsInt8AvxVnni(xq, 0, r, wp, sp, bp, yp, n, k, begin, end);
             });
         } else if (useInt16()) {
             Int16Input xq;
             prepareInt16Input(xc.data_ptr<float>(), r, k, xq);
             splitOverCores(n, chunk, [&](int64_t begin, int64_t end) {
-                rowsInt8Int16Avx2(xq, r, wp, sp, bp, yp, n, k, begin, end);
+                rowsInt8Int16Avx2(xq, 0, r, wp, sp, bp, yp, n, k, begin, end);
             });
         } else {
             const float* xp = xc.data_ptr<float>();
@@ -272,8 +275,17 @@ at::Tensor linearRows(const at::Tensor& x, const at::Tensor& weight,
     const int64_t rows = k > 0 ? x.numel() / k : 0;
     if (isInt8(weight)) {
         checkInt8(weight);
-        if (rows > 4 && n > 0 && useVnni() && x.is_cpu() && weight.is_cpu())
-            return int8VnniRows(x, weight, hasBias ? *bias : at::Tensor());
+        const at::Tensor b = hasBias ? *bias : at::Tensor();
+        if (rows > 4 && n > 0 && x.is_cpu() && weight.is_cpu()) {
+            if (useVnni())
+                return int8QuantizedRows<VnniInput>(x, weight, b, prepareVnniInput, tileInt8Vnni);
+            if (useAvxVnni())
+                return int8QuantizedRows<AvxVnniInput>(x, weight, b, prepareAvxVnniInput,
+                                                       rowsInt8AvxVnni);
+            if (useInt16())
+                return int8QuantizedRows<Int16Input>(x, weight, b, prepareInt16Input,
+                                                     rowsInt8Int16Avx2);
+        }
     }
     if (isInt8(weight) &&
         (rows < 1 || rows > 4 || n == 0 || useTorch() || !x.is_cpu() || !weight.is_cpu()))

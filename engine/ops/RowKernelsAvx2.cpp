@@ -163,14 +163,15 @@ inline __m256i widen16(const int8_t* w) {
     return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
 }
 
-// Adds 16 weights (as int16) times each row's 16 values of x from i to acc, in pairs.
+// Adds 16 weights (as int16) times each row's 16 values of x (xr: the first row's) from i to
+// acc, in pairs.
 template <int R>
-inline void int16Pairs(const Int16Input& x, __m256i w, int64_t i, __m256i (&acc)[R]) {
+inline void int16Pairs(const int16_t* xr, int64_t stride, __m256i w, int64_t i, __m256i (&acc)[R]) {
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r)
         acc[r] = _mm256_add_epi32(
             acc[r], _mm256_madd_epi16(w, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-                                             x.values.data() + r * x.stride + i))));
+                                             xr + r * stride + i))));
 }
 
 // Output column j for one to four rows in one pass (eight sums and two weight registers), its
@@ -179,9 +180,10 @@ inline void int16Pairs(const Int16Input& x, __m256i w, int64_t i, __m256i (&acc)
 // elements no sum leaves int32 (int16Levels); the blocks are added in int64. The k tail (k % 32)
 // is read from a zero-padded copy, x is zero there.
 template <int R>
-inline void int16Column(const Int16Input& x, const int8_t* w, const double* scales,
+inline void int16Column(const Int16Input& x, int row0, const int8_t* w, const double* scales,
                         const float* bias, float* y, int64_t n, int64_t k, int64_t j) {
     const int8_t* wj = w + j * k;
+    const int16_t* xr = x.values.data() + row0 * x.stride;
     int64_t total[R] = {};
     for (int64_t b0 = 0; b0 < k; b0 += kInt16Block) {
         const int64_t b1 = std::min(k, b0 + kInt16Block);
@@ -191,14 +193,14 @@ inline void int16Column(const Int16Input& x, const int8_t* w, const double* scal
             lo[r] = hi[r] = _mm256_setzero_si256();
         int64_t i = b0;
         for (; i + 32 <= b1; i += 32) {
-            int16Pairs<R>(x, widen16(wj + i), i, lo);
-            int16Pairs<R>(x, widen16(wj + i + 16), i + 16, hi);
+            int16Pairs<R>(xr, x.stride, widen16(wj + i), i, lo);
+            int16Pairs<R>(xr, x.stride, widen16(wj + i + 16), i + 16, hi);
         }
         if (i < b1) {
             alignas(32) int8_t tail[32] = {};
             std::memcpy(tail, wj + i, size_t(b1 - i));
-            int16Pairs<R>(x, widen16(tail), i, lo);
-            int16Pairs<R>(x, widen16(tail + 16), i + 16, hi);
+            int16Pairs<R>(xr, x.stride, widen16(tail), i, lo);
+            int16Pairs<R>(xr, x.stride, widen16(tail + 16), i + 16, hi);
         }
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r)
@@ -208,14 +210,14 @@ inline void int16Column(const Int16Input& x, const int8_t* w, const double* scal
     const float scale = float(scales[j]), b = bias ? bias[j] : 0.0f;
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r)
-        y[r * n + j] = std::fma(float(total[r]) * x.scales[size_t(r)], scale, b);
+        y[r * n + j] = std::fma(float(total[r]) * x.scales[size_t(row0 + r)], scale, b);
 }
 
 template <int R>
-void int16Columns(const Int16Input& x, const int8_t* w, const double* scales, const float* bias,
-                  float* y, int64_t n, int64_t k, int64_t begin, int64_t end) {
+void int16Columns(const Int16Input& x, int row0, const int8_t* w, const double* scales,
+                  const float* bias, float* y, int64_t n, int64_t k, int64_t begin, int64_t end) {
     for (int64_t j = begin; j < end; ++j)
-        int16Column<R>(x, w, scales, bias, y, n, k, j);
+        int16Column<R>(x, row0, w, scales, bias, y, n, k, j);
 }
 
 template <class W>
@@ -275,18 +277,18 @@ void prepareInt16Input(const float* x, int rows, int64_t k, Int16Input& out) {
     }
 }
 
-void rowsInt8Int16Avx2(const Int16Input& x, int rows, const int8_t* w, const double* scales,
-                       const float* bias, float* y, int64_t n, int64_t k, int64_t begin,
-                       int64_t end) {
+void rowsInt8Int16Avx2(const Int16Input& x, int row0, int rows, const int8_t* w,
+                       const double* scales, const float* bias, float* y, int64_t n, int64_t k,
+                       int64_t begin, int64_t end) {
     switch (rows) {
     case 1:
-        return int16Columns<1>(x, w, scales, bias, y, n, k, begin, end);
+        return int16Columns<1>(x, row0, w, scales, bias, y, n, k, begin, end);
     case 2:
-        return int16Columns<2>(x, w, scales, bias, y, n, k, begin, end);
+        return int16Columns<2>(x, row0, w, scales, bias, y, n, k, begin, end);
     case 3:
-        return int16Columns<3>(x, w, scales, bias, y, n, k, begin, end);
+        return int16Columns<3>(x, row0, w, scales, bias, y, n, k, begin, end);
     default:
-        return int16Columns<4>(x, w, scales, bias, y, n, k, begin, end);
+        return int16Columns<4>(x, row0, w, scales, bias, y, n, k, begin, end);
     }
 }
 

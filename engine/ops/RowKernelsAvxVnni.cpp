@@ -21,13 +21,14 @@ inline int32_t sum8(__m256i v) {
 }
 
 // Adds the 32 weights of wv times each row's 32 activations from i to acc.
-template <int R> inline void step(const AvxVnniInput& x, __m256i wv, int64_t i, __m256i (&acc)[R]) {
+template <int R>
+inline void step(const AvxVnniInput& x, int row0, __m256i wv, int64_t i, __m256i (&acc)[R]) {
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-        const __m256i a = _mm256_loadu_si256(
-            reinterpret_cast<const __m256i*>(x.magnitude.data() + r * x.stride + i));
-        const __m256i s =
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sign.data() + r * x.stride + i));
+        const int64_t at = (row0 + r) * x.stride + i;
+        const __m256i a =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.magnitude.data() + at));
+        const __m256i s = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sign.data() + at));
         acc[r] = _mm256_dpbusd_avx_epi32(acc[r], a, _mm256_sign_epi8(wv, s));
     }
 }
@@ -40,8 +41,8 @@ inline __m256i load(const int8_t* w) {
 // sequential stream, RowKernelsAvx2.cpp), two sums per row. The k tail (k % 32) is read from a
 // zero-padded copy.
 template <int R>
-inline void column(const AvxVnniInput& x, const int8_t* w, const double* scales, const float* bias,
-                   float* y, int64_t n, int64_t k, int64_t j) {
+inline void column(const AvxVnniInput& x, int row0, const int8_t* w, const double* scales,
+                   const float* bias, float* y, int64_t n, int64_t k, int64_t j) {
     const int8_t* wj = w + j * k;
     __m256i even[R], odd[R];
 #pragma GCC unroll 4
@@ -50,28 +51,30 @@ inline void column(const AvxVnniInput& x, const int8_t* w, const double* scales,
     const int64_t whole = k / 32 * 32;
     int64_t i = 0;
     for (; i + 64 <= whole; i += 64) {
-        step<R>(x, load(wj + i), i, even);
-        step<R>(x, load(wj + i + 32), i + 32, odd);
+        step<R>(x, row0, load(wj + i), i, even);
+        step<R>(x, row0, load(wj + i + 32), i + 32, odd);
     }
     if (i < whole)
-        step<R>(x, load(wj + i), i, even);
+        step<R>(x, row0, load(wj + i), i, even);
     if (whole < k) {
         alignas(32) int8_t tail[32] = {};
         std::memcpy(tail, wj + whole, size_t(k - whole));
-        step<R>(x, _mm256_load_si256(reinterpret_cast<const __m256i*>(tail)), whole, odd);
+        step<R>(x, row0, _mm256_load_si256(reinterpret_cast<const __m256i*>(tail)), whole, odd);
     }
+    // The rounding spelled out, so that no row count's code fuses it otherwise (a row computed
+    // with others gives what it gives alone).
+    const float scale = float(scales[j]), b = bias ? bias[j] : 0.0f;
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r)
-        y[r * n + j] = float(sum8(_mm256_add_epi32(even[r], odd[r]))) * x.scales[size_t(r)] *
-                           float(scales[j]) +
-                       (bias ? bias[j] : 0.0f);
+        y[r * n + j] = std::fma(
+            float(sum8(_mm256_add_epi32(even[r], odd[r]))) * x.scales[size_t(row0 + r)], scale, b);
 }
 
 template <int R>
-void rowsFor(const AvxVnniInput& x, const int8_t* w, const double* scales, const float* bias,
-             float* y, int64_t n, int64_t k, int64_t begin, int64_t end) {
+void rowsFor(const AvxVnniInput& x, int row0, const int8_t* w, const double* scales,
+             const float* bias, float* y, int64_t n, int64_t k, int64_t begin, int64_t end) {
     for (int64_t j = begin; j < end; ++j)
-        column<R>(x, w, scales, bias, y, n, k, j);
+        column<R>(x, row0, w, scales, bias, y, n, k, j);
 }
 
 } // namespace
@@ -95,18 +98,18 @@ void prepareAvxVnniInput(const float* x, int rows, int64_t k, AvxVnniInput& out)
     }
 }
 
-void rowsInt8AvxVnni(const AvxVnniInput& x, int rows, const int8_t* w, const double* scales,
-                     const float* bias, float* y, int64_t n, int64_t k, int64_t begin,
-                     int64_t end) {
+void rowsInt8AvxVnni(const AvxVnniInput& x, int row0, int rows, const int8_t* w,
+                     const double* scales, const float* bias, float* y, int64_t n, int64_t k,
+                     int64_t begin, int64_t end) {
     switch (rows) {
     case 1:
-        return rowsFor<1>(x, w, scales, bias, y, n, k, begin, end);
+        return rowsFor<1>(x, row0, w, scales, bias, y, n, k, begin, end);
     case 2:
-        return rowsFor<2>(x, w, scales, bias, y, n, k, begin, end);
+        return rowsFor<2>(x, row0, w, scales, bias, y, n, k, begin, end);
     case 3:
-        return rowsFor<3>(x, w, scales, bias, y, n, k, begin, end);
+        return rowsFor<3>(x, row0, w, scales, bias, y, n, k, begin, end);
     default:
-        return rowsFor<4>(x, w, scales, bias, y, n, k, begin, end);
+        return rowsFor<4>(x, row0, w, scales, bias, y, n, k, begin, end);
     }
 }
 

@@ -206,8 +206,9 @@ void TestLinearRows::int8MatchesItsFloatValue_data() {
     // The int8 kernels read 64 weights per step (AVX2 and AVX-VNNI: 32), four steps (VNNI: two)
     // at a time: k = 100, 129 and 3071 leave single steps and a tail (AVX-512: masked, AVX2: a
     // zero-padded copy), k < 32 is all tail. Five rows and more (a prompt, the uncached path, a
-    // batch) go through weights widened block by block, or with VNNI in blocks of four rows
-    // (5, 6, 7 and 17 leave one to three), four columns at a time (n % 4 != 0: single columns).
+    // batch) go through weights widened block by block, or with a kernel that quantizes x
+    // (AVX-512 VNNI, AVX-VNNI, AVX2 int16) in blocks of four rows (5, 6, 7 and 17 leave one to
+    // three), with AVX-512 VNNI four columns at a time (n % 4 != 0: single columns).
     // The AVX2 int16 kernel sums blocks of 4096: k = 8200 takes two and a tail.
     const Shape shapes[] = {{1, 1},    {3, 7},      {37, 45},    {64, 768},
                             {13, 100}, {769, 3071}, {5003, 129}, {7, 8200}};
@@ -242,12 +243,11 @@ void TestLinearRows::int8MatchesItsFloatValue() {
     const at::Tensor wd = w.dequantize().to(at::kDouble);
     const at::Tensor bd = bias ? b.to(at::kDouble) : at::Tensor();
     const at::Tensor want = at::linear(x.to(at::kDouble), wd, bd);
-    // With VNNI (AVX-512 at any row count, AVX-VNNI on the AVX2 path at one to four) the
-    // activations are quantized (largest |x| / 510 per element at most); on the AVX2 path
-    // without AVX-VNNI to int16 (largest |x| / 8190 at most); else float32 products of the
-    // widened weights.
+    // With VNNI (AVX-512, or AVX-VNNI on the AVX2 path) the activations are quantized (largest
+    // |x| / 510 per element at most); on the AVX2 path without AVX-VNNI to int16 (largest |x| /
+    // 8190 at most); else float32 products of the widened weights.
     const bool widenAsked = qgetenv("FLORENCE_INT8_KERNEL") == "widen";
-    const bool avx2Step = KernelPath(path) == KernelPath::Avx2 && rows <= 4 && !widenAsked;
+    const bool avx2Step = KernelPath(path) == KernelPath::Avx2 && !widenAsked;
     const bool avxVnni = avx2Step && florence::ops::int8Gemm() == florence::ops::Int8Gemm::AvxVnni;
     const bool int16 = avx2Step && !avxVnni;
     const bool vnni = (KernelPath(path) == KernelPath::Avx512 && florence::ops::haveAvx512Vnni() &&
@@ -261,9 +261,9 @@ void TestLinearRows::int8MatchesItsFloatValue() {
     if (KernelPath(path) == KernelPath::Torch)
         return;
     if (rows > 4) {
-        // With VNNI, five rows and more are each what the kernel gives that row alone (the
-        // uncached path and batches agree with cached decoding).
-        for (int r = 0; vnni && r < rows; ++r) {
+        // With a kernel that quantizes x, five rows and more are each what the kernel gives that
+        // row alone (the uncached path and batches agree with cached decoding).
+        for (int r = 0; (vnni || int16) && r < rows; ++r) {
             const at::Tensor one = linearRows(x.slice(0, r, r + 1), w,
                                               bias ? c10::optional<at::Tensor>(b) : c10::nullopt);
             QVERIFY2(at::equal(one, y.slice(0, r, r + 1)), qPrintable(QString("row %1").arg(r)));
@@ -296,7 +296,7 @@ void TestLinearRows::int8MatchesItsFloatValue() {
                 xv[r][i] = double(xq.values[size_t(r * xq.stride + i)]) * xq.scales[size_t(r)];
         QVERIFY(relativeError(xv, x) < 1.0 / 8000); // half a step of 4095
         at::Tensor viaInt16 = at::zeros({rows, n});
-        florence::ops::rowsInt8Int16Avx2(xq, rows, wp, scales.data_ptr<double>(), bp,
+        florence::ops::rowsInt8Int16Avx2(xq, 0, rows, wp, scales.data_ptr<double>(), bp,
                                          viaInt16.data_ptr<float>(), n, k, begin, end);
         const double err = relativeError(viaInt16.slice(1, begin, end),
                                          at::linear(xv, wd, bd).slice(1, begin, end));
@@ -305,7 +305,7 @@ void TestLinearRows::int8MatchesItsFloatValue() {
             florence::ops::Int16Input one;
             florence::ops::prepareInt16Input(x[r].data_ptr<float>(), 1, k, one);
             at::Tensor alone = at::zeros({1, n});
-            florence::ops::rowsInt8Int16Avx2(one, 1, wp, scales.data_ptr<double>(), bp,
+            florence::ops::rowsInt8Int16Avx2(one, 0, 1, wp, scales.data_ptr<double>(), bp,
                                              alone.data_ptr<float>(), n, k, begin, end);
             QVERIFY2(at::equal(alone, viaInt16.slice(0, r, r + 1)),
                      qPrintable(QString("int16 kernel: row %1 alone differs").arg(r)));
@@ -323,7 +323,7 @@ void TestLinearRows::int8MatchesItsFloatValue() {
                            xq.magnitude[size_t(r * xq.stride + i)] * double(xq.scales[size_t(r)]);
         QVERIFY(relativeError(xv, x) < 1.0 / 500); // half a step of 255
         at::Tensor viaVnni = at::zeros({rows, n});
-        florence::ops::rowsInt8AvxVnni(xq, rows, wp, scales.data_ptr<double>(), bp,
+        florence::ops::rowsInt8AvxVnni(xq, 0, rows, wp, scales.data_ptr<double>(), bp,
                                        viaVnni.data_ptr<float>(), n, k, begin, end);
         const double err = relativeError(viaVnni.slice(1, begin, end),
                                          at::linear(xv, wd, bd).slice(1, begin, end));
@@ -551,40 +551,65 @@ void TestLinearRows::encoderInt8GeluIsGeluOfTheProduct() {
 
 void TestLinearRows::int16KernelSumsAtTheLimit() {
     // The AVX2 int16 kernel's integer sums at their largest: every weight -128 or 127 and every
-    // element of x at the row's largest magnitude, so each product is the largest the scale
-    // allows; a block of 4096 must stay within int32 and the blocks add without loss.
+    // element of x at the row's largest magnitude (rows of 3, of -3 and alternating), so each
+    // product is the largest the scale allows, +128 * levels included; the levels are the most
+    // that keep a block of 4096 within int32, and the blocks add without loss. A row of values
+    // near the smallest float quantizes to numbers, not NaN.
     SKIP_UNLESS_SUPPORTED(KernelPath::Avx2);
+    constexpr int64_t kLimit = std::numeric_limits<int32_t>::max();
     for (int64_t k : {1, 768, 3072, 4095, 4096, 4097, 8192, 12345}) {
+        const int64_t levels = florence::ops::int16Levels(k);
+        const int64_t block = std::min(k, florence::ops::kInt16Block);
+        QVERIFY2(128 * levels * block <= kLimit &&
+                     (levels == 32767 || 128 * (levels + 1) * block > kLimit),
+                 qPrintable(QString("k %1: %2 levels").arg(k).arg(levels)));
+        QVERIFY(levels >= 4095);
         for (int8_t weight : {int8_t(-128), int8_t(127)}) {
             const int64_t n = 3;
+            const int rows = 3;
             std::vector<int8_t> w(size_t(n * k), weight);
             const std::vector<double> scales(size_t(n), 0.5);
-            std::vector<float> x(size_t(2 * k));
+            std::vector<float> x(size_t(rows * k));
             for (int64_t i = 0; i < k; ++i) {
                 x[size_t(i)] = 3.0f;
-                x[size_t(k + i)] = i % 2 ? -3.0f : 3.0f;
+                x[size_t(k + i)] = -3.0f;
+                x[size_t(2 * k + i)] = i % 2 ? -3.0f : 3.0f;
             }
             florence::ops::Int16Input xq;
-            florence::ops::prepareInt16Input(x.data(), 2, k, xq);
-            const double levels = florence::ops::int16Levels(k);
-            QVERIFY(levels >= 4095 && levels <= 32767);
-            QCOMPARE(double(xq.values[0]), levels);
-            std::vector<float> y(size_t(2 * n));
-            florence::ops::rowsInt8Int16Avx2(xq, 2, w.data(), scales.data(), nullptr, y.data(), n,
-                                             k, 0, n);
-            const double want = 3.0 * k * weight * 0.5;
-            const double alternating = (k % 2) * 3.0 * weight * 0.5;
-            for (int64_t j = 0; j < n; ++j) {
-                QVERIFY2(std::abs(y[size_t(j)] - want) <= 1e-6 * std::abs(want),
-                         qPrintable(QString("k %1, weight %2: %3, not %4")
-                                        .arg(k)
-                                        .arg(weight)
-                                        .arg(y[size_t(j)])
-                                        .arg(want)));
-                QVERIFY(std::abs(y[size_t(n + j)] - alternating) <= 1e-6 * std::abs(want));
-            }
+            florence::ops::prepareInt16Input(x.data(), rows, k, xq);
+            QCOMPARE(int64_t(xq.values[0]), levels);
+            QCOMPARE(int64_t(xq.values[size_t(xq.stride)]), -levels);
+            std::vector<float> y(size_t(rows * n));
+            florence::ops::rowsInt8Int16Avx2(xq, 0, rows, w.data(), scales.data(), nullptr,
+                                             y.data(), n, k, 0, n);
+            const double want = 3.0 * double(k) * weight * 0.5;
+            const double wants[] = {want, -want, double(k % 2) * 3.0 * weight * 0.5};
+            for (int r = 0; r < rows; ++r)
+                for (int64_t j = 0; j < n; ++j) {
+                    const float got = y[size_t(r * n + j)];
+                    QVERIFY2(std::abs(got - wants[r]) <= 1e-6 * std::abs(want),
+                             qPrintable(QString("k %1, weight %2, row %3: %4, not %5")
+                                            .arg(k)
+                                            .arg(weight)
+                                            .arg(r)
+                                            .arg(got)
+                                            .arg(wants[r])));
+                }
         }
     }
+    // Values near the smallest normal float, zeros among them.
+    const std::vector<float> tiny = {1e-38f, 0.0f, -3e-39f, 0.0f, 5e-39f};
+    florence::ops::Int16Input xq;
+    florence::ops::prepareInt16Input(tiny.data(), 1, int64_t(tiny.size()), xq);
+    QVERIFY(std::isfinite(xq.scales[0]) && xq.scales[0] > 0);
+    QCOMPARE(int(xq.values[1]), 0);
+    QVERIFY(xq.values[0] > 0 && xq.values[2] <= 0 && xq.values[4] >= 0);
+    const std::vector<int8_t> w(tiny.size(), 100);
+    const double scale = 1.0;
+    float y = 1.0f;
+    florence::ops::rowsInt8Int16Avx2(xq, 0, 1, w.data(), &scale, nullptr, &y, 1,
+                                     int64_t(tiny.size()), 0, 1);
+    QVERIFY2(std::isfinite(y) && std::abs(y) < 1e-35, qPrintable(QString::number(y)));
 }
 
 void TestLinearRows::int8RowsWithNaNGiveNoNumber() {
