@@ -160,20 +160,36 @@ at::Tensor int8ManyRows(const at::Tensor& x, const at::Tensor& weight, const at:
     return y.view(shape);
 }
 
-// int8 weights, five rows and more, with a step kernel that quantizes x (AVX-512 VNNI, AVX-VNNI,
-// AVX2 int16): blocks of four rows with the decoding step's arithmetic (tileInt8Vnni gives what
+// The int8 step kernel of the path in use that quantizes x (AVX-512 VNNI, AVX-VNNI, AVX2 int16),
+// handed to f(input, prepare, rows, tile): an empty input, prepare(x, rows, k, input) quantizing
+// x, rows(input, row0, rows, w, scales, bias, y, n, k, begin, end) computing one to four rows of
+// the columns [begin, end), tile the same for a tile of weights in cache (AVX-512: four columns at
+// a time, same arithmetic; AVX2: the step's kernel). False where the step widens the weights
+// instead (AVX-512 without VNNI, FLORENCE_INT8_KERNEL=widen) and f was not called.
+template <class F> bool withQuantizingKernel(F&& f) {
+    if (useVnni())
+        f(VnniInput{}, prepareVnniInput, rowsInt8Vnni, tileInt8Vnni);
+    else if (useAvxVnni())
+        f(AvxVnniInput{}, prepareAvxVnniInput, rowsInt8AvxVnni, rowsInt8AvxVnni);
+    else if (useInt16())
+        f(Int16Input{}, prepareInt16Input, rowsInt8Int16Avx2, rowsInt8Int16Avx2);
+    else
+        return false;
+    return true;
+}
+
+// int8 weights, five rows and more, with a step kernel that quantizes x (withQuantizingKernel):
+// blocks of four rows with the decoding step's arithmetic (tileInt8Vnni gives what
 // rowsInt8Vnni gives; the AVX2 kernels are the step's own), so every row gets exactly what it
 // gets in a step (its activations quantized on their own) and the uncached path, a prompt and a
 // batch agree with cached decoding. Tiles of 64 output columns stay in cache while each block of
-// rows reads them. prepare(x, rows, k, input) quantizes x; tile(input, row0, rows, w, scales,
-// bias, y, n, k, begin, end) computes rows row0.. of the columns [begin, end).
+// rows reads them.
 template <class Input, class Prepare, class Tile>
 at::Tensor int8QuantizedRows(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                             Prepare prepare, Tile tile) {
+                             Input xq, Prepare prepare, Tile tile) {
     const int64_t n = weight.size(0), k = weight.size(1);
     const int64_t rows = x.numel() / k;
     const at::Tensor xc = x.reshape({rows, k}).to(at::kFloat).contiguous();
-    Input xq;
     prepare(xc.data_ptr<float>(), static_cast<int>(rows), k, xq);
     const at::Tensor wc = weight.contiguous();
     const at::Tensor scales = int8Scales(wc);
@@ -225,25 +241,13 @@ at::Tensor stepRows(const at::Tensor& x, const at::Tensor& weight, const at::Ten
         const at::Tensor scales = int8Scales(wc);
         const double* sp = scales.data_ptr<double>();
         // The kernels that quantize x take it prepared once for all columns.
-        if (useVnni()) {
-            VnniInput xq;
-            prepareVnniInput(xc.data_ptr<float>(), r, k, xq);
+        const bool quantized = withQuantizingKernel([&](auto xq, auto prepare, auto kernel, auto) {
+            prepare(xc.data_ptr<float>(), r, k, xq);
             splitOverCores(n, chunk, [&](int64_t begin, int64_t end) {
-                rowsInt8Vnni(xq, 0, r, wp, sp, bp, yp, n, k, begin, end);
+                kernel(xq, 0, r, wp, sp, bp, yp, n, k, begin, end);
             });
-        } else if (useAvxVnni()) {
-            AvxVnniInput xq;
-            prepareAvxVnniInput(xc.data_ptr<float>(), r, k, xq);
-            splitOverCores(n, chunk, [&](int64_t begin, int64_t end) {
-                rowsInt8AvxVnni(xq, 0, r, wp, sp, bp, yp, n, k, begin, end);
-            });
-        } else if (useInt16()) {
-            Int16Input xq;
-            prepareInt16Input(xc.data_ptr<float>(), r, k, xq);
-            splitOverCores(n, chunk, [&](int64_t begin, int64_t end) {
-                rowsInt8Int16Avx2(xq, 0, r, wp, sp, bp, yp, n, k, begin, end);
-            });
-        } else {
+        });
+        if (!quantized) {
             const float* xp = xc.data_ptr<float>();
             splitOverCores(n, chunk, [&](int64_t begin, int64_t end) {
                 kernels.int8(xp, r, wp, sp, bp, yp, n, k, begin, end);
@@ -276,16 +280,12 @@ at::Tensor linearRows(const at::Tensor& x, const at::Tensor& weight,
     if (isInt8(weight)) {
         checkInt8(weight);
         const at::Tensor b = hasBias ? *bias : at::Tensor();
-        if (rows > 4 && n > 0 && x.is_cpu() && weight.is_cpu()) {
-            if (useVnni())
-                return int8QuantizedRows<VnniInput>(x, weight, b, prepareVnniInput, tileInt8Vnni);
-            if (useAvxVnni())
-                return int8QuantizedRows<AvxVnniInput>(x, weight, b, prepareAvxVnniInput,
-                                                       rowsInt8AvxVnni);
-            if (useInt16())
-                return int8QuantizedRows<Int16Input>(x, weight, b, prepareInt16Input,
-                                                     rowsInt8Int16Avx2);
-        }
+        at::Tensor y;
+        if (rows > 4 && n > 0 && x.is_cpu() && weight.is_cpu() &&
+            withQuantizingKernel([&](auto xq, auto prepare, auto, auto tile) {
+                y = int8QuantizedRows(x, weight, b, std::move(xq), prepare, tile);
+            }))
+            return y;
     }
     if (isInt8(weight) &&
         (rows < 1 || rows > 4 || n == 0 || useTorch() || !x.is_cpu() || !weight.is_cpu()))
