@@ -2,6 +2,8 @@
 // GemmInt8Avx2.cpp, GemmInt8AvxVnni.cpp and GemmInt8Avx512Vnni.cpp.
 #include "GemmInt8.h"
 
+#include "RowKernels.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -58,8 +60,7 @@ bool int8GemmSupported(Int8Gemm variant) {
     case Int8Gemm::AvxVnni:
         return avx2 && __builtin_cpu_supports("avxvnni");
     case Int8Gemm::Avx512Vnni:
-        return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+        return avx2 && haveAvx512Vnni();
     }
     return false;
 }

@@ -14,6 +14,18 @@ bool haveAvx512() {
            __builtin_cpu_supports("avx512vl");
 }
 
+// Plain code (not in RowKernels.cpp, built with AVX-512 flags): it reads the environment before
+// anything knows the CPU has AVX-512.
+bool haveAvx512Vnni() {
+    static const bool yes = [] {
+        __builtin_cpu_init();
+        const char* choice = std::getenv("FLORENCE_AVX512_VNNI");
+        const bool heldOff = choice && std::string(choice) == "0";
+        return !heldOff && haveAvx512() && __builtin_cpu_supports("avx512vnni");
+    }();
+    return yes;
+}
+
 namespace {
 
 bool haveAvx2Fma() {

@@ -86,9 +86,9 @@ at::Tensor fallback(const at::Tensor& x, const at::Tensor& weight,
     return at::stack(outs).view(shape);
 }
 
-// Which int8 kernel runs a decoding step's rows: VNNI when the CPU has it, else on the AVX2 path
-// the int16 one (Avx2Kernels.h). FLORENCE_INT8_KERNEL=widen picks the kernel that widens the
-// weights to float32 instead, to measure both on one machine.
+// Which int8 kernel runs a decoding step's rows: VNNI when the CPU has it, else the AVX2 int16
+// one (Avx2Kernels.h), on the AVX-512 path too. FLORENCE_INT8_KERNEL=widen picks the kernel of
+// the path that widens the weights to float32 instead, to measure both on one machine.
 bool widenAsked() {
     static const bool yes = [] {
         const char* choice = std::getenv("FLORENCE_INT8_KERNEL");
@@ -108,9 +108,13 @@ bool useAvxVnni() {
     return !widenAsked() && kernelPath() == KernelPath::Avx2 && int8Gemm() == Int8Gemm::AvxVnni;
 }
 
-// The AVX2 path's int8 step without AVX-VNNI: the int16 kernel unless widening is asked for.
+// The int8 step without VNNI of either kind, unless widening is asked for: the AVX2 int16 kernel,
+// on the AVX-512 path too (Intel Skylake-SP and -X). There, widening 16 weights to float32 costs
+// two instructions and each row an FMA, where int16 costs one extension and each row a multiply-
+// add and an add; and five rows and more (a batch, the uncached path) run in its tiles instead of
+// LibTorch's float32 GEMM over weights widened block by block.
 bool useInt16() {
-    return !widenAsked() && kernelPath() == KernelPath::Avx2 && !useAvxVnni();
+    return !widenAsked() && kernelPath() != KernelPath::Torch && !useVnni() && !useAvxVnni();
 }
 
 bool isInt8(const at::Tensor& weight) {
@@ -130,8 +134,8 @@ at::Tensor int8Scales(const at::Tensor& weight) {
     return weight.q_per_channel_scales().to(at::kDouble).contiguous();
 }
 
-// int8 weights and five rows and more where the step widens them (AVX-512 without VNNI,
-// FLORENCE_INT8_KERNEL=widen: a prompt, the uncached path, a batch), or on the LibTorch path:
+// int8 weights and five rows and more where the step widens them (FLORENCE_INT8_KERNEL=widen: a
+// prompt, the uncached path, a batch), or on the LibTorch path:
 // LibTorch's float32 products over blocks of output channels widened to float32 (about 1 MB each,
 // so a block stays in cache and the whole weight never exists as float32).
 at::Tensor int8ManyRows(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
@@ -165,7 +169,7 @@ at::Tensor int8ManyRows(const at::Tensor& x, const at::Tensor& weight, const at:
 // x, rows(input, row0, rows, w, scales, bias, y, n, k, begin, end) computing one to four rows of
 // the columns [begin, end), tile the same for a tile of weights in cache (AVX-512: four columns at
 // a time, same arithmetic; AVX2: the step's kernel). False where the step widens the weights
-// instead (AVX-512 without VNNI, FLORENCE_INT8_KERNEL=widen) and f was not called.
+// instead (FLORENCE_INT8_KERNEL=widen, the LibTorch path) and f was not called.
 template <class F> bool withQuantizingKernel(F&& f) {
     if (useVnni())
         f(VnniInput{}, prepareVnniInput, rowsInt8Vnni, tileInt8Vnni);
@@ -303,6 +307,16 @@ at::Tensor linearRows(const at::Tensor& x, const at::Tensor& weight,
 
 std::string rowKernelName() {
     return kernelPathName(kernelPath());
+}
+
+std::string int8StepKernelName() {
+    if (useTorch())
+        return "LibTorch";
+    if (useVnni())
+        return "AVX-512 VNNI";
+    if (useAvxVnni())
+        return "AVX-VNNI";
+    return useInt16() ? "int16" : "widened";
 }
 
 } // namespace florence::ops

@@ -88,6 +88,11 @@ namespace florence::ops {
 // (KernelPath.h: the CPU's best, or what FLORENCE_KERNELS asked for).
 std::string rowKernelName();
 
+// Which kernel linear_rows multiplies int8 weights with: "AVX-512 VNNI", "AVX-VNNI", "int16"
+// (AVX2 vpmaddwd, on either path where the CPU has no VNNI), "widened" (to float32, by
+// FLORENCE_INT8_KERNEL=widen) or "LibTorch".
+std::string int8StepKernelName();
+
 // Whether linear_int8 runs an int8 GEMM: on the AVX2 kernel path always (the project's own); on
 // the AVX-512 path with VNNI likewise, without VNNI where LibTorch's quantized engines include
 // oneDNN's (Debian 12's LibTorch 1.13 and Debian 13's 2.6 do; without it linear_int8 computes

@@ -284,11 +284,6 @@ void vnniRows(const VnniInput& x, int row0, int rows, const int8_t* w, const dou
 
 } // namespace
 
-bool haveAvx512Vnni() {
-    __builtin_cpu_init();
-    return haveAvx512() && __builtin_cpu_supports("avx512vnni");
-}
-
 int64_t vnniInputBytes(int64_t k) {
     return (k + 63) / 64 * 64;
 }

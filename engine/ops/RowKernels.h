@@ -42,7 +42,9 @@ void rowsBf16Avx512(const float* preparedX, int rows, const uint16_t* w, const f
 void rowsInt8Avx512(const float* x, int rows, const int8_t* w, const double* scales,
                     const float* bias, float* y, int64_t n, int64_t k, int64_t begin, int64_t end);
 
-// AVX512-VNNI as well (vpdpbusd), for rowsInt8Vnni.
+// AVX512-VNNI as well (vpdpbusd), for rowsInt8Vnni and the int8 GEMM's AVX-512 VNNI variant.
+// FLORENCE_AVX512_VNNI=0 says no on a CPU that has it: what an AVX-512 CPU without VNNI (Intel
+// Skylake-SP and -X) runs, to measure and test it on a newer one.
 bool haveAvx512Vnni();
 
 // Activations quantized per row for rowsInt8Vnni: magnitudes 0..255 (scale = largest |x| / 255)

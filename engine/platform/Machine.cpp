@@ -138,6 +138,8 @@ std::string runtimeSummary() {
     // LinearInt8.cpp).
     if (ops::rowKernelName() == "AVX2+FMA")
         s += ", int8 encoder products " + ops::int8GemmKind();
+    if (ops::rowKernelName() != "LibTorch")
+        s += ", int8 steps " + ops::int8StepKernelName();
     if (!bfloat16ProductsAccurate())
         s += ", " + bfloat16ProductsProblem();
     if (hugePageTensors())

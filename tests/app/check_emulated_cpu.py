@@ -36,8 +36,9 @@ import sys
 
 # What holds a machine to a kernel class; none of it may reach the emulated runs, which must find
 # the class from CPUID alone.
-FORCING = ("FLORENCE_KERNELS", "FLORENCE_AVX_VNNI", "FLORENCE_INT8_KERNEL", "ATEN_CPU_CAPABILITY",
-           "DNNL_MAX_CPU_ISA", "OPENBLAS_CORETYPE", "FLORENCE_BFLOAT16_PRODUCTS")
+FORCING = ("FLORENCE_KERNELS", "FLORENCE_AVX_VNNI", "FLORENCE_AVX512_VNNI", "FLORENCE_INT8_KERNEL",
+           "ATEN_CPU_CAPABILITY", "DNNL_MAX_CPU_ISA", "OPENBLAS_CORETYPE",
+           "FLORENCE_BFLOAT16_PRODUCTS")
 
 
 class Cpu:

@@ -244,15 +244,23 @@ void TestLinearRows::int8MatchesItsFloatValue() {
     const at::Tensor bd = bias ? b.to(at::kDouble) : at::Tensor();
     const at::Tensor want = at::linear(x.to(at::kDouble), wd, bd);
     // With VNNI (AVX-512, or AVX-VNNI on the AVX2 path) the activations are quantized (largest
-    // |x| / 510 per element at most); on the AVX2 path without AVX-VNNI to int16 (largest |x| /
-    // 8190 at most); else float32 products of the widened weights.
+    // |x| / 510 per element at most); on either path without VNNI to int16 (largest |x| / 8190 at
+    // most); else float32 products of the widened weights.
     const bool widenAsked = qgetenv("FLORENCE_INT8_KERNEL") == "widen";
     const bool avx2Step = KernelPath(path) == KernelPath::Avx2 && !widenAsked;
     const bool avxVnni = avx2Step && florence::ops::int8Gemm() == florence::ops::Int8Gemm::AvxVnni;
-    const bool int16 = avx2Step && !avxVnni;
-    const bool vnni = (KernelPath(path) == KernelPath::Avx512 && florence::ops::haveAvx512Vnni() &&
-                       !widenAsked) ||
-                      avxVnni;
+    const bool avx512Vnni =
+        KernelPath(path) == KernelPath::Avx512 && florence::ops::haveAvx512Vnni() && !widenAsked;
+    const bool vnni = avx512Vnni || avxVnni;
+    const bool int16 = KernelPath(path) != KernelPath::Torch && !widenAsked && !vnni;
+    const std::string kernel = florence::ops::int8StepKernelName();
+    QCOMPARE(kernel, std::string(vnni    ? (avxVnni ? "AVX-VNNI" : "AVX-512 VNNI")
+                                 : int16 ? "int16"
+                                 : KernelPath(path) == KernelPath::Torch ? "LibTorch"
+                                                                         : "widened"));
+    if (qgetenv("FLORENCE_AVX512_VNNI") == "0")
+        QVERIFY(!florence::ops::haveAvx512Vnni() &&
+                !florence::ops::int8GemmSupported(florence::ops::Int8Gemm::Avx512Vnni));
     const double err = relativeError(y, want);
     QVERIFY2(err < (vnni    ? 2e-2
                     : int16 ? 2e-3
