@@ -34,7 +34,8 @@ bool haveAvx2Fma() {
 }
 
 KernelPath supportedAtMost(KernelPath path) {
-    if (path == KernelPath::Avx512 && !haveAvx512())
+    // The AVX-512 path runs AVX2 kernels too (the int8 step without VNNI, window attention).
+    if (path == KernelPath::Avx512 && !(haveAvx512() && haveAvx2Fma()))
         path = KernelPath::Avx2;
     if (path == KernelPath::Avx2 && !haveAvx2Fma())
         path = KernelPath::Torch;

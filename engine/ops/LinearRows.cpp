@@ -167,9 +167,9 @@ at::Tensor int8ManyRows(const at::Tensor& x, const at::Tensor& weight, const at:
 // The int8 step kernel of the path in use that quantizes x (AVX-512 VNNI, AVX-VNNI, AVX2 int16),
 // handed to f(input, prepare, rows, tile): an empty input, prepare(x, rows, k, input) quantizing
 // x, rows(input, row0, rows, w, scales, bias, y, n, k, begin, end) computing one to four rows of
-// the columns [begin, end), tile the same for a tile of weights in cache (AVX-512: four columns at
-// a time, same arithmetic; AVX2: the step's kernel). False where the step widens the weights
-// instead (FLORENCE_INT8_KERNEL=widen, the LibTorch path) and f was not called.
+// the columns [begin, end), tile the same for a tile of weights in cache (AVX-512 VNNI: four
+// columns at a time, same arithmetic; the others: the step's kernel). False where the step widens
+// the weights instead (FLORENCE_INT8_KERNEL=widen, the LibTorch path) and f was not called.
 template <class F> bool withQuantizingKernel(F&& f) {
     if (useVnni())
         f(VnniInput{}, prepareVnniInput, rowsInt8Vnni, tileInt8Vnni);

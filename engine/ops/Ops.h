@@ -16,10 +16,11 @@
 //   zero points 0), bias [n] or None; returns float32 [..., n], x W^T + bias. For one to four
 //   rows of x (a decoding step) it reads the weights once at memory speed with AVX-512 or AVX2
 //   kernels (KernelPath.h; bfloat16 widened in registers, float32 products; int8 with
-//   AVX512-VNNI or AVX-VNNI against x quantized to 8 bits per row, or widened to float32 without
-//   VNNI), its
-//   output columns split over the cores by StepThreads.h; other row counts and the LibTorch
-//   path go to LibTorch's own products (int8 weights widened to float32 block by block).
+//   AVX512-VNNI or AVX-VNNI against x quantized to 8 bits per row, else with the AVX2 int16
+//   kernel against x quantized to int16 per row), its output columns split over the cores by
+//   StepThreads.h. Five rows and more with int8 weights run the same kernel four rows at a time
+//   over tiles of weights; other row counts, the LibTorch path and FLORENCE_INT8_KERNEL=widen's
+//   many rows go to LibTorch's own products (int8 weights widened to float32 block by block).
 //
 // florence::linear_int8(Tensor x, Tensor weight, Tensor? bias) -> Tensor
 //   The encoders' large products in the int8 mode: x [..., k] float32 or bfloat16, weight [n, k]
