@@ -72,7 +72,8 @@ class Cpu:
 
 CPUS = {
     # AMD Zen 2: AVX2, FMA, F16C, no AVX-512, no AVX-VNNI (in QEMU 7.2 and 10 alike).
-    "EPYC-Rome": Cpu("EPYC-Rome", ["row kernels AVX2+FMA"], ["int8 encoder products AVX2", "int8 steps int16"],
+    "EPYC-Rome": Cpu("EPYC-Rome", ["row kernels AVX2+FMA"],
+                     ["int8 encoder products AVX2", "int8 steps int16"],
                      {"FLORENCE_KERNELS": "avx2", "FLORENCE_AVX_VNNI": "0",
                       "ATEN_CPU_CAPABILITY": "avx2", "DNNL_MAX_CPU_ISA": "AVX2",
                       "OPENBLAS_CORETYPE": "Haswell"}),
