@@ -97,24 +97,23 @@ bool widenAsked() {
     return yes;
 }
 
-bool useVnni() {
-    static const bool yes = haveAvx512Vnni();
-    return yes && !widenAsked() && useAvx512();
-}
+// The int8 step's kernel that quantizes x: AVX-512 VNNI on the AVX-512 path where the CPU has it;
+// AVX-VNNI on the AVX2 path where the CPU has it and FLORENCE_AVX_VNNI=0 does not ask otherwise
+// (int8Gemm(), GemmInt8.h); else the AVX2 int16 kernel, on the AVX-512 path too (Intel
+// Skylake-SP and -X: widening 16 weights to float32 costs two instructions and each row an FMA,
+// where int16 costs one extension and each row a multiply-add and an add, and five rows and more
+// run in its tiles instead of LibTorch's float32 GEMM over weights widened block by block). None
+// where widening is asked for and on the LibTorch path.
+enum class QuantizingKernel { None, Avx512Vnni, AvxVnni, Int16 };
 
-// The AVX2 path's VNNI: AVX-VNNI where the CPU has it and FLORENCE_AVX_VNNI=0 does not ask
-// otherwise (int8Gemm(), GemmInt8.h).
-bool useAvxVnni() {
-    return !widenAsked() && kernelPath() == KernelPath::Avx2 && int8Gemm() == Int8Gemm::AvxVnni;
-}
-
-// The int8 step without VNNI of either kind, unless widening is asked for: the AVX2 int16 kernel,
-// on the AVX-512 path too (Intel Skylake-SP and -X). There, widening 16 weights to float32 costs
-// two instructions and each row an FMA, where int16 costs one extension and each row a multiply-
-// add and an add; and five rows and more (a batch, the uncached path) run in its tiles instead of
-// LibTorch's float32 GEMM over weights widened block by block.
-bool useInt16() {
-    return !widenAsked() && kernelPath() != KernelPath::Torch && !useVnni() && !useAvxVnni();
+QuantizingKernel quantizingKernel() {
+    if (widenAsked() || useTorch())
+        return QuantizingKernel::None;
+    if (useAvx512() && haveAvx512Vnni())
+        return QuantizingKernel::Avx512Vnni;
+    if (kernelPath() == KernelPath::Avx2 && int8Gemm() == Int8Gemm::AvxVnni)
+        return QuantizingKernel::AvxVnni;
+    return QuantizingKernel::Int16;
 }
 
 bool isInt8(const at::Tensor& weight) {
@@ -171,15 +170,20 @@ at::Tensor int8ManyRows(const at::Tensor& x, const at::Tensor& weight, const at:
 // columns at a time, same arithmetic; the others: the step's kernel). False where the step widens
 // the weights instead (FLORENCE_INT8_KERNEL=widen, the LibTorch path) and f was not called.
 template <class F> bool withQuantizingKernel(F&& f) {
-    if (useVnni())
+    switch (quantizingKernel()) {
+    case QuantizingKernel::Avx512Vnni:
         f(VnniInput{}, prepareVnniInput, rowsInt8Vnni, tileInt8Vnni);
-    else if (useAvxVnni())
+        return true;
+    case QuantizingKernel::AvxVnni:
         f(AvxVnniInput{}, prepareAvxVnniInput, rowsInt8AvxVnni, rowsInt8AvxVnni);
-    else if (useInt16())
+        return true;
+    case QuantizingKernel::Int16:
         f(Int16Input{}, prepareInt16Input, rowsInt8Int16Avx2, rowsInt8Int16Avx2);
-    else
-        return false;
-    return true;
+        return true;
+    case QuantizingKernel::None:
+        break;
+    }
+    return false;
 }
 
 // int8 weights, five rows and more, with a step kernel that quantizes x (withQuantizingKernel):
@@ -310,13 +314,17 @@ std::string rowKernelName() {
 }
 
 std::string int8StepKernelName() {
-    if (useTorch())
-        return "LibTorch";
-    if (useVnni())
+    switch (quantizingKernel()) {
+    case QuantizingKernel::Avx512Vnni:
         return "AVX-512 VNNI";
-    if (useAvxVnni())
+    case QuantizingKernel::AvxVnni:
         return "AVX-VNNI";
-    return useInt16() ? "int16" : "widened";
+    case QuantizingKernel::Int16:
+        return "int16";
+    case QuantizingKernel::None:
+        break;
+    }
+    return useTorch() ? "LibTorch" : "widened";
 }
 
 } // namespace florence::ops
