@@ -9,8 +9,13 @@ namespace {
 // One token per step; the cache lives in a preallocated tensor written in place.
 class CachedBackend : public DecodeBackend {
 public:
-    CachedBackend(torch::jit::Module& decoder, torch::Tensor crossKv, torch::Tensor encoderMask)
-        : m_decoder(decoder), m_crossKv(std::move(crossKv)), m_mask(std::move(encoderMask)) {}
+    CachedBackend(torch::jit::Module& decoder, torch::Tensor crossKv, torch::Tensor encoderMask,
+                  std::shared_ptr<const NativeStep> native)
+        : m_decoder(decoder), m_crossKv(std::move(crossKv)), m_mask(std::move(encoderMask)),
+          m_native(std::move(native)) {
+        if (m_native)
+            m_crossMask = NativeStep::crossMask(m_mask);
+    }
 
     void begin(int batch, int capacity) override {
         m_cache = m_decoder.run_method("new_cache", batch, capacity).toTensor();
@@ -22,6 +27,10 @@ public:
         for (size_t b = 0; b < seqs.size(); ++b)
             ids[b] = seqs[b].back();
         const int64_t past = static_cast<int64_t>(seqs[0].size()) - 1;
+        if (m_native && NativeStep::handles(m_ids.size(0), 1)) {
+            m_filled = past + 1;
+            return m_native->step(m_ids, past, m_cache, m_crossKv, m_crossMask);
+        }
         auto out = m_decoder.run_method("step", m_ids, past, m_cache, m_crossKv, m_mask).toTuple();
         m_cache = out->elements()[1].toTensor();
         m_filled = past + 1;
@@ -46,6 +55,8 @@ private:
     torch::Tensor m_cache;
     torch::Tensor m_ids;
     int64_t m_filled = 0;
+    std::shared_ptr<const NativeStep> m_native;
+    torch::Tensor m_crossMask; // NativeStep::crossMask(m_mask)
 };
 
 // The whole prefix through the decoder at every step, cross-attention keys and values
@@ -84,8 +95,10 @@ private:
 } // namespace
 
 std::unique_ptr<DecodeBackend> makeCachedBackend(torch::jit::Module& decoder, torch::Tensor crossKv,
-                                                 torch::Tensor encoderMask) {
-    return std::make_unique<CachedBackend>(decoder, std::move(crossKv), std::move(encoderMask));
+                                                 torch::Tensor encoderMask,
+                                                 std::shared_ptr<const NativeStep> native) {
+    return std::make_unique<CachedBackend>(decoder, std::move(crossKv), std::move(encoderMask),
+                                           std::move(native));
 }
 
 std::unique_ptr<DecodeBackend> makeFullBackend(torch::jit::Module& decoder,

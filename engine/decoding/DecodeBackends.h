@@ -6,6 +6,7 @@
 #pragma once
 
 #include "decoding/Generator.h"
+#include "decoding/NativeStep.h"
 
 #include <torch/script.h>
 
@@ -14,9 +15,11 @@
 namespace florence::detail {
 
 // One token per step; the cache lives in a preallocated tensor written in place. `crossKv` is
-// the decoder's cross_kv() of the encoder output.
-std::unique_ptr<DecodeBackend> makeCachedBackend(torch::jit::Module& decoder, torch::Tensor crossKv,
-                                                 torch::Tensor encoderMask);
+// the decoder's cross_kv() of the encoder output. With `native` (NativeStep.h), the steps it
+// handles run from C++ instead of the scripted method, to the same bits.
+std::unique_ptr<DecodeBackend>
+makeCachedBackend(torch::jit::Module& decoder, torch::Tensor crossKv, torch::Tensor encoderMask,
+                  std::shared_ptr<const NativeStep> native = nullptr);
 // The whole prefix through the decoder at every step, cross-attention keys and values
 // included: what a traced model without a cache does.
 std::unique_ptr<DecodeBackend> makeFullBackend(torch::jit::Module& decoder,

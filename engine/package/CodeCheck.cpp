@@ -15,7 +15,9 @@
 
 namespace florence::detail {
 
-extern const char* const kCodeAllowlist; // generated from code-allowlist.txt at build time
+// Generated from code-allowlist.txt (and code-allowlist-previous.txt) at build time.
+extern const char* const kCodeAllowlist;
+extern const char* const kCurrentCodeAllowlist;
 
 namespace {
 
@@ -357,9 +359,12 @@ std::string torchScriptCodeDigest(const std::string& path) {
     return codeDigestOfEntries(code);
 }
 
-std::vector<std::string> codeFamilies(const std::string& role, const std::string& digest) {
+namespace {
+
+std::vector<std::string> familiesIn(const char* list, const std::string& role,
+                                    const std::string& digest) {
     std::vector<std::string> families;
-    std::istringstream in(kCodeAllowlist);
+    std::istringstream in(list);
     std::string line;
     while (std::getline(in, line)) {
         if (line.empty() || line[0] == '#')
@@ -370,6 +375,16 @@ std::vector<std::string> codeFamilies(const std::string& role, const std::string
             families.push_back(family);
     }
     return families;
+}
+
+} // namespace
+
+std::vector<std::string> codeFamilies(const std::string& role, const std::string& digest) {
+    return familiesIn(kCodeAllowlist, role, digest);
+}
+
+bool currentExporterCode(const std::string& role, const std::string& digest) {
+    return !familiesIn(kCurrentCodeAllowlist, role, digest).empty();
 }
 
 } // namespace florence::detail

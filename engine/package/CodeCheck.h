@@ -29,6 +29,10 @@ std::string torchScriptCodeDigest(const std::string& path);
 // "decoder") has this code digest; empty when none does.
 std::vector<std::string> codeFamilies(const std::string& role, const std::string& digest);
 
+// Whether this digest is on code-allowlist.txt, the code this version's exporter writes (not an
+// earlier version's): code the engine may mirror in C++ (decoding/NativeStep.h).
+bool currentExporterCode(const std::string& role, const std::string& digest);
+
 // The digest of in-memory entries (name inside the archive without its top folder -> bytes);
 // exposed for the fuzz harness and the tests.
 std::string codeDigestOfEntries(const std::vector<std::pair<std::string, std::string>>& entries);

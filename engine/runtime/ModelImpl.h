@@ -4,6 +4,7 @@
 // (memory, precision) in ModelInfo.cpp; Session runs the modules.
 #pragma once
 
+#include "decoding/NativeStep.h"
 #include <florence/engine.h>
 
 #include <torch/script.h>
@@ -26,6 +27,9 @@ struct Model::Impl {
     std::vector<std::string> int8Modules; // filled by the quantize functions
     Precision encoderPrecision = Precision::Float32;
     std::string precisionNote;
+    // The decoder's cached step from C++ (decoding/NativeStep.h) when its code is this version's
+    // exporter's and FLORENCE_NATIVE_STEP is not 0; else null and the scripted step runs.
+    std::shared_ptr<const detail::NativeStep> nativeStep;
 
     torch::Tensor imageFeatures(const torch::Tensor& pixels) const {
         return vision.forward({pixels}).toTensor();

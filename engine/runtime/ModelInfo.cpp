@@ -27,6 +27,10 @@ std::string Model::precisionNote() const {
     return m_impl->precisionNote;
 }
 
+bool Model::nativeStep() const {
+    return m_impl->nativeStep != nullptr;
+}
+
 int64_t Model::decodeStepBytes(int encoderTokens) const {
     const Manifest& m = m_impl->manifest;
     std::set<const void*> seen;

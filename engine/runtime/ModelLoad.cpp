@@ -4,6 +4,7 @@
 
 #include "KernelPath.h"
 #include "Ops.h"
+#include "decoding/NativeStep.h"
 #include "package/CancellableFile.h"
 #include "package/CodeCheck.h"
 #include "runtime/PrecisionPlan.h"
@@ -332,13 +333,18 @@ namespace {
 
 // A module is a program: run only the code this version's exporter writes, whatever the
 // manifest's checksums say (its author computed them). All three from one model family.
-void checkModuleCode(const Manifest& manifest) {
+// Returns whether the decoder's code is this version's exporter's (NativeStep.h may run it).
+bool checkModuleCode(const Manifest& manifest) {
     std::vector<std::string> families;
+    bool currentDecoder = false;
     for (const char* role : {"vision", "text_encoder", "decoder"}) {
         const std::string path = manifest.path(role);
         std::vector<std::string> found;
         try {
-            found = detail::codeFamilies(role, detail::torchScriptCodeDigest(path));
+            const std::string digest = detail::torchScriptCodeDigest(path);
+            found = detail::codeFamilies(role, digest);
+            if (std::string(role) == "decoder")
+                currentDecoder = detail::currentExporterCode(role, digest);
         } catch (const detail::ArchiveError& e) {
             throw EngineError(e.what());
         }
@@ -362,6 +368,7 @@ void checkModuleCode(const Manifest& manifest) {
             families = both;
         }
     }
+    return currentDecoder;
 }
 
 } // namespace
@@ -398,7 +405,7 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
         throw EngineError(d.manifest.dir + "/manifest.json: unknown precision " +
                           d.manifest.precision);
 
-    checkModuleCode(d.manifest);
+    const bool currentDecoder = checkModuleCode(d.manifest);
     addPackageTasks(d.manifest.tasks); // a fine-tune's own tasks, for taskInfo and the parser
 
     setThreads(options.threads);
@@ -481,6 +488,16 @@ std::shared_ptr<const Model> Model::load(const std::string& packageDir,
         if (!d.decoder.find_method(method))
             throw EngineError(d.manifest.path("decoder") + " has no " + method +
                               " method: it was not exported by this project's exporter");
+    // The decoder's code is the one NativeStep mirrors: its steps run from C++. Should the
+    // module lack what that code has (it cannot, with this digest), the scripted step runs.
+    const char* native = std::getenv("FLORENCE_NATIVE_STEP");
+    if (currentDecoder && !(native && std::string(native) == "0")) {
+        try {
+            d.nativeStep = detail::NativeStep::fromModule(d.decoder);
+        } catch (const std::exception&) {
+            d.nativeStep = nullptr;
+        }
+    }
     d.loadMs = msSince(start);
     progress->finished();
     return model;

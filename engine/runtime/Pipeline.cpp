@@ -180,7 +180,7 @@ std::unique_ptr<detail::DecodeBackend> makeBackend(const Model::Impl& impl,
         torch::Tensor crossKv =
             crossKvAhead.defined() ? crossKvAhead
                                    : impl.decoder.run_method("cross_kv", encoded.hidden).toTensor();
-        return detail::makeCachedBackend(impl.decoder, crossKv, encoded.mask);
+        return detail::makeCachedBackend(impl.decoder, crossKv, encoded.mask, impl.nativeStep);
     }
     return detail::makeFullBackend(impl.decoder, encoded.hidden, encoded.mask);
 }

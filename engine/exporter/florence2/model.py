@@ -737,6 +737,10 @@ class Decoder(nn.Module):
     def new_cache(self, batch: int, capacity: int) -> Tensor:
         return torch.zeros(self.num_layers, 2, batch, self.heads, capacity, self.head_dim)
 
+    # engine/decoding/NativeStep.cpp runs this method in C++ for one token of one to four
+    # hypotheses, operator for operator (with DecoderLayer.forward, linear(), attend() and
+    # padding_mask() as they go for those shapes), for the code of code-allowlist.txt: a change
+    # here needs the same change there (tests/engine/TestNativeStep.cpp compares them bit for bit).
     @torch.jit.export
     def step(self, input_ids: Tensor, past: int, self_cache: Tensor, cross_kv: Tensor,
              encoder_mask: Tensor) -> Tuple[Tensor, Tensor]:

@@ -232,6 +232,10 @@ public:
     // Empty when everything runs in the chosen precision; otherwise one sentence for the user
     // saying what runs differently and why ("the encoders run in float32 and only …").
     std::string precisionNote() const;
+    // Whether the cached decoding steps of one to four hypotheses run from C++ with the scripted
+    // step's operators (the same results, without the interpreter's time between them): for a
+    // package whose decoder code is this version's exporter's, unless FLORENCE_NATIVE_STEP=0.
+    bool nativeStep() const;
 
     struct Impl; // defined where it is used: the LibTorch modules stay out of this header
 
