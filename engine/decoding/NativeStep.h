@@ -2,9 +2,9 @@
 // Decoder.step) for one token of one to four hypotheses, run from C++ with the same operators
 // in the same order as the scripted method, so its logits and cache are the scripted step's to
 // the bit (tests/engine/TestNativeStep.cpp). What it saves is the TorchScript interpreter's
-// work around them: about 1.7 ms of a 5 ms Florence-2-base int8 step on two AVX2 cores (the
-// branches of linear() and attend() taken again for every product, the slicing of the cache,
-// a tensor per scalar), where the products themselves take 2.8 ms.
+// work between them on the calling thread while the helper core waits (the branches of linear()
+// and attend() taken again for every product, the cache sliced through a tensor per scalar):
+// about 0.3 ms of a 5 ms Florence-2-base int8 step held to AVX2 (docs/performance.md).
 //
 // Made only for a decoder whose TorchScript code is this version's exporter's
 // (currentExporterCode in package/CodeCheck.h): that code is the one this file mirrors, with
