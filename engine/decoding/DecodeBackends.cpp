@@ -12,14 +12,13 @@ public:
     CachedBackend(torch::jit::Module& decoder, torch::Tensor crossKv, torch::Tensor encoderMask,
                   std::shared_ptr<const NativeStep> native)
         : m_decoder(decoder), m_crossKv(std::move(crossKv)), m_mask(std::move(encoderMask)),
-          m_native(std::move(native)) {
-        if (m_native)
-            m_crossMask = NativeStep::crossMask(m_mask);
-    }
+          m_native(std::move(native)) {}
 
     void begin(int batch, int capacity) override {
         m_cache = m_decoder.run_method("new_cache", batch, capacity).toTensor();
         m_ids = torch::empty({batch, 1}, torch::kInt64);
+        if (m_native && NativeStep::handles(batch, 1) && !m_crossMask.defined())
+            m_crossMask = NativeStep::crossMask(m_mask);
     }
 
     torch::Tensor next(const std::vector<std::vector<int64_t>>& seqs) override {
@@ -27,9 +26,10 @@ public:
         for (size_t b = 0; b < seqs.size(); ++b)
             ids[b] = seqs[b].back();
         const int64_t past = static_cast<int64_t>(seqs[0].size()) - 1;
-        if (m_native && NativeStep::handles(m_ids.size(0), 1)) {
+        if (m_crossMask.defined() && NativeStep::handles(m_ids.size(0), 1)) {
+            torch::Tensor logits = m_native->step(m_ids, past, m_cache, m_crossKv, m_crossMask);
             m_filled = past + 1;
-            return m_native->step(m_ids, past, m_cache, m_crossKv, m_crossMask);
+            return logits;
         }
         auto out = m_decoder.run_method("step", m_ids, past, m_cache, m_crossKv, m_mask).toTuple();
         m_cache = out->elements()[1].toTensor();

@@ -2,6 +2,7 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
+#include <atomic>
 #include <stdexcept>
 #include <string>
 
@@ -22,15 +23,21 @@ const c10::TypedOperatorHandle<LinearRowsFn>& linearRowsOp() {
     return op;
 }
 
-const c10::TypedOperatorHandle<AttendFn>& attendOp(const char* name) {
-    static const auto one = c10::Dispatcher::singleton()
-                                .findSchemaOrThrow("florence::attend_one", "")
-                                .typed<AttendFn>();
-    static const auto many = c10::Dispatcher::singleton()
-                                 .findSchemaOrThrow("florence::attend_many", "")
-                                 .typed<AttendFn>();
-    return std::string(name) == "one" ? one : many;
+const c10::TypedOperatorHandle<AttendFn>& attendOneOp() {
+    static const auto op = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("florence::attend_one", "")
+                               .typed<AttendFn>();
+    return op;
 }
+
+const c10::TypedOperatorHandle<AttendFn>& attendManyOp() {
+    static const auto op = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("florence::attend_many", "")
+                               .typed<AttendFn>();
+    return op;
+}
+
+std::atomic<int64_t> g_stepsRun{0};
 
 torch::jit::Module child(const torch::jit::Module& m, const std::string& name) {
     if (!m.hasattr(name) || !m.attr(name).isModule())
@@ -81,20 +88,23 @@ std::shared_ptr<const NativeStep> NativeStep::fromModule(const torch::jit::Modul
         a.v = linearOf(child(m, "v_proj"));
         a.out = linearOf(child(m, "out_proj"));
         a.scaling = m.attr("scaling").toDouble();
+        a.heads = m.attr("heads").toInt();
+        a.headDim = m.attr("head_dim").toInt();
         return a;
     };
     const torch::jit::Module bart = child(decoder, "decoder");
     s->m_embedTokens = tensorAttr(child(bart, "embed_tokens"), "weight");
     s->m_embedPositions = tensorAttr(child(bart, "embed_positions"), "weight");
     s->m_embedNorm = normOf(child(bart, "layernorm_embedding"));
-    s->m_lmHead = linearOf(child(decoder, "lm_head"));
+    s->m_lmHead.weight = tensorAttr(child(decoder, "lm_head"), "weight"); // no bias, as logits()
     s->m_finalLogitsBias = tensorAttr(decoder, "final_logits_bias");
     s->m_embedScale = decoder.attr("embed_scale").toDouble();
     s->m_positionOffset = decoder.attr("position_offset").toInt();
-    s->m_heads = decoder.attr("heads").toInt();
-    s->m_headDim = decoder.attr("head_dim").toInt();
+    // The scripted step runs every module of the list (TorchScript unrolls the loop over it).
     const torch::jit::Module layers = child(bart, "layers");
-    const int64_t count = decoder.attr("num_layers").toInt();
+    const int64_t count = int64_t(layers.children().size());
+    if (count != decoder.attr("num_layers").toInt())
+        throw std::runtime_error("the decoder's num_layers is not its number of layers");
     for (int64_t i = 0; i < count; ++i) {
         const torch::jit::Module m = child(layers, std::to_string(i));
         Layer l;
@@ -108,7 +118,8 @@ std::shared_ptr<const NativeStep> NativeStep::fromModule(const torch::jit::Modul
         s->m_layers.push_back(std::move(l));
     }
     linearRowsOp(); // the operators are there before the first step needs them
-    attendOp("one");
+    attendOneOp();
+    attendManyOp();
     return s;
 }
 
@@ -127,24 +138,28 @@ Tensor NativeStep::norm(const Tensor& x, const Norm& n) const {
     return at::layer_norm(x, n.shape, n.weight, n.bias, n.eps);
 }
 
-Tensor NativeStep::split(const Tensor& x) const {
-    return x.view({x.size(0), x.size(1), m_heads, m_headDim}).transpose(1, 2);
+int64_t NativeStep::stepsRun() {
+    return g_stepsRun.load();
 }
 
-Tensor NativeStep::merge(const Tensor& x) const {
+Tensor NativeStep::split(const Tensor& x, const Attention& a) {
+    return x.view({x.size(0), x.size(1), a.heads, a.headDim}).transpose(1, 2);
+}
+
+Tensor NativeStep::merge(const Tensor& x) {
     return x.transpose(1, 2).reshape({x.size(0), x.size(2), x.size(1) * x.size(3)});
 }
 
 Tensor NativeStep::query(const Tensor& x, const Attention& a) const {
-    return split(linear(x, a.q).mul(a.scaling));
+    return split(linear(x, a.q).mul(a.scaling), a);
 }
 
 // model.py's attend().
 Tensor NativeStep::attend(const Tensor& q, const Tensor& k, const Tensor& v,
                           const Tensor& mask) const {
     if (q.size(2) == 1 && q.size(0) == k.size(0))
-        return attendOp("one").call(q, k, v, mask);
-    return attendOp("many").call(q, k, v, mask);
+        return attendOneOp().call(q, k, v, mask);
+    return attendManyOp().call(q, k, v, mask);
 }
 
 Tensor NativeStep::step(const Tensor& ids, int64_t past, const Tensor& cache, const Tensor& crossKv,
@@ -155,13 +170,15 @@ Tensor NativeStep::step(const Tensor& ids, int64_t past, const Tensor& cache, co
     Tensor x = at::embedding(m_embedTokens, ids).mul(m_embedScale);
     x = norm(x.add(at::embedding(m_embedPositions, positions).unsqueeze(0)), m_embedNorm);
     // Decoder.causal_mask for one token
-    const Tensor selfMask = at::zeros({1, 1, 1, past + 1}, torch::kFloat32);
+    const Tensor selfMask = at::zeros({1, 1, 1, past + 1}, x.scalar_type());
     for (size_t i = 0; i < m_layers.size(); ++i) {
         const Layer& l = m_layers[i];
         const Tensor layerCache = cache.select(0, int64_t(i));
         const Tensor selfK = layerCache.select(0, 0), selfV = layerCache.select(0, 1);
-        selfK.slice(2, past, end).copy_(split(linear(x, l.self.k)));
-        selfV.slice(2, past, end).copy_(split(linear(x, l.self.v)));
+        // Attention.keys_values, then the cache written
+        const Tensor k = split(linear(x, l.self.k), l.self), v = split(linear(x, l.self.v), l.self);
+        selfK.slice(2, past, end).copy_(k);
+        selfV.slice(2, past, end).copy_(v);
         // DecoderLayer.forward
         Tensor a =
             attend(query(x, l.self), selfK.slice(2, 0, end), selfV.slice(2, 0, end), selfMask);
@@ -176,6 +193,7 @@ Tensor NativeStep::step(const Tensor& ids, int64_t past, const Tensor& cache, co
         x = norm(x.add(linear(merge(a), l.cross.out)), l.crossNorm);
         x = norm(x.add(linear(at::gelu(linear(x, l.fc1)), l.fc2)), l.finalNorm);
     }
+    g_stepsRun.fetch_add(1, std::memory_order_relaxed);
     return linear(x.select(1, -1), m_lmHead).add(m_finalLogitsBias);
 }
 

@@ -8,7 +8,8 @@
 //
 // Made only for a decoder whose TorchScript code is this version's exporter's
 // (currentExporterCode in package/CodeCheck.h): that code is the one this file mirrors, with
-// its layer-norm epsilon and scalings read from the module. Any other step (an earlier
+// its sizes, layer-norm epsilons and scalings read from the module (the code digest leaves
+// numbers out, so a family's dimensions do not change it). Any other step (an earlier
 // exporter's package, more than four hypotheses, several tokens) runs the scripted method.
 //
 //   auto native = NativeStep::fromModule(decoder);   // once, after the weights are final
@@ -36,6 +37,9 @@ public:
     // model.py's padding_mask(encoderMask): additive [B, 1, 1, S], made once per request.
     static torch::Tensor crossMask(const torch::Tensor& encoderMask);
 
+    // How many steps this process has run from C++ (the tests check that it did).
+    static int64_t stepsRun();
+
     // Decoder.step(ids, past, cache, crossKv, encoderMask)'s logits [B, vocab]; the cache is
     // written in place at position `past`. `mask` is crossMask(encoderMask).
     torch::Tensor step(const torch::Tensor& ids, int64_t past, const torch::Tensor& cache,
@@ -54,6 +58,7 @@ private:
     struct Attention {
         Linear q, k, v, out;
         double scaling = 1.0;
+        int64_t heads = 1, headDim = 1;
     };
     struct Layer {
         Attention self, cross;
@@ -63,8 +68,8 @@ private:
 
     torch::Tensor linear(const torch::Tensor& x, const Linear& l) const;
     torch::Tensor norm(const torch::Tensor& x, const Norm& n) const;
-    torch::Tensor split(const torch::Tensor& x) const;
-    torch::Tensor merge(const torch::Tensor& x) const;
+    static torch::Tensor split(const torch::Tensor& x, const Attention& a);
+    static torch::Tensor merge(const torch::Tensor& x);
     torch::Tensor query(const torch::Tensor& x, const Attention& a) const;
     torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                          const torch::Tensor& mask) const;
@@ -74,7 +79,6 @@ private:
     Linear m_lmHead;
     double m_embedScale = 1.0;
     int64_t m_positionOffset = 2;
-    int64_t m_heads = 1, m_headDim = 1;
     std::vector<Layer> m_layers;
 };
 
