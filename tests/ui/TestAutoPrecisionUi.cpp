@@ -146,19 +146,39 @@ void TestAutoPrecisionUi::workerMeasuresOnceThenLoadsThePick() {
     worker.loadModel(dir, Precision::Float32, true);
     QCOMPARE(failed.count(), 0);
     QCOMPARE(loaded.count(), 1);
-    QCOMPARE(measuring.count(), 3);
+    // Each mode once; when other programs' load changed between them (the machine is shared),
+    // each that ran once more, in reverse order.
+    const QString again = " again, as other programs' load changed";
+    QVERIFY(measuring.count() >= 3);
+    QCOMPARE(measuring.at(0).at(0).toString(), QString("measuring float32"));
     QCOMPARE(measuring.at(2).at(0).toString(), QString("measuring int8"));
+    const qsizetype first = measuring.count();
+    const bool remeasured = first > 3;
+    QVERIFY(first <= 6);
+    for (qsizetype i = 3; i < first; ++i)
+        QVERIFY2(measuring.at(i).at(0).toString().endsWith(again),
+                 qPrintable(measuring.at(i).at(0).toString()));
+    if (remeasured)
+        QCOMPARE(measuring.at(3).at(0).toString(), "measuring int8" + again);
     const ModelInfo info = loaded.at(0).at(0).value<ModelInfo>();
     QVERIFY(info.automatic);
     QVERIFY2(info.automaticReason.startsWith("Automatic precision: " + info.precision()),
              qPrintable(info.automaticReason));
     QCOMPARE(info.precisionOptions.size(), size_t(3));
-    // The probe was kept: loading again measures nothing and picks the same.
-    QVERIFY(QFile::exists(cache.path() + "/florence-studio/precision-probes.json"));
+    // Kept unless the load still differed after the second round (AutoPrecision.cpp).
+    const bool kept = QFile::exists(cache.path() + "/florence-studio/precision-probes.json");
+    QVERIFY(kept || remeasured);
     worker.loadModel(dir, Precision::Float32, true);
     QCOMPARE(loaded.count(), 2);
-    QCOMPARE(measuring.count(), 3);
-    QCOMPARE(loaded.at(1).at(0).value<ModelInfo>().precision(), info.precision());
+    if (kept) {
+        // Loading again measures nothing and picks the same.
+        QCOMPARE(measuring.count(), first);
+        QCOMPARE(loaded.at(1).at(0).value<ModelInfo>().precision(), info.precision());
+    } else {
+        qInfo("other programs' load kept changing while the modes were measured: the probe was "
+              "not kept, and the second load measured again");
+        QVERIFY(measuring.count() > first);
+    }
     // A precision chosen by hand is loaded as it is, without Automatic's words.
     worker.loadModel(dir, Precision::Int8, false);
     QCOMPARE(loaded.count(), 3);
