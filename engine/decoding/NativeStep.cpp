@@ -77,7 +77,8 @@ std::shared_ptr<const NativeStep> NativeStep::fromModule(const torch::jit::Modul
         n.weight = tensorAttr(m, "weight");
         n.bias = tensorAttr(m, "bias");
         n.eps = constantOrAttr(m, "eps").toDouble();
-        for (const c10::IValue& v : constantOrAttr(m, "normalized_shape").toTupleRef().elements())
+        const c10::IValue shape = constantOrAttr(m, "normalized_shape"); // outlives the loop
+        for (const c10::IValue& v : shape.toTupleRef().elements())
             n.shape.push_back(v.toInt());
         return n;
     };
