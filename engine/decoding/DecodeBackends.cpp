@@ -17,7 +17,8 @@ public:
     void begin(int batch, int capacity) override {
         m_cache = m_decoder.run_method("new_cache", batch, capacity).toTensor();
         m_ids = torch::empty({batch, 1}, torch::kInt64);
-        if (m_native && NativeStep::handles(batch, 1) && !m_crossMask.defined())
+        m_useNative = m_native && NativeStep::handles(batch);
+        if (m_useNative && !m_crossMask.defined())
             m_crossMask = NativeStep::crossMask(m_mask);
     }
 
@@ -26,7 +27,7 @@ public:
         for (size_t b = 0; b < seqs.size(); ++b)
             ids[b] = seqs[b].back();
         const int64_t past = static_cast<int64_t>(seqs[0].size()) - 1;
-        if (m_crossMask.defined() && NativeStep::handles(m_ids.size(0), 1)) {
+        if (m_useNative) {
             torch::Tensor logits = m_native->step(m_ids, past, m_cache, m_crossKv, m_crossMask);
             m_filled = past + 1;
             return logits;
@@ -56,7 +57,8 @@ private:
     torch::Tensor m_ids;
     int64_t m_filled = 0;
     std::shared_ptr<const NativeStep> m_native;
-    torch::Tensor m_crossMask; // NativeStep::crossMask(m_mask)
+    bool m_useNative = false;  // m_native handles this run's batch
+    torch::Tensor m_crossMask; // NativeStep::crossMask(m_mask), made for the first such run
 };
 
 // The whole prefix through the decoder at every step, cross-attention keys and values

@@ -29,10 +29,8 @@ public:
     // shared with the module, not copied.
     static std::shared_ptr<const NativeStep> fromModule(const torch::jit::Module& decoder);
 
-    // Whether step() runs this shape: one token for each of one to four hypotheses.
-    static bool handles(int64_t batch, int64_t tokens) {
-        return tokens == 1 && batch >= 1 && batch <= 4;
-    }
+    // Whether step() runs a step of this many hypotheses (one token each): one to four.
+    static bool handles(int64_t hypotheses) { return hypotheses >= 1 && hypotheses <= 4; }
 
     // model.py's padding_mask(encoderMask): additive [B, 1, 1, S], made once per request.
     static torch::Tensor crossMask(const torch::Tensor& encoderMask);

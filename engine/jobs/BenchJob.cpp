@@ -318,8 +318,8 @@ BenchResult runBenchJob(const BenchParams& params, const BenchHooks& hooks) {
     progress.step("memory bandwidth");
     report.stepBytes = session->model().decodeStepBytes(m.imageTokens + int(runs.promptIds.size()));
     report.runtime = runtimeSummary();
-    report.runtime +=
-        session->model().nativeStep() ? ", decoder steps from C++" : ", decoder steps scripted";
+    report.runtime += session->model().nativeStep() ? ", cached decoder steps from C++"
+                                                    : ", cached decoder steps scripted";
     if (c.python)
         detail::measurePython(
             c, runs.promptIds, report, [&](const std::string& what) { progress.step(what); },
