@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Summarizes interleaved runs: runner.js --json outputs and `florence-studio-cli bench --json`
 // outputs taken in the same minutes, into one table with the engine's figures against
-// ONNX Runtime's (medians over the runs; on a shared machine only the ratios mean something).
+// ONNX Runtime's (medians over the runs; on a shared machine only the ratios mean something),
+// and one of each run against the ONNX Runtime run before it with the median of those ratios.
 //
 //   node tools/onnx-baseline/report.js --ort ort-1.json --ort ort-2.json \
 //        --engine bench-1.json --engine bench-2.json [--tokens 64]
@@ -81,6 +82,59 @@ function ortRows(files) {
     return rows;
 }
 
+// Run i of the engine against run i of ONNX Runtime (taken one after the other), each run's
+// ratio and the median of those ratios: steadier than the ratio of the two medians when the
+// machine's speed drifts between runs, since both sides of a pair share the drift.
+function perRunTable(args) {
+    const ort = args.ort.map(read);
+    const eng = args.engine.map(read);
+    const n = Math.min(ort.length, eng.length);
+    const ortResult = (run, variant) => {
+        const all = run.results.filter((x) => x.variant === variant);
+        return all.find((x) => x.threads === 2) || all[0];
+    };
+    const step = (r) => {
+        const lengths = Object.keys(r.cached || {});
+        const key = lengths.includes(String(args.tokens)) ? String(args.tokens)
+            : lengths.sort((a, b) => Number(b) - Number(a))[0];
+        return r.cached[key].median_step_ms;
+    };
+    // [label, engine figure, ONNX Runtime variant, its figure]
+    const rows = [
+        ['float32 cached step', (e) => step(e), 'fp32', (o) => o.step_ms],
+        ['int8 cached step', (e) => e.int8 && e.int8.median_step_ms, 'int8', (o) => o.step_ms],
+        ['float32 first token', (e) => e.first_token_ms, 'fp32', (o) => o.first_token_ms],
+        ['int8 first token', (e) => e.int8 && e.int8.first_token_ms, 'int8',
+         (o) => o.first_token_ms],
+        ['int8 vision encoder', (e) => e.int8 && e.int8.vision_ms, 'int8', (o) => o.vision_ms],
+        ['int8 text encoder', (e) => e.int8 && e.int8.text_encoder_ms, 'int8',
+         (o) => o.text_encoder_ms],
+        ['bfloat16 cached step (against fp32)', (e) => e.bfloat16 && e.bfloat16.median_step_ms,
+         'fp32', (o) => o.step_ms],
+    ];
+    const fmt = (x) => (x >= 100 ? x.toFixed(0) : x.toFixed(2));
+    const out = [`per run (engine run i against ONNX Runtime run i, ${n} pairs)`, '',
+                 '| | engine, runs | ONNX Runtime, runs | engine / ONNX Runtime per run | median |',
+                 '|---|---|---|---|---|'];
+    for (const [label, engineFigure, variant, ortFigure] of rows) {
+        const pairs = [];
+        for (let i = 0; i < n; i++) {
+            const o = ortResult(ort[i], variant);
+            const a = engineFigure(eng[i]);
+            const b = o && ortFigure(o);
+            if (typeof a === 'number' && typeof b === 'number' && b > 0)
+                pairs.push([a, b]);
+        }
+        if (pairs.length < n || !n)
+            continue;
+        const ratios = pairs.map(([a, b]) => a / b);
+        out.push(`| ${label} | ${pairs.map(([a]) => fmt(a)).join(' / ')} ms | ` +
+                 `${pairs.map(([, b]) => fmt(b)).join(' / ')} ms | ` +
+                 `${ratios.map((r) => r.toFixed(2)).join(' / ')} | ${median(ratios).toFixed(2)}× |`);
+    }
+    return out;
+}
+
 function main() {
     const args = parseArgs(process.argv.slice(2));
     const ort = ortRows(args.ort);
@@ -107,6 +161,8 @@ function main() {
                          `${ratio(e.first_token_ms, o.first_token_ms)} | ` +
                          `${ratio(e.step_ms, o.step_ms)} |`);
     }
+    if (engine.length)
+        out.push('', ...perRunTable(args));
     out.push('', 'ONNX Runtime tokens equal to the PyTorch eager model\'s (per run): ' +
              ort.map((r) => `${r.variant}/${r.threads}t ${r.tokens}`).join('; '));
     process.stdout.write(out.join('\n') + '\n');
