@@ -6,7 +6,7 @@
 // LibTorch ran them as batched products on q, k and v permuted out of the qkv projection, then
 // copied the result back to [positions, channels]: at two AVX2 cores about 60 ms of batched
 // products, 20 ms of copies and 8 ms of scaling q per base image, the most after the linear
-// layers, window attention and convolutions (docs/performance-avx2.md). Here q, k and v are read
+// layers, window attention and convolutions (CHANGELOG.md). Here q, k and v are read
 // in place, the long products split over the cores by slices of positions, and the result is
 // written with the groups merged (AttendKernelsAvx2.cpp).
 #include "Avx2Kernels.h"

@@ -9,7 +9,7 @@
 // time in the second-level cache and its output written with the heads merged
 // (AttendKernelsAvx2.cpp's attendBlockF32Avx2, as florence::attend_windows). One base
 // text-encoder layer's attention on two cores held to AVX2: 12-13 ms -> 9.3-10 ms; the int8
-// text encoder 240 -> 211 ms (docs/performance-avx2.md).
+// text encoder 240 -> 211 ms (CHANGELOG.md).
 #include "Avx2Kernels.h"
 #include "KernelPath.h"
 
