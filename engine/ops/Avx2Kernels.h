@@ -125,4 +125,21 @@ void channelMixingAvx2(const float* s, int64_t d, float scale, float* mix);
 void channelMixAvx2(const float* v, int64_t vStride, int64_t rows, const float* mix, int64_t d,
                     int64_t groups, float* out, int64_t outStride);
 
+// florence::conv_tokens' product (ConvTokens.cpp, ConvKernelsAvx2.cpp): kConvTileRows output
+// positions by 16 output channels of a convolution as a matrix product over k = kh * kw * C.
+// a: the positions' patches interleaved, a[i * kConvTileRows + r] = patch r's element i (zeros
+// for rows past the last); b: 16 output channels' weights, b[i * 16 + j]; bias: 16 floats.
+// Writes rows x cols of out (outStride floats between rows): the bias, or with `accumulate`
+// what out held, plus the k products added one after the other in order of i, so a product
+// over k split into blocks called in order sums exactly as in one call.
+constexpr int kConvTileRows = 6;
+void convTileF32Avx2(const float* a, const float* b, int64_t k, const float* bias, bool accumulate,
+                     float* out, int64_t outStride, int rows, int cols);
+
+// florence::residual_dwconv's row y (ConvTokens.cpp): x [h, w, c] channels-last, taps [9, c]
+// (the 3 x 3 depthwise kernel, (ky, kx) major), bias [c]; writes out's row y, x + the depthwise
+// convolution of x with zero padding 1.
+void residualDepthwise3x3Avx2(const float* x, int64_t h, int64_t w, int64_t c, const float* taps,
+                              const float* bias, int64_t y, float* out);
+
 } // namespace florence::ops

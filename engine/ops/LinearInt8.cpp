@@ -12,6 +12,7 @@
 #include "GemmInt8.h"
 #include "KernelPath.h"
 #include "Ops.h"
+#include "PackCache.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -25,29 +26,6 @@
 
 namespace florence::ops {
 namespace {
-
-using WeakImpl = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
-
-// A weight's packed form for one of the two GEMMs.
-template <class Packed> struct Prepacked {
-    WeakImpl weight; // expires with the weight: the entry is then dropped, never reused
-    Packed packed;
-};
-
-// The packed form of `weight` made by pack(weight) on its first use and kept while it lives.
-template <class Packed, class Pack> Packed cachedPack(const at::Tensor& weight, Pack pack) {
-    static std::mutex mutex;
-    static std::unordered_map<const c10::TensorImpl*, Prepacked<Packed>> cache;
-    std::lock_guard<std::mutex> lock(mutex);
-    for (auto it = cache.begin(); it != cache.end();)
-        it = it->second.weight.expired() ? cache.erase(it) : std::next(it);
-    const c10::TensorImpl* key = weight.unsafeGetTensorImpl();
-    if (auto it = cache.find(key); it != cache.end())
-        return it->second.packed;
-    Packed packed = pack(weight);
-    cache.insert_or_assign(key, Prepacked<Packed>{WeakImpl(weight.getIntrusivePtr()), packed});
-    return packed;
-}
 
 bool oneDnnQuantized() {
     static const bool yes = [] {

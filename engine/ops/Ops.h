@@ -10,6 +10,8 @@
 //   a = torch.ops.florence.attend_many(q, k, v, mask)
 //   x = torch.ops.florence.attend_windows(qkv, heads, scale)
 //   x = torch.ops.florence.attend_channels(qkv, groups, scale)
+//   y = torch.ops.florence.conv_tokens(x, h, w, weight, bias, stride, padding)
+//   y = torch.ops.florence.residual_dwconv(x, h, w, weight, bias)
 //
 // florence::linear_rows(Tensor x, Tensor weight, Tensor? bias) -> Tensor
 //   x [..., k], weight [n, k] float32, bfloat16 or int8 (a per-channel quantized tensor, axis 0,
@@ -74,6 +76,22 @@
 //   over blocks of positions, each split over the cores (at::parallel_for) and computed with
 //   AVX2 + FMA (AttendChannels.cpp); other dtypes, d not a multiple of 8 or above 64, and the
 //   LibTorch path go to LibTorch's batched products.
+//
+// florence::conv_tokens(Tensor x, int h, int w, Tensor weight, Tensor? bias, int stride,
+//                       int padding) -> Tensor
+//   The vision encoder's convolutions between stages on channels-last tokens: x [images, h * w,
+//   c], weight [out, c, kh, kw], bias [out] or None; returns [images, h2 * w2, out], the
+//   convolution with that stride and zero padding, tokens out. On the AVX2 kernel path with
+//   float32 a matrix product over patches gathered from the tokens, 6 x 16 tiles with AVX2 +
+//   FMA, the weights packed at their first use (ConvTokens.cpp); elsewhere (the AVX-512 path,
+//   whose oneDNN kernels read channels-last views fast, other dtypes, the LibTorch path)
+//   LibTorch's convolution of the channels-last view.
+//
+// florence::residual_dwconv(Tensor x, int h, int w, Tensor weight, Tensor? bias) -> Tensor
+//   x + the 3 x 3 depthwise convolution of x (zero padding 1): x [images, h * w, c] tokens,
+//   weight [c, 1, 3, 3], bias [c] or None; returns [images, h * w, c]. On the AVX2 kernel path
+//   with float32 one pass over the tokens, output rows split over the cores, eight channels at
+//   a time (ConvTokens.cpp); elsewhere LibTorch's convolution of the channels-last view.
 #pragma once
 
 #include <cstdint>

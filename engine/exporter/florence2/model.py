@@ -224,6 +224,46 @@ def channel_attention(qkv: Tensor, groups: int, scale: float) -> Tensor:
     return x.transpose(1, 2).reshape(b, n, c)
 
 
+def conv_tokens(x: Tensor, h: int, w: int, weight: Tensor, bias: Optional[Tensor], stride: int,
+                padding: int) -> Tensor:
+    """A convolution of channels-last tokens x [B, h*w, C] (the vision encoder's downsampling
+    between stages), tokens out, [B, h2*w2, out]. float32: florence::conv_tokens (engine/ops/),
+    which on the AVX2 kernel path runs it as its own product over patches gathered from the
+    tokens, where oneDNN's AVX2 convolution of a channels-last view reached 11-37 G multiply-adds
+    a second on one core at base size (an NCHW copy 25-43); elsewhere the convolution below."""
+    if x.dtype == torch.float32:
+        if torch.jit.is_scripting():
+            return torch.ops.florence.conv_tokens(x, h, w, weight, bias, stride, padding)
+        grad = torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad)
+        if not grad and ops.has("conv_tokens"):
+            return torch.ops.florence.conv_tokens(x, h, w, weight, bias, stride, padding)
+    b, n, c = x.shape
+    # A channels-last view, no copy: oneDNN's 3x3 stride-2 convolution reads it 2-6x faster than
+    # an NCHW copy on AVX-512 (base stage 1, two cores: 14-26 against 77-82 ms in float32, 6.6
+    # against 11.4 ms in bfloat16).
+    y = F.conv2d(x.reshape(b, h, w, c).permute(0, 3, 1, 2), weight, bias, stride, padding)
+    return y.permute(0, 2, 3, 1).reshape(b, -1, y.shape[1])
+
+
+def residual_dwconv(x: Tensor, h: int, w: int, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
+    """x + the 3x3 depthwise convolution of channels-last tokens x [B, h*w, C] (the vision
+    blocks' position encoding). float32: florence::residual_dwconv (engine/ops/), one pass over
+    the tokens on the AVX2 kernel path, where oneDNN's AVX2 depthwise convolution of the view and
+    the addition after it were two; elsewhere the convolution below."""
+    if x.dtype == torch.float32:
+        if torch.jit.is_scripting():
+            return torch.ops.florence.residual_dwconv(x, h, w, weight, bias)
+        grad = torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad)
+        if not grad and ops.has("residual_dwconv"):
+            return torch.ops.florence.residual_dwconv(x, h, w, weight, bias)
+    b, n, c = x.shape
+    # Tokens [B, H*W, C] are already channels-last: the convolution reads them through a permuted
+    # view and writes channels-last, so no layout copy is made either way (2-13x faster than
+    # transposing to NCHW and back, measured per stage at base size).
+    y = F.conv2d(x.reshape(b, h, w, c).permute(0, 3, 1, 2), weight, bias, 1, 1, 1, c)
+    return x + y.permute(0, 2, 3, 1).reshape(b, h * w, c)
+
+
 class ConvEmbed(nn.Module):
     """Patch embedding; stage 0 normalizes after the conv, later stages before it."""
 
@@ -234,38 +274,33 @@ class ConvEmbed(nn.Module):
                               padding=padding)
         self.norm = nn.LayerNorm(in_chans if pre_norm else embed_dim)
         self.pre_norm = pre_norm
+        self.stride = stride
+        self.padding = padding
 
     def forward(self, x: Tensor, h: int, w: int) -> Tuple[Tensor, int, int]:
         # x: [B, C, H, W] for the image, [B, H*W, C] between stages
         if x.dim() == 3:
             if self.pre_norm:
                 x = self.norm(x)
-            b, n, c = x.shape
-            # A channels-last view, no copy: oneDNN's 3x3 stride-2 convolution reads it 2-6x
-            # faster than an NCHW copy on AVX-512 (base stage 1, two cores: 14-26 against
-            # 77-82 ms in float32, 6.6 against 11.4 ms in bfloat16) and 1.8x with oneDNN held
-            # to AVX2 there; one AVX2-only machine measured the copy 1.2x faster in the model.
-            x = x.reshape(b, h, w, c).permute(0, 3, 1, 2)
-        x = self.proj(x)
-        b, c, h2, w2 = x.shape
-        x = x.permute(0, 2, 3, 1).reshape(b, h2 * w2, c)
+            h2 = (h + 2 * self.padding - self.proj.weight.shape[2]) // self.stride + 1
+            w2 = (w + 2 * self.padding - self.proj.weight.shape[3]) // self.stride + 1
+            x = conv_tokens(x, h, w, self.proj.weight, self.proj.bias, self.stride, self.padding)
+        else:
+            x = self.proj(x)
+            b, c, h2, w2 = x.shape
+            x = x.permute(0, 2, 3, 1).reshape(b, h2 * w2, c)
         if not self.pre_norm:
             x = self.norm(x)
         return x, h2, w2
 
 
 class DepthWiseConv2d(nn.Module):
+    """The position encoding's 3x3 depthwise convolution: holds its parameters (the checkpoints'
+    `.fn.dw.weight` and `.bias`); ResidualConv runs it with residual_dwconv()."""
+
     def __init__(self, dim: int):
         super().__init__()
         self.dw = nn.Conv2d(dim, dim, kernel_size=3, padding=1, groups=dim, stride=1)
-
-    def forward(self, x: Tensor, h: int, w: int) -> Tensor:
-        # Tokens [B, H*W, C] are already channels-last: the convolution reads them through a
-        # permuted view and writes channels-last, so no layout copy is made either way (2-13x
-        # faster than transposing to NCHW and back, measured per stage at base size).
-        b, n, c = x.shape
-        y = self.dw(x.reshape(b, h, w, c).permute(0, 3, 1, 2))
-        return y.permute(0, 2, 3, 1).reshape(b, h * w, c)
 
 
 class ResidualConv(nn.Module):
@@ -276,7 +311,7 @@ class ResidualConv(nn.Module):
         self.fn = DepthWiseConv2d(dim)
 
     def forward(self, x: Tensor, h: int, w: int) -> Tensor:
-        return x + self.fn(x, h, w)
+        return residual_dwconv(x, h, w, self.fn.dw.weight, self.fn.dw.bias)
 
 
 class Mlp(nn.Module):

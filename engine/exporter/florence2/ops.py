@@ -7,6 +7,8 @@
     torch.ops.florence.attend_many(q, k, v, mask)
     torch.ops.florence.attend_windows(qkv, heads, scale)
     torch.ops.florence.attend_channels(qkv, groups, scale)
+    torch.ops.florence.conv_tokens(x, h, w, weight, bias, stride, padding)
+    torch.ops.florence.residual_dwconv(x, h, w, weight, bias)
 
 The exported model calls these operators (see model.py's linear() and attend()), so scripting the
 model and loading a package written by the exporter both need them. The library is built with the
@@ -59,7 +61,7 @@ def has(name: str) -> bool:
 
 # What model.py calls; a library without one of them cannot script the model.
 OPERATORS = ("linear_rows", "attend_one", "linear_int8", "attend_windows", "linear_int8_gelu",
-             "attend_many", "attend_channels")
+             "attend_many", "attend_channels", "conv_tokens", "residual_dwconv")
 
 
 def _check_operators(lib: str) -> None:
