@@ -29,12 +29,14 @@
 #include "widgets/ResultsPanel.h"
 #include "widgets/ScoreControls.h"
 
+#include <florence/files.h>
 #include <florence/stats.h>
 #include <florence/tasks.h>
 
 #include <QAction>
 #include <QActionGroup>
 #include <QApplication>
+#include <QBuffer>
 #include <QClipboard>
 #include <QCloseEvent>
 #include <QDir>
@@ -532,10 +534,20 @@ bool MainWindow::saveAnnotatedImage(const QString& path) {
         showMessage(tr("Nothing to save yet: run a task first."), true);
         return false;
     }
-    // Drawn by the image view itself, so the file shows what the screen shows.
-    if (!m_view->renderAnnotated().save(path, "PNG")) {
-        showMessage(tr("Cannot save the annotated image: cannot write %1")
-                        .arg(QDir::toNativeSeparators(path)),
+    // Drawn by the image view itself, so the file shows what the screen shows. Encoded in memory
+    // and written through a temporary file: on a full disk the file the user chose to replace
+    // stays whole, and nothing half-written is left beside it.
+    QByteArray png;
+    QBuffer buffer(&png);
+    buffer.open(QIODevice::WriteOnly);
+    if (!m_view->renderAnnotated().save(&buffer, "PNG")) {
+        showMessage(tr("Cannot save the annotated image: it could not be encoded as PNG"), true);
+        return false;
+    }
+    try {
+        florence::writeFileAtomically(path.toStdString(), png);
+    } catch (const std::exception& e) {
+        showMessage(tr("Cannot save the annotated image: %1").arg(QString::fromStdString(e.what())),
                     true);
         return false;
     }

@@ -8,6 +8,8 @@
 #include <florence/batch.h>
 #include <florence/files.h>
 
+#include "engine/FileSizeLimit.h"
+
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
@@ -36,26 +38,7 @@ void touch(const QString& path, const QByteArray& bytes = "x") {
     QCOMPARE(f.write(bytes), bytes.size());
 }
 
-// While alive, no file this process writes can grow past `bytes`: writes beyond fail with EFBIG,
-// as they would with ENOSPC on a full disk. SIGXFSZ is ignored so the write returns an error.
-class FileSizeLimit {
-public:
-    explicit FileSizeLimit(rlim_t bytes) {
-        getrlimit(RLIMIT_FSIZE, &m_old);
-        m_oldHandler = std::signal(SIGXFSZ, SIG_IGN);
-        rlimit limit = m_old;
-        limit.rlim_cur = bytes;
-        setrlimit(RLIMIT_FSIZE, &limit);
-    }
-    ~FileSizeLimit() {
-        setrlimit(RLIMIT_FSIZE, &m_old);
-        std::signal(SIGXFSZ, m_oldHandler);
-    }
-
-private:
-    rlimit m_old{};
-    void (*m_oldHandler)(int) = nullptr;
-};
+using florence::test::FileSizeLimit;
 
 // A document of <OD> with one box, as the batch writes it.
 QJsonObject boxDocument(const std::string& image) {

@@ -16,11 +16,14 @@
 #include <florence/machine.h>
 #include <florence/tasks.h>
 
+#include "engine/FileSizeLimit.h"
+
 #include <QAbstractButton>
 #include <QApplication>
 #include <QChart>
 #include <QClipboard>
 #include <QComboBox>
+#include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QJsonArray>
@@ -226,6 +229,24 @@ void TestMainWindow::knownAnswerFillsTableHighlightsAndExports() {
     QVERIFY2(m_w->saveAnnotatedImage(png), qPrintable(m_w->messageText()));
     QImage saved(png);
     QCOMPARE(saved.size(), size);
+
+    // Replacing it on a full disk (a file size limit stands in for one): the save fails with the
+    // reason, the file the user had stays whole, and nothing half-written is left beside it.
+    QFile old(png);
+    QVERIFY(old.open(QIODevice::ReadOnly));
+    const QByteArray before = old.readAll();
+    old.close();
+    const QStringList filesBefore = QDir(m_tmp.path()).entryList(QDir::Files | QDir::Hidden);
+    {
+        const florence::test::FileSizeLimit limit(before.size() / 2);
+        QVERIFY(!m_w->saveAnnotatedImage(png));
+    }
+    QVERIFY2(m_w->messageText().contains("cannot write") &&
+                 m_w->messageText().contains("annotated.png"),
+             qPrintable(m_w->messageText()));
+    QVERIFY(old.open(QIODevice::ReadOnly));
+    QCOMPARE(old.readAll(), before);
+    QCOMPARE(QDir(m_tmp.path()).entryList(QDir::Files | QDir::Hidden), filesBefore);
 }
 
 void TestMainWindow::cancelMidRunWithEscape() {
