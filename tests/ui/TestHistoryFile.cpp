@@ -5,12 +5,15 @@
 #include "Settings.h"
 #include "history/History.h"
 
+#include "engine/FileSizeLimit.h"
+
 #include <QCoreApplication>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QLockFile>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -65,6 +68,7 @@ private slots:
     void notAFileIsSetAside();
     void damagedEntriesAreKeptInABadCopy();
     void settingsThatAreNotAFileAreSetAside();
+    void aLockThatCannotBeMadeIsNotAnotherWindow();
 
 private:
     QTemporaryDir m_tmp;
@@ -200,6 +204,29 @@ void TestHistoryFile::settingsThatAreNotAFileAreSetAside() {
     const florence::ui::Preferences p = florence::ui::Settings::load();
     QVERIFY(p.generation == florence::ui::defaultGenerationSettings());
     QFile::remove(path + ".bad");
+}
+
+void TestHistoryFile::aLockThatCannotBeMadeIsNotAnotherWindow() {
+    // On a full disk (a file size limit stands in for one) the lock file cannot be written: the
+    // message says so, not that another window holds the history.
+    History h(m_path);
+    QVERIFY(h.load());
+    QString error;
+    {
+        const florence::test::FileSizeLimit limit(1);
+        QVERIFY(!h.add(runDocument("full"), &error));
+    }
+    QVERIFY2(error.contains("cannot make the lock file") && !error.contains("another window"),
+             qPrintable(error));
+    QVERIFY(!QFile::exists(m_path + ".lock"));
+    // A lock another window holds is named as such.
+    QLockFile other(m_path + ".lock");
+    QVERIFY(other.tryLock(0));
+    error.clear();
+    QVERIFY(!h.add(runDocument("locked"), &error));
+    QVERIFY2(error.contains("another window keeps it locked"), qPrintable(error));
+    other.unlock();
+    QVERIFY2(h.add(runDocument("after"), &error), qPrintable(error));
 }
 
 QTEST_MAIN(TestHistoryFile)

@@ -33,6 +33,17 @@ constexpr int kFormatVersion = 1;
 constexpr qint64 kMaxFileBytes = 64ll << 20;
 // How long a window waits for another one that is saving the history.
 constexpr int kLockWaitMs = 5000;
+
+// Why `lock` (the history's PATH.lock) was not taken: another window holds it, or it could not
+// be made at all (a full disk, a folder that is not writable), which is not another window's doing.
+QString whyNotLocked(const QLockFile& lock, const QString& path) {
+    const QString file = QDir::toNativeSeparators(path + QStringLiteral(".lock"));
+    if (lock.error() == QLockFile::LockFailedError)
+        return History::tr("another window keeps it locked (%1)").arg(file);
+    return History::tr("cannot make the lock file %1 (is the disk full, or the folder not "
+                       "writable?)")
+        .arg(file);
+}
 constexpr int kMaxTextChars = 1 << 20;
 constexpr int kMaxSteps = 100'000;
 constexpr int kMaxThumbnailChars = 256 * 1024;
@@ -495,8 +506,8 @@ bool History::add(const QJsonObject& document, QString* error) {
     QLockFile lock(m_path + QStringLiteral(".lock"));
     if (!lock.tryLock(kLockWaitMs)) {
         if (error)
-            *error = tr("Cannot save the history to %1: another window keeps it locked (%2).")
-                         .arg(QDir::toNativeSeparators(m_path), m_path + ".lock");
+            *error = tr("Cannot save the history to %1: %2.")
+                         .arg(QDir::toNativeSeparators(m_path), whyNotLocked(lock, m_path));
         return false;
     }
     mergeFromDisk();
@@ -546,8 +557,8 @@ bool History::clear(QString* error) {
     endResetModel();
     if (!locked) {
         if (error)
-            *error = tr("Cannot clear the history in %1: another window keeps it locked (%2).")
-                         .arg(QDir::toNativeSeparators(m_path), m_path + ".lock");
+            *error = tr("Cannot clear the history in %1: %2.")
+                         .arg(QDir::toNativeSeparators(m_path), whyNotLocked(lock, m_path));
         return false;
     }
     return save(error);
