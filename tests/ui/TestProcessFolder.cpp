@@ -286,8 +286,17 @@ void TestProcessFolder::formIsCheckedAndRemembered() {
     QVERIFY(child<QLabel>(dlg, "folderStatus")->text().contains("phrase"));
     QCOMPARE(task->findData("<REGION_TO_CATEGORY>"), -1); // a region belongs to one image
 
+    // Text typed for a text task stays in the field, greyed out, when the task changes to one
+    // that takes none: it is not sent (every image would be refused for it).
+    child<QLineEdit>(dlg, "folderTextEdit")->setText(QStringLiteral("A yellow star."));
+
     // Results in another folder, JSON only: remembered for the next dialog.
     task->setCurrentIndex(task->findData("<CAPTION>"));
+    QVERIFY(!child<QLineEdit>(dlg, "folderTextEdit")->isEnabled());
+    florence::FolderJobParams job;
+    QString why;
+    dlg->jobFromForm(&job, &why);
+    QCOMPARE(QString::fromStdString(job.task.text), QString());
     const QString out = m_tmp.filePath("folder-out");
     child<QRadioButton>(dlg, "elsewhereRadio")->setChecked(true);
     child<QLineEdit>(dlg, "outFolderEdit")->setText(out);

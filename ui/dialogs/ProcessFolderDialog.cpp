@@ -332,8 +332,11 @@ unsigned ProcessFolderDialog::chosenFormats() const {
 bool ProcessFolderDialog::jobFromForm(FolderJobParams* job, QString* error) const {
     job->dir = m_folder->text().trimmed().toStdString();
     job->recursive = m_recursive->isChecked();
-    job->task = {m_task->currentData().toString().toStdString(), m_text->text().toStdString(),
-                 std::nullopt};
+    // The text only for a task that takes one: what the field kept from an earlier task (greyed
+    // out, "not used") must not reach a task that refuses text, as in the main window.
+    const std::string task = m_task->currentData().toString().toStdString();
+    const bool takesText = taskInfo(task).input == TaskInput::Text;
+    job->task = {task, takesText ? m_text->text().toStdString() : std::string(), std::nullopt};
     job->outDir = m_elsewhere->isChecked() ? m_outFolder->text().trimmed().toStdString() : "";
     const unsigned formats = applicableFormats(job->task.task, chosenFormats());
     job->formats = formats;
