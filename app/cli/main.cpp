@@ -8,6 +8,7 @@
 #include <florence/annotate.h>
 #include <florence/answer.h>
 #include <florence/answer_json.h>
+#include <florence/batch.h>
 #include <florence/engine.h>
 #include <florence/files.h>
 #include <florence/image.h>
@@ -134,16 +135,10 @@ void writeJsonFile(const std::string& path, const QJsonObject& o) {
     florence::writeFileAtomically(path, QJsonDocument(o).toJson(QJsonDocument::Indented));
 }
 
-// Every image file in a folder, sorted by name.
+// The images of a folder, sorted by name, as `batch` lists them (florence::listImages: a FIFO,
+// a device or a broken link named like an image is listed, and refused with its reason).
 std::vector<std::string> imagesInFolder(const std::string& dir) {
-    QDir d(QString::fromStdString(dir));
-    if (!d.exists())
-        throw std::runtime_error("folder " + dir + " does not exist");
-    std::vector<std::string> files;
-    for (const QFileInfo& fi : d.entryInfoList({"*.png", "*.jpg", "*.jpeg", "*.bmp", "*.tif",
-                                                "*.tiff", "*.webp", "*.PNG", "*.JPG", "*.JPEG"},
-                                               QDir::Files, QDir::Name))
-        files.push_back(fi.filePath().toStdString());
+    std::vector<std::string> files = florence::listImages(dir, false);
     if (files.empty())
         throw std::runtime_error("folder " + dir + " holds no images");
     return files;

@@ -261,13 +261,16 @@ std::vector<std::string> listImages(const std::string& dir, bool recursive) {
     for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
         const std::string name = it->path().filename().string();
         const bool hidden = !name.empty() && name[0] == '.';
-        std::error_code entryError; // an entry that cannot be examined is skipped, not the rest
+        std::error_code entryError; // an entry that cannot be examined is listed (below)
         if (it->is_directory(entryError)) {
             if (!recursive || hidden)
                 it.disable_recursion_pending();
             continue;
         }
-        if (!hidden && it->is_regular_file(entryError) && isImageName(qstr(name)))
+        // Not only regular files: a FIFO, a device, a link to one, a link to nothing or a loop
+        // named like an image is listed too, and refused with its reason when it is read, as
+        // the help promises ("images that cannot be read are listed at the end").
+        if (!hidden && isImageName(qstr(name)))
             files.push_back(it->path().string());
     }
     std::sort(files.begin(), files.end());
@@ -354,7 +357,10 @@ std::string FolderBatch::sidecarBase(const std::string& image) const {
     const QFileInfo fi(qstr(image));
     QString folder = fi.path();
     if (!m_job.outDir.empty()) {
-        QString relative = QDir(qstr(m_job.dir)).relativeFilePath(fi.path());
+        // Both absolute: QDir("pics").relativeFilePath("pics") is "pics" (the second taken as
+        // inside the first), which put a relative folder's results in OUT/pics/.
+        QString relative =
+            QDir(QFileInfo(qstr(m_job.dir)).absoluteFilePath()).relativeFilePath(fi.absolutePath());
         if (relative.startsWith(QLatin1String(".."))) // outside the root: by file name
             relative = QStringLiteral(".");
         folder = QDir(qstr(m_job.outDir)).filePath(relative);

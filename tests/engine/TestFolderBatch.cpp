@@ -13,6 +13,9 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace {
 
 void touch(const QString& path, const QByteArray& bytes = "x") {
@@ -82,6 +85,15 @@ void TestFolderBatch::listsImagesByName() {
     QCOMPARE(names(florence::listImages(dir, true), m_dir),
              (QStringList{"B.JPG", "a.png", "c.jpeg", "d.webp", "e.tiff", "sub/deeper/g.bmp",
                           "sub/f.png"}));
+    // A FIFO, a link to a device, a link to nothing and a link to itself named like images are
+    // listed, so that reading them fails with a reason, not skipped without a word.
+    QVERIFY(::mkfifo(qPrintable(m_dir + "/pipe.png"), 0600) == 0);
+    QVERIFY(QFile::link("/dev/zero", m_dir + "/zero.png"));
+    QVERIFY(QFile::link(m_dir + "/nowhere", m_dir + "/dangling.png"));
+    QVERIFY(::symlink(qPrintable(m_dir + "/loop.png"), qPrintable(m_dir + "/loop.png")) == 0);
+    QCOMPARE(names(florence::listImages(dir, false), m_dir),
+             (QStringList{"B.JPG", "a.png", "c.jpeg", "d.webp", "dangling.png", "e.tiff",
+                          "loop.png", "pipe.png", "zero.png"}));
     QVERIFY_THROWS_EXCEPTION(florence::Error, florence::listImages(dir + "/none", false));
     QVERIFY_THROWS_EXCEPTION(florence::Error, florence::listImages(dir + "/a.png", false));
 }
@@ -135,6 +147,20 @@ void TestFolderBatch::sidecarPaths() {
     job.task = {"<OD>", "", std::nullopt};
     QCOMPARE(QString::fromStdString(florence::FolderBatch(job).cocoPath()),
              m_dir + "/out/OD.coco.json");
+
+    // The folder named relatively (batch --dir pics --out OUT): the same layout under OUT as
+    // with an absolute name, not OUT/pics/.
+    const QString before = QDir::currentPath();
+    QVERIFY(QDir::setCurrent(m_tmp.path()));
+    job.dir = QFileInfo(m_dir).fileName().toStdString();
+    job.outDir = "out-relative";
+    job.task = {"<OCR>", "", std::nullopt};
+    const florence::FolderBatch relative(job);
+    QCOMPARE(QString::fromStdString(relative.textPath(job.dir + "/a.png")),
+             QString("out-relative/a.ocr.txt"));
+    QCOMPARE(QString::fromStdString(relative.textPath(job.dir + "/sub/f.png")),
+             QString("out-relative/sub/f.ocr.txt"));
+    QVERIFY(QDir::setCurrent(before));
 
     job.task = {"<CAPTION_TO_PHRASE_GROUNDING>", "", std::nullopt};
     QVERIFY_THROWS_EXCEPTION(florence::TaskError, florence::FolderBatch{job});
