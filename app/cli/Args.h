@@ -15,6 +15,13 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// Ctrl+C before there was anything to print (while the model loaded or the precisions were
+// measured): the program says what it was doing and exits with 130.
+class Interrupted : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
 struct Args {
     std::map<std::string, std::vector<std::string>> values;
     std::set<std::string> flags;

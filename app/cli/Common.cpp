@@ -131,9 +131,26 @@ florence::GenerationSettings generationSettings(const Args& a) {
     return settings;
 }
 
+static std::shared_ptr<const florence::Model> loadModelUnlessCancelled(const Args& a);
+
 std::shared_ptr<const florence::Model> loadModel(const Args& a) {
+    // Ctrl+C from here on is seen: measuring the precisions of a large model on its first run
+    // takes minutes, and it must stop there too, not only once decoding has begun.
+    installCancelHandler();
+    try {
+        return loadModelUnlessCancelled(a);
+    } catch (const florence::EngineError&) {
+        if (!g_cancel.load())
+            throw;
+        throw Interrupted("interrupted while loading the model or measuring its precisions; "
+                          "nothing was kept");
+    }
+}
+
+static std::shared_ptr<const florence::Model> loadModelUnlessCancelled(const Args& a) {
     florence::LoadOptions lo;
     lo.threads = threadsOption(a);
+    lo.cancel = &g_cancel;
     const std::string dir = modelDir(a);
     if (const std::optional<florence::Precision> fixed = generationSettings(a).precision) {
         lo.precision = *fixed;

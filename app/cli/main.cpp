@@ -586,6 +586,9 @@ int main(int argc, char** argv) {
     } catch (const UsageError& e) {
         std::cerr << "florence-studio-cli: " << e.what() << "\n";
         return 2;
+    } catch (const florence::cli::Interrupted& e) {
+        std::cerr << "florence-studio-cli: " << e.what() << "\n";
+        return 130;
     } catch (const std::exception& e) {
         std::cerr << "florence-studio-cli: error: " << e.what() << "\n";
         return 1;

@@ -113,6 +113,7 @@ private slots:
     void benchJson();
     void benchPythonBaseline();
     void interruptedRunSaysSo();
+    void interruptedWhileMeasuringPrecisions();
     void version();
 };
 
@@ -795,6 +796,33 @@ void TestCli::interruptedRunSaysSo() {
     QVERIFY(m.captured(1).toInt() >= 1 && m.captured(1).toInt() < 1024);
     const QByteArray out = p.readAllStandardOutput();
     QVERIFY2(QJsonDocument::fromJson(out).isObject(), out.constData());
+}
+
+void TestCli::interruptedWhileMeasuringPrecisions() {
+    // Ctrl+C while Automatic precision measures a model on its first run (minutes for a large
+    // one): it stops there, says so, keeps no half-made measurement, and exits with 130.
+    QTemporaryDir cache;
+    QProcessEnvironment env = cliEnvironment();
+    env.remove("FLORENCE_PRECISION");
+    env.insert("XDG_CACHE_HOME", cache.path());
+    QProcess p;
+    p.setProcessEnvironment(env);
+    p.start(kCli, {"run", "--model", FLORENCE_BUILD_DATA_DIR "/models/speed-demo-base", "--image",
+                   kSamples + "/pier.png", "--max-new-tokens", "4"});
+    QVERIFY(p.waitForStarted());
+    QByteArray err;
+    QTRY_VERIFY_WITH_TIMEOUT((err += p.readAllStandardError()).contains("measuring") ||
+                                 p.state() == QProcess::NotRunning,
+                             120000);
+    QVERIFY2(p.state() == QProcess::Running, err.constData());
+    ::kill(static_cast<pid_t>(p.processId()), SIGINT);
+    QVERIFY(p.waitForFinished(120000));
+    err += p.readAllStandardError();
+    QVERIFY2(p.exitCode() == 130, err.constData());
+    QVERIFY2(err.contains("interrupted while loading the model or measuring its precisions"),
+             err.constData());
+    QVERIFY(p.readAllStandardOutput().isEmpty());
+    QVERIFY(!QFile::exists(cache.filePath("florence-studio/precision-probes.json")));
 }
 
 void TestCli::version() {
