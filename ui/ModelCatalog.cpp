@@ -92,6 +92,19 @@ void ModelCatalog::rememberFolder(const QString& dir) {
         m_extra << clean;
 }
 
+void ModelCatalog::dropUnlisted(const QString& dir) {
+    const QString clean = cleanDir(dir);
+    const QString userRoot = cleanDir(QString::fromStdString(userModelsDir()));
+    if (isBundled(clean) || clean.startsWith(userRoot + QLatin1Char('/')) ||
+        m_extra.contains(clean))
+        return;
+    for (const std::string& demo : speedDemoModelDirs())
+        if (cleanDir(QString::fromStdString(demo)) == clean)
+            return;
+    if (const int row = indexOf(clean); row >= 0)
+        m_model->removeRow(row);
+}
+
 QString ModelCatalog::describeModel(const ModelInfo& info) {
     const double p = static_cast<double>(info.manifest.parameterCount);
     // No-break spaces: a narrow panel wraps the line between its parts, never inside "9.9 M

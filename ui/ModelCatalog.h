@@ -44,6 +44,10 @@ public:
 
     // Remembers a package opened from a folder outside the bundled and user locations.
     void rememberFolder(const QString& dir);
+    // Removes `dir`'s row unless the list holds it for its own sake (bundled, a speed demo,
+    // installed under the user's models folder, or remembered): a package that failed to load
+    // the first time it was opened is not listed again.
+    void dropUnlisted(const QString& dir);
     QStringList extraFolders() const { return m_extra; }
     void setExtraFolders(const QStringList& dirs) { m_extra = dirs; }
 

@@ -138,10 +138,15 @@ void TestWindowModels::oldModelReleasedOnlyForAPackageThatPassedItsChecks() {
         const char byte = decoder.peek(1).at(0);
         QCOMPARE(decoder.write(QByteArray(1, char(byte ^ 0x5a))), 1);
     }
+    auto* combo = child<QComboBox>(m_w.get(), "modelCombo");
+    const int listed = combo->count();
     m_w->openModelPackage(damaged);
     QTRY_COMPARE_WITH_TIMEOUT(events, QStringList{"failed"}, 60'000);
     QVERIFY2(m_w->messageText().contains("checksum"), qPrintable(m_w->messageText()));
     QVERIFY(m_w->isModelReady());
+    // The package that failed is not left in the list (nor remembered for the next start).
+    QCOMPARE(combo->count(), listed);
+    QCOMPARE(combo->currentData().toString(), m_w->modelInfo().dir);
     QCOMPARE(purposeWhileLoading, QStringList{"hidden"});
     QVERIFY(!purpose->isHidden());
     QCOMPARE(purpose->text(), purposeText);

@@ -99,7 +99,6 @@ void ModelController::open(const QString& dir) {
     }
     emit switching();
     select(dir, QString::fromStdString(m.name));
-    m_catalog->rememberFolder(dir);
     m_loading = true;
     m_requestedDir = dir;
     m_requestedName = QString::fromStdString(m.name);
@@ -142,6 +141,9 @@ void ModelController::onLoadProgress(const QString& dir, int stage, double fract
 }
 
 void ModelController::onLoaded(const ModelInfo& info) {
+    // Listed again at the next start only once it has loaded: a folder that is not a working
+    // package must not stay in the list.
+    m_catalog->rememberFolder(info.dir);
     m_info = info;
     m_ready = true;
     m_loading = false;
@@ -193,6 +195,7 @@ void ModelController::onUnloaded() {
 
 void ModelController::onFailed(const QString& dir, const QString& text) {
     m_loading = false;
+    m_catalog->dropUnlisted(dir);
     emit message(tr("Could not load the model in %1: %2").arg(QDir::toNativeSeparators(dir), text),
                  true);
     if (m_ready && ModelCatalog::cleanDir(dir) == ModelCatalog::cleanDir(m_requestedDir)) {
