@@ -109,10 +109,18 @@ florence::TaskRequest taskRequest(const Args& a) {
 
 florence::GenerationSettings generationSettings(const Args& a) {
     florence::GenerationSettings settings;
-    if (a.has("beams"))
+    // Wrong values are wrong arguments: refused before the model loads, exit 2 (the engine
+    // would refuse them too, but only after loading, as an error).
+    if (a.has("beams")) {
         settings.beams = a.getInt("beams", 0);
-    if (a.has("max-new-tokens"))
+        if (*settings.beams < 1 || *settings.beams > 16)
+            throw UsageError("--beams must be between 1 and 16, not " + a.get("beams"));
+    }
+    if (a.has("max-new-tokens")) {
         settings.maxNewTokens = a.getInt("max-new-tokens", 0);
+        if (*settings.maxNewTokens < 1)
+            throw UsageError("--max-new-tokens must be at least 1, not " + a.get("max-new-tokens"));
+    }
     if (a.has("no-cache"))
         settings.useCache = false;
     if (a.has("ignore-eos"))

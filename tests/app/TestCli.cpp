@@ -548,6 +548,13 @@ void TestCli::badArguments_data() {
                                                  "--region",
                                                  "5000,5000,6000,6000"}
                                   << 1 << "empty";
+    QTest::newRow("no beams") << QStringList{"run", "--image", pier, "--beams", "0"} << 2
+                              << "--beams must be between 1 and 16, not 0";
+    QTest::newRow("too many beams")
+        << QStringList{"batch", "--dir", kSamples, "--task", "<OD>", "--beams", "17"} << 2
+        << "--beams must be between 1 and 16, not 17";
+    QTest::newRow("no new tokens") << QStringList{"run", "--image", pier, "--max-new-tokens", "0"}
+                                   << 2 << "--max-new-tokens must be at least 1, not 0";
     QTest::newRow("no threads") << QStringList{"run", "--image", pier, "--threads", "0"} << 2
                                 << "--threads must be at least 1";
     QTest::newRow("negative threads") << QStringList{"batch", "--dir", kSamples, "--threads", "-1"}
