@@ -70,6 +70,9 @@ CompareVerdict judgeComparison(const CompareOutcome& o) {
                     "earlier ones; without it every step runs the whole answer so far through "
                     "the decoder again, so the cache saves more the longer the answer is.");
     if (!v.conclusive) {
+        // No ratio either: medians of repeats that disagree read as a result ("0.90× decoding")
+        // beside a headline that says there is none.
+        v.speedupText = QObject::tr("– (no verdict: the repeats disagree)");
         v.headline = QObject::tr("No verdict: the machine was too busy to measure.");
         v.conclusion = QObject::tr("The repeats disagree too much to conclude (cache on %1–%2, "
                                    "cache off %3–%4): the machine was busy; run again.")
