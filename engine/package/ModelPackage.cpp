@@ -1,9 +1,8 @@
 #include <florence/package.h>
 
-#include <florence/files.h>
-
 #include "platform/RegularFile.h"
 #include <florence/answer.h>
+#include <florence/files.h>
 
 #include <QCryptographicHash>
 #include <QDateTime>
@@ -162,8 +161,12 @@ QJsonObject manifestRoot(const std::string& dir) {
     QFileInfo info(QString::fromStdString(dir));
     if (!info.exists())
         throw PackageError("model folder " + dir + " does not exist");
-    if (!info.isDir())
-        throw PackageError(dir + " is not a model folder (it is a file)");
+    if (!info.isDir()) {
+        // A device or a FIFO is named as such, not called a file.
+        const std::string why = whyNotARegularFile(dir);
+        throw PackageError(why.empty() ? dir + " is not a model folder (it is a file)"
+                                       : why + "; a model package is a folder");
+    }
     QFile file(manifestPath(dir));
     if (!file.exists()) {
         const bool hf = QFileInfo::exists(QDir(info.filePath()).filePath("config.json"));

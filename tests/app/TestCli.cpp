@@ -534,6 +534,9 @@ void TestCli::badArguments_data() {
         << QStringList{"compare", pier, "--repeats", "0"} << 2 << "--repeats must be at least 1";
     QTest::newRow("bad model folder")
         << QStringList{"run", "--image", pier, "--model", "/nonexistent"} << 1 << "does not exist";
+    QTest::newRow("a device as the model folder")
+        << QStringList{"run", "--image", pier, "--model", "/dev/zero"} << 1
+        << "/dev/zero is a device, not a file; a model package is a folder";
     QTest::newRow("bad number") << QStringList{"run", "--image", pier, "--beams", "three"} << 2
                                 << "whole number";
     QTest::newRow("bad region")
