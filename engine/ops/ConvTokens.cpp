@@ -98,9 +98,10 @@ at::Tensor convTokens(const at::Tensor& x, int64_t h, int64_t w, const at::Tenso
     const int64_t kh = weight.size(2), kw = weight.size(3);
     TORCH_CHECK(h + 2 * padding >= kh && w + 2 * padding >= kw, "florence::conv_tokens: a ", kh,
                 " x ", kw, " kernel does not fit ", h, " x ", w, " tokens padded by ", padding);
-    TORCH_CHECK(!bias || (bias->dim() == 1 && bias->size(0) == weight.size(0)),
+    TORCH_CHECK(!bias || !bias->defined() || (bias->dim() == 1 && bias->size(0) == weight.size(0)),
                 "florence::conv_tokens: bias must be [", weight.size(0), "]");
-    if (!ownKernels(x, weight) || (bias && bias->scalar_type() != at::kFloat))
+    if (!ownKernels(x, weight) || x.size(2) == 0 || x.size(0) == 0 ||
+        (bias && bias->defined() && bias->scalar_type() != at::kFloat))
         return convReference(x, h, w, weight, bias, stride, padding);
 
     const int64_t images = x.size(0), c = x.size(2), out = weight.size(0);
@@ -115,7 +116,7 @@ at::Tensor convTokens(const at::Tensor& x, int64_t h, int64_t w, const at::Tenso
     const auto packed = cachedPack<std::shared_ptr<const std::vector<float>>>(
         weight, [&](const at::Tensor& wt) { return packConvWeights(wt, panels); });
     std::vector<float> biases(size_t(panels * 16), 0.0f);
-    if (bias) {
+    if (bias && bias->defined()) {
         const at::Tensor bc = bias->contiguous();
         std::memcpy(biases.data(), bc.data_ptr<float>(), sizeof(float) * size_t(out));
     }
@@ -185,16 +186,18 @@ at::Tensor residualDwconv(const at::Tensor& x, int64_t h, int64_t w, const at::T
                     weight.size(2) == 3 && weight.size(3) == 3,
                 "florence::residual_dwconv: weight must be [", c, ", 1, 3, 3], not of shape ",
                 weight.sizes());
-    TORCH_CHECK(!bias || (bias->dim() == 1 && bias->size(0) == c),
+    TORCH_CHECK(!bias || !bias->defined() || (bias->dim() == 1 && bias->size(0) == c),
                 "florence::residual_dwconv: bias must be [", c, "]");
-    if (!ownKernels(x, weight) || (bias && bias->scalar_type() != at::kFloat))
+    if (!ownKernels(x, weight) || c == 0 || x.size(0) == 0 ||
+        (bias && bias->defined() && bias->scalar_type() != at::kFloat))
         return dwReference(x, h, w, weight, bias);
 
     const int64_t images = x.size(0);
     const at::Tensor xc = x.contiguous();
     // The kernel as [9, c], (ky, kx) major, so eight channels' taps are one load.
     const at::Tensor taps = weight.reshape({c, 9}).t().contiguous();
-    const at::Tensor b = bias ? bias->contiguous() : at::zeros({c}, xc.options());
+    const at::Tensor b =
+        bias && bias->defined() ? bias->contiguous() : at::zeros({c}, xc.options());
     at::Tensor result = at::empty_like(xc);
     const float* xp = xc.data_ptr<float>();
     const float* tp = taps.data_ptr<float>();

@@ -8,8 +8,8 @@
 // Keyed by the tensor (its TensorImpl, held weakly: an entry whose weight is gone is dropped,
 // never reused for another tensor at the same address) and its version counter, so a weight
 // changed in place is packed again; an inference tensor (made under c10::InferenceMode) has no
-// version counter, and a change to it in place goes unseen. One cache per Packed type;
-// thread-safe.
+// version counter, and a change to it in place goes unseen. One cache per instantiation (Packed
+// and the Pack callable's type); thread-safe.
 
 #include <ATen/ATen.h>
 

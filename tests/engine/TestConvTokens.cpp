@@ -94,6 +94,7 @@ private slots:
     void initTestCase();
     void convMatchesLibTorch_data();
     void convMatchesLibTorch();
+    void convOfManyTilesNonSquareAndStrided();
     void convPacksAWeightChangedInPlaceAgain();
     void convRefusesMismatchedShapes();
     void dwMatchesLibTorch_data();
@@ -179,6 +180,37 @@ void TestConvTokens::convMatchesLibTorch() {
     const at::Tensor alone = convTokens(x, h, w, weight, b, stride, padding);
     at::set_num_threads(threads);
     QVERIFY(at::equal(got, alone));
+}
+
+void TestConvTokens::convOfManyTilesNonSquareAndStrided() {
+    // As at base size, where a task holds up to 16 tiles of six positions: 21 x 17 outputs (357
+    // positions, several tiles a task on one thread and on two), a 2 x 3 kernel (kh and kw
+    // apart), 37 output channels (three panels, the last of 5), and x a transposed view, not
+    // contiguous.
+    for (KernelPath path : kPaths) {
+        if (!florence::ops::kernelPathSupported(path))
+            continue;
+        const OnPath onPath{path};
+        c10::InferenceMode guard;
+        const int64_t h = 41, w = 34, c = 24;
+        const at::Tensor x = torch::randn({2, c, h * w}).transpose(1, 2);
+        QVERIFY(!x.is_contiguous());
+        const at::Tensor weight = torch::randn({37, c, 2, 3}) * 0.1;
+        const at::Tensor bias = torch::randn({37});
+        const at::Tensor got = convTokens(x, h, w, weight, bias, 2, 1);
+        QCOMPARE(got.sizes().vec(), (std::vector<int64_t>{2, 21 * 17, 37}));
+        const double err = relativeError(got, convReference(x, h, w, weight, bias, 2, 1));
+        QVERIFY2(err < 1e-5, qPrintable(QString("%1: relative error %2")
+                                            .arg(florence::ops::kernelPathName(path))
+                                            .arg(err)));
+        if (path == KernelPath::Torch)
+            continue;
+        const int threads = at::get_num_threads();
+        at::set_num_threads(1);
+        const at::Tensor alone = convTokens(x, h, w, weight, bias, 2, 1);
+        at::set_num_threads(threads);
+        QVERIFY(at::equal(got, alone));
+    }
 }
 
 void TestConvTokens::convPacksAWeightChangedInPlaceAgain() {
