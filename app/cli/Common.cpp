@@ -24,8 +24,13 @@ std::atomic<bool> g_cancel{false};
 
 namespace {
 
+// The first Ctrl+C asks the work to stop where it next looks; a second one, when that takes
+// too long (a step that does not look), ends the program as Ctrl+C does by default.
 void onSignal(int) {
-    g_cancel.store(true);
+    if (g_cancel.exchange(true)) {
+        std::signal(SIGINT, SIG_DFL);
+        std::raise(SIGINT);
+    }
 }
 
 } // namespace

@@ -261,6 +261,7 @@ PrecisionChoice automaticPrecision(const std::string& packageDir, int threads,
         return choice;
     }
     PrecisionProbe probe = probePrecisions(packageDir, threads, cancel, progress);
+    checkCancel(cancel); // set after the last check inside: nothing is kept
     PrecisionChoice choice = choosePrecision(probe);
     choice.probed = true;
     // Measured while other programs' load kept changing: not kept, measured again next time.

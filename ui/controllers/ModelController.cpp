@@ -212,6 +212,8 @@ void ModelController::onFailed(const QString& dir, const QString& text) {
         m_status->setText(ModelCatalog::describeModel(m_info));
         m_panel->modelCombo()->setCurrentIndex(m_catalog->indexOf(m_info.dir));
     } else {
+        // The failed package's row may be gone: the box must not name a neighbour as loaded.
+        m_panel->modelCombo()->setCurrentIndex(-1);
         m_panel->setModelText(tr("No model loaded"));
         m_status->setText(tr("No model"));
     }
