@@ -5,7 +5,6 @@
 #include "image/Orientation.h"
 #include "image/Png.h"
 #include "platform/RegularFile.h"
-#include <florence/files.h>
 
 #include <QFileInfo>
 
@@ -522,15 +521,8 @@ RgbImage loadImage(const std::string& path, const DecodeOptions& options) {
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0)
         throw ImageError(path + ": the file does not exist");
-    if (::stat(path.c_str(), &st) == 0) {
-        if (S_ISDIR(st.st_mode))
-            throw ImageError(path + ": is a folder, not an image file");
-        // A device or FIFO (or a link to one) is refused without being opened: opening some
-        // devices does something (a folder run lists whatever is named like an image).
-        if (!S_ISREG(st.st_mode))
-            if (const std::string why = whyNotARegularFile(path); !why.empty())
-                throw ImageError(why);
-    }
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        throw ImageError(path + ": is a folder, not an image file");
     std::string error;
     const QByteArray bytes = detail::readRegularFile(path, kMaxImageFileBytes, &error);
     if (!error.empty())

@@ -38,6 +38,15 @@ struct Fd {
 } // namespace
 
 int openRegularFile(const std::string& path, int64_t* size, std::string* error) {
+    // What is there is looked at before it is opened: opening some devices does something (a
+    // watchdog arms), and a folder run passes whatever is named like an image. The check on the
+    // open descriptor below stays, for a file swapped in between.
+    struct stat before {};
+    if (::stat(path.c_str(), &before) == 0 && !S_ISREG(before.st_mode) &&
+        !S_ISDIR(before.st_mode)) {
+        *error = path + " " + kindOf(before.st_mode);
+        return -1;
+    }
     // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
     const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) {
