@@ -7,6 +7,8 @@
 
 #include <QApplication>
 #include <QChart>
+#include <QLabel>
+#include <QLineSeries>
 #include <QValueAxis>
 #include <QtTest>
 
@@ -43,6 +45,7 @@ private slots:
     void niceScaleIsBounded_data();
     void niceScaleIsBounded();
     void compareNeverLaysOutManyTicks();
+    void cancelledPassSaysHowFarItGot();
 };
 
 void TestCharts::niceScaleIsBounded_data() {
@@ -123,6 +126,51 @@ void TestCharts::compareNeverLaysOutManyTicks() {
     QVERIFY2(mostTicks <= 12, qPrintable(where));
     // A freeze was minutes of CPU; a chart update is a few milliseconds.
     QVERIFY2(longestCallMs < 100, qPrintable(QString::number(longestCallMs)));
+}
+
+void TestCharts::cancelledPassSaysHowFarItGot() {
+    // Cancelled while the uncached pass streamed its first repeat: its curve shows the tokens
+    // so far, and the line beside it says so instead of "not run".
+    CompareView view;
+    const auto total = [&](const char* name) {
+        auto* label = view.findChild<QLabel*>(name);
+        return label ? label->text() : QString("(no %1)").arg(name);
+    };
+    for (int uncachedTokens : {0, 1, 7}) {
+        view.startComparison(12);
+        RunOutcome cached;
+        cached.pass = 0;
+        cached.useCache = true;
+        for (int s = 0; s < 12; ++s) {
+            view.addStep(0, s, 2.0);
+            cached.result.timings.stepMs.push_back(2.0);
+        }
+        cached.result.timings.totalMs = 24;
+        view.setPassFinished(cached);
+        for (int s = 0; s < uncachedTokens; ++s)
+            view.addStep(1, s, 5.0);
+        view.refresh();
+        CompareOutcome outcome;
+        outcome.cached = cached;
+        outcome.measured.cancelled = true;
+        view.setOutcome(outcome);
+        QVERIFY2(total("cachedTotalLabel").contains("12 tokens"),
+                 qPrintable(total("cachedTotalLabel")));
+        const QString expected = uncachedTokens == 0   ? QString("not run")
+                                 : uncachedTokens == 1 ? QString("cancelled after 1 token")
+                                                       : QString("cancelled after 7 tokens");
+        QCOMPARE(total("uncachedTotalLabel"), expected);
+        QCOMPARE(static_cast<QLineSeries*>(view.chart()->series().at(1))->count(), uncachedTokens);
+    }
+    // Cancelled in the first cached pass: neither line claims a total.
+    view.startComparison(12);
+    for (int s = 0; s < 3; ++s)
+        view.addStep(0, s, 2.0);
+    CompareOutcome outcome;
+    outcome.measured.cancelled = true;
+    view.setOutcome(outcome);
+    QCOMPARE(total("cachedTotalLabel"), QString("cancelled after 3 tokens"));
+    QCOMPARE(total("uncachedTotalLabel"), QString("not run"));
 }
 
 QTEST_MAIN(TestCharts)

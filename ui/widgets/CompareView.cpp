@@ -116,6 +116,7 @@ void CompareView::startComparison(int expectedTokens) {
         m_series[i]->clear();
         m_steps[i].clear();
         m_plotted[i] = 0;
+        m_finished[i] = false;
         m_total[i]->setText(i == 0 ? tr("running…") : tr("waiting"));
     }
     m_maxMs = 0;
@@ -172,6 +173,7 @@ void CompareView::setPassFinished(const RunOutcome& outcome) {
         return;
     // The engine's complete step list replaces what streamed in.
     m_steps[pass] = outcome.result.timings.stepMs;
+    m_finished[pass] = true;
     m_series[pass]->clear();
     m_plotted[pass] = 0;
     m_cumulative->plot(pass, {});
@@ -196,8 +198,15 @@ void CompareView::setOutcome(const CompareOutcome& outcome) {
         m_speedup->setText(QStringLiteral("–"));
         m_note->clear();
         m_verdict->setText(tr("cancelled before both runs finished"));
-        if (outcome.uncached.result.timings.stepMs.empty())
-            m_total[1]->setText(tr("not run"));
+        // A pass cancelled in its first repeat has only what streamed in: its curve so far.
+        for (int i = 0; i < 2; ++i) {
+            const size_t streamed = m_steps[i].size();
+            if (!m_finished[i])
+                m_total[i]->setText(streamed == 0 ? tr("not run")
+                                    : streamed == 1
+                                        ? tr("cancelled after 1 token")
+                                        : tr("cancelled after %1 tokens").arg(streamed));
+        }
         return;
     }
     // Short enough for a 1280x720 window; the legend says which curve is which.

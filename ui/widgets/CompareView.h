@@ -81,6 +81,7 @@ private:
     int m_expectedTokens = 0;
     std::array<std::vector<double>, 2> m_steps;
     std::array<int, 2> m_plotted{};
+    std::array<bool, 2> m_finished{}; // the pass's first repeat ended (its totals are shown)
     double m_maxMs = 0;
 };
 
