@@ -65,8 +65,7 @@ MainActions::MainActions(QWidget* owner) {
                {QKeySequence(QObject::tr("Ctrl+R")), QKeySequence(Qt::CTRL | Qt::Key_Return),
                 QKeySequence(Qt::CTRL | Qt::Key_Enter)},
                runIcon());
-    cancel = make(QObject::tr("&Cancel"), "cancelAction",
-                  QObject::tr("Stop generating (Esc); when nothing runs, Esc clears the region"),
+    cancel = make(QObject::tr("&Cancel"), "cancelAction", QObject::tr("Stop generating (Esc)"),
                   {QKeySequence(Qt::Key_Escape)}, s->standardIcon(QStyle::SP_MediaStop));
     compare = make(QObject::tr("C&ompare Cached vs Uncached"), "compareAction",
                    QObject::tr("Run the same request with and without the KV cache, several "

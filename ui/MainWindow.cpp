@@ -172,13 +172,9 @@ void MainWindow::connectActions() {
     connect(a.copyText, &QAction::triggered, this, &MainWindow::copyResultText);
     connect(a.quit, &QAction::triggered, this, &QWidget::close);
     connect(a.run, &QAction::triggered, this, &MainWindow::startRun);
-    // Esc stops a run; with nothing running it clears the dragged region.
-    connect(a.cancel, &QAction::triggered, this, [this] {
-        if (isRunning())
-            cancelRun();
-        else
-            clearRegion();
-    });
+    // Esc stops a run; with nothing running it clears the dragged region (updateActions gives
+    // the key to one action at a time: two enabled actions sharing it would both go deaf).
+    connect(a.cancel, &QAction::triggered, this, &MainWindow::cancelRun);
     connect(a.compare, &QAction::triggered, this, &MainWindow::startComparison);
     connect(a.clearRegion, &QAction::triggered, this, &MainWindow::clearRegion);
     connect(a.zoomIn, &QAction::triggered, m_view, &ImageView::zoomIn);
@@ -625,8 +621,12 @@ void MainWindow::updateActions() {
     m_actions->run->setEnabled(canRun);
     m_actions->compare->setEnabled(canRun);
     m_panel->setRunState(canRun, running);
-    m_actions->cancel->setEnabled(running || m_region.has_value());
+    // Cancel only stops something: a button that cleared the region instead surprised people.
+    m_actions->cancel->setEnabled(running);
     m_actions->clearRegion->setEnabled(m_region.has_value());
+    const QKeySequence esc(Qt::Key_Escape);
+    m_actions->cancel->setShortcut(running ? esc : QKeySequence());
+    m_actions->clearRegion->setShortcut(running ? QKeySequence() : esc);
     m_actions->exportJson->setEnabled(hasAnswer && !running);
     m_actions->savePng->setEnabled(hasAnswer && !running);
     m_actions->copyText->setEnabled(hasAnswer);

@@ -270,6 +270,21 @@ void TestMainWindow::cancelMidRunWithEscape() {
     QVERIFY(m_w->startRun());
     QTRY_COMPARE_WITH_TIMEOUT(done.count(), 2, kRunTimeoutMs);
     QCOMPARE(done.at(1).at(0).toBool(), false);
+    // With a region dragged, Esc mid-run stops the run and leaves the region; only with
+    // nothing running does it clear the region.
+    m_w->setTask("<REGION_TO_DESCRIPTION>");
+    m_w->setRegion(QRectF(40, 30, 200, 150));
+    setIgnoreEos(true);
+    setSpin("maxTokensSpin", 1024);
+    const int before = tokens.count();
+    QVERIFY(m_w->startRun());
+    QTRY_VERIFY_WITH_TIMEOUT(tokens.count() >= before + 3, kRunTimeoutMs);
+    pressKey(Qt::Key_Escape);
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 3, 30'000);
+    QCOMPARE(done.at(2).at(0).toBool(), true);
+    QVERIFY(m_w->region().has_value());
+    pressKey(Qt::Key_Escape);
+    QTRY_VERIFY(!m_w->region().has_value());
 }
 
 void TestMainWindow::cancelBeforeFirstTokenKeepsResults() {

@@ -11,6 +11,7 @@
 #include <florence/paths.h>
 #include <florence/tasks.h>
 
+#include <QAbstractButton>
 #include <QAction>
 #include <QApplication>
 #include <QChart>
@@ -234,6 +235,9 @@ void TestWindowUsability::regionHintClearAndMessages() {
     QVERIFY(!m_w->imageView()->region().has_value());
     m_w->setTask("<REGION_TO_CATEGORY>");
     QVERIFY(m_w->imageView()->region().has_value());
+    // Cancel stops runs only: with nothing running it is off, even with a region to clear.
+    QVERIFY(!m_w->findChild<QAction*>("cancelAction")->isEnabled());
+    QVERIFY(!child<QAbstractButton>(m_w.get(), "cancelButton")->isEnabled());
     // Esc (nothing running) clears it; so does View > Clear Region.
     pressKey(Qt::Key_Escape);
     QTRY_VERIFY(!m_w->region().has_value());
