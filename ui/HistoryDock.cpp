@@ -30,7 +30,9 @@ HistoryDock::HistoryDock(QMainWindow* window, MainActions* actions) : QObject(wi
 }
 
 bool HistoryDock::load(QString* message) {
-    if (m_history->load())
+    const bool loaded = m_history->load();
+    m_history->follow(); // another window's runs show here too
+    if (loaded)
         return true;
     m_panel->setNote(m_history->loadMessage());
     if (message)

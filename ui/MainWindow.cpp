@@ -563,6 +563,8 @@ void MainWindow::recordRun(const RunOutcome& outcome) {
     r.taskText = m_runTaskText;
     r.region = m_run->answerAskedRegion();
     r.image = m_run->answerImage();
+    r.visionBeforeRunMs = m_latency->encodedBeforeRunMs();
+    r.textEncoderBeforeRunMs = m_latency->promptBeforeRunMs();
     m_historyDock->record(r);
 }
 
@@ -582,6 +584,9 @@ void MainWindow::showHistoryEntry(int row) {
                         : std::nullopt;
     onTaskInputChanged();
     m_run->showRecorded(e.task, e.rawText, e.answer, img.image, e.imageName, e.region);
+    // As the run showed them; the image's own encode (started by setImage) replaces them for
+    // the next run when it ends.
+    m_latency->setEncodedBeforeRun(e.visionBeforeRunMs, e.textEncoderBeforeRunMs);
     const QString when = QLocale().toString(e.time.toLocalTime(), QLocale::ShortFormat);
     m_runView->showRecorded(e.timings,
                             tr("From the history: %1 at %2").arg(taskDisplayName(e.task), when));

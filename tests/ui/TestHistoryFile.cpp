@@ -64,6 +64,8 @@ private slots:
     void initTestCase();
     void init();
     void twoWindowsKeepEachOthersRuns();
+    void aFollowingWindowSeesTheOthersChanges();
+    void encoderTimesBeforeRunAreKept();
     void notAFileIsSetAside_data();
     void notAFileIsSetAside();
     void damagedEntriesAreKeptInABadCopy();
@@ -110,6 +112,55 @@ void TestHistoryFile::twoWindowsKeepEachOthersRuns() {
     QCOMPARE(captions(a).mid(0, 3), (QStringList{"a3", "late", "b2"}));
     QCOMPARE(a.count(), 8);
     QVERIFY(!QFile::exists(m_path + ".lock")); // released after each save
+}
+
+void TestHistoryFile::aFollowingWindowSeesTheOthersChanges() {
+    History a(m_path), b(m_path);
+    QVERIFY(a.load());
+    QVERIFY(b.load());
+    a.follow();
+    QVERIFY(b.add(runDocument("b0")));
+    QTRY_COMPARE(captions(a), QStringList{"b0"});
+    QVERIFY(b.add(runDocument("b1")));
+    QTRY_COMPARE(captions(a), (QStringList{"b1", "b0"}));
+    QVERIFY(b.clear());
+    QTRY_COMPARE(a.count(), 0);
+    // Its own runs as before; and b, not following, sees a's only when it saves.
+    QVERIFY(a.add(runDocument("a0")));
+    QCOMPARE(captions(a), QStringList{"a0"});
+    QTest::qWait(300);
+    QCOMPARE(b.count(), 0);
+}
+
+void TestHistoryFile::encoderTimesBeforeRunAreKept() {
+    // A run that reused the image features and the prompt's encoding made before Run keeps how
+    // long those took; one that ran its encoders itself keeps nothing of the kind.
+    florence::ui::RunOutcome outcome;
+    outcome.task = QStringLiteral("<CAPTION>");
+    outcome.result.text = "</s><s>a pier</s>";
+    florence::ui::HistoryRecord record;
+    record.outcome = &outcome;
+    record.answer = florence::parseAnswer("<CAPTION>", outcome.result.text, 64, 48);
+    record.imageName = QStringLiteral("pier.png");
+    record.visionBeforeRunMs = 812.5;
+    record.textEncoderBeforeRunMs = 31.25;
+    for (bool reused : {false, true}) {
+        outcome.result.timings.featuresReused = outcome.result.timings.promptReused = reused;
+        QString error;
+        const auto e =
+            florence::ui::entryFromDocument(florence::ui::makeHistoryDocument(record), &error);
+        QVERIFY2(e, qPrintable(error));
+        QCOMPARE(e->visionBeforeRunMs, reused ? 812.5 : -1.0);
+        QCOMPARE(e->textEncoderBeforeRunMs, reused ? 31.25 : -1.0);
+    }
+    // A damaged figure is damage, as in the timings.
+    QJsonObject doc = florence::ui::makeHistoryDocument(record);
+    QJsonObject h = doc["history"].toObject();
+    h["vision_before_run_ms"] = -5;
+    doc["history"] = h;
+    QString error;
+    QVERIFY(!florence::ui::entryFromDocument(doc, &error));
+    QVERIFY2(error.contains("vision_before_run_ms"), qPrintable(error));
 }
 
 void TestHistoryFile::notAFileIsSetAside_data() {

@@ -81,6 +81,8 @@ private slots:
     void unscoredItemsAlwaysShow();
     void historySurvivesRestartAndRestores();
     void taskTextAndRegionAreRestored();
+    void encodersRunBeforeRunAreReplayed();
+    void anotherWindowsRunsShowAtOnce();
     void deletedImageGivesNote();
     void boundIsEnforced();
     void clearEmptiesHistory();
@@ -319,6 +321,42 @@ void TestScoresHistory::historySurvivesRestartAndRestores() {
     QTest::qWait(50);
     QCOMPARE(started.count(), 0);
     QVERIFY(!w->isRunning());
+}
+
+void TestScoresHistory::encodersRunBeforeRunAreReplayed() {
+    // The image and the prompt encoded before Run, the run reusing both: replayed from the
+    // history, the latency chart says so with the times it showed, not "reused" without one.
+    auto w = makeWindow();
+    w->setTask("<CAPTION>");
+    QSignalSpy ready(w.get(), &MainWindow::imageReady);
+    QVERIFY(openAndWait(w.get(), scenePath("scene_00.png")));
+    QTRY_VERIFY_WITH_TIMEOUT(ready.count() >= 1, 60'000);
+    child<QSpinBox>(w.get(), "beamsSpin")->setValue(1);
+    QSignalSpy done(w.get(), &MainWindow::runCompleted);
+    QVERIFY(w->startRun());
+    QVERIFY(done.wait(kRunTimeoutMs));
+    const QString vision = child<QLabel>(w.get(), "visionLabel")->text();
+    const QString text = child<QLabel>(w.get(), "textEncoderLabel")->text();
+    QVERIFY2(vision.endsWith(" on open"), qPrintable(vision));
+    QVERIFY2(text.endsWith(" before Run"), qPrintable(text));
+    QVERIFY(openAndWait(w.get(), scenePath("scene_01.png")));
+    auto* list = child<QListView>(w.get(), "historyList");
+    QTest::mouseClick(list->viewport(), Qt::LeftButton, {},
+                      list->visualRect(list->model()->index(0, 0)).center());
+    QCOMPARE(w->imagePath(), QFileInfo(scenePath("scene_00.png")).absoluteFilePath());
+    QCOMPARE(child<QLabel>(w.get(), "visionLabel")->text(), vision);
+    QCOMPARE(child<QLabel>(w.get(), "textEncoderLabel")->text(), text);
+}
+
+void TestScoresHistory::anotherWindowsRunsShowAtOnce() {
+    // Two windows: a run finished in one is listed in the other's History without a run there.
+    auto a = makeWindow();
+    auto b = makeWindow();
+    QVERIFY(runTask(a.get(), scenePath("scene_00.png"), "<CAPTION>"));
+    QCOMPARE(a->history()->count(), 1);
+    QTRY_COMPARE(b->history()->count(), 1);
+    QCOMPARE(child<QListView>(b.get(), "historyList")->model()->rowCount(), 1);
+    QCOMPARE(b->history()->entry(0).rawText, a->history()->entry(0).rawText);
 }
 
 void TestScoresHistory::taskTextAndRegionAreRestored() {

@@ -12,6 +12,7 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QFileSystemWatcher>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QLocale>
@@ -21,6 +22,8 @@
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
+
+#include <sys/stat.h>
 
 namespace florence::ui {
 
@@ -33,6 +36,11 @@ constexpr int kFormatVersion = 1;
 constexpr qint64 kMaxFileBytes = 64ll << 20;
 // How long a window waits for another one that is saving the history.
 constexpr int kLockWaitMs = 5000;
+// The longest time a document may record (a day): a larger one is damage.
+constexpr double kMaxRecordedMs = 86'400'000;
+// follow(): how long the folder must be quiet before the file is read again (a save writes a
+// lock file, a temporary file and renames it: one read for all of it).
+constexpr int kRereadDelayMs = 150;
 
 // Why `lock` (the history's PATH.lock) was not taken: another window holds it, or it could not
 // be made at all (a full disk, a folder that is not writable), which is not another window's doing.
@@ -153,19 +161,18 @@ public:
 
 Timings readTimings(Reader& r, const QJsonObject& doc) {
     const QJsonObject t = r.object(doc, "timings");
-    constexpr double kDay = 86'400'000;
     Timings out;
-    out.preprocessMs = r.number(t, "preprocess_ms", 0, kDay);
-    out.visionMs = r.number(t, "vision_ms", 0, kDay);
-    out.textEncoderMs = r.number(t, "text_encoder_ms", 0, kDay);
-    out.firstTokenMs = r.number(t, "first_token_ms", 0, kDay);
-    out.decodeMs = r.number(t, "decode_ms", 0, kDay);
-    out.totalMs = r.number(t, "total_ms", 0, kDay);
+    out.preprocessMs = r.number(t, "preprocess_ms", 0, kMaxRecordedMs);
+    out.visionMs = r.number(t, "vision_ms", 0, kMaxRecordedMs);
+    out.textEncoderMs = r.number(t, "text_encoder_ms", 0, kMaxRecordedMs);
+    out.firstTokenMs = r.number(t, "first_token_ms", 0, kMaxRecordedMs);
+    out.decodeMs = r.number(t, "decode_ms", 0, kMaxRecordedMs);
+    out.totalMs = r.number(t, "total_ms", 0, kMaxRecordedMs);
     out.featuresReused = t.value(QLatin1String("features_reused")).toBool();
     out.promptReused = t.value(QLatin1String("prompt_reused")).toBool();
     out.stepMs = r.numbers(t, "step_ms", kMaxSteps);
     for (double ms : out.stepMs)
-        if (ms < 0 || ms > kDay)
+        if (ms < 0 || ms > kMaxRecordedMs)
             r.fail(QStringLiteral("\"step_ms\" holds a negative or huge time"));
     return out;
 }
@@ -197,6 +204,9 @@ void readHistoryObject(Reader& r, const QJsonObject& doc, HistoryEntry* e) {
         else
             r.fail(QStringLiteral("\"region\" is not four numbers"));
     }
+    e->visionBeforeRunMs = r.number(h, "vision_before_run_ms", 0, kMaxRecordedMs, -1, false);
+    e->textEncoderBeforeRunMs =
+        r.number(h, "text_encoder_before_run_ms", 0, kMaxRecordedMs, -1, false);
     const QString thumb = h.value(QLatin1String("thumbnail")).toString();
     if (!thumb.isEmpty() && thumb.size() <= kMaxThumbnailChars) {
         const QImage t = QImage::fromData(QByteArray::fromBase64(thumb.toLatin1()), "JPEG");
@@ -230,6 +240,12 @@ QJsonObject makeHistoryDocument(const HistoryRecord& record) {
                   {"task_text", record.taskText}};
     if (record.region)
         h[QStringLiteral("region")] = boxJson(*record.region);
+    // Replayed, the latency chart says the encoders ran before Run and how long they took.
+    const Timings& t = record.outcome->result.timings;
+    if (t.featuresReused && record.visionBeforeRunMs >= 0)
+        h[QStringLiteral("vision_before_run_ms")] = record.visionBeforeRunMs;
+    if (t.promptReused && record.textEncoderBeforeRunMs >= 0)
+        h[QStringLiteral("text_encoder_before_run_ms")] = record.textEncoderBeforeRunMs;
     if (record.image)
         h[QStringLiteral("thumbnail")] = thumbnailBase64(*record.image);
     doc[QStringLiteral("history")] = h;
@@ -326,6 +342,42 @@ RecordedImage recordedImage(const HistoryEntry& e) {
 History::History(QString path, int maxEntries, QObject* parent)
     : QAbstractListModel(parent), m_path(std::move(path)), m_maxEntries(std::max(1, maxEntries)) {
     setObjectName(QStringLiteral("history"));
+}
+
+void History::follow() {
+    if (m_reread)
+        return;
+    m_reread = new QTimer(this);
+    m_reread->setSingleShot(true);
+    m_reread->setInterval(kRereadDelayMs);
+    connect(m_reread, &QTimer::timeout, this, &History::rereadIfChanged);
+    // The folder, not the file: every save replaces the file by a rename, which ends a watch on
+    // the file itself.
+    const QString folder = QFileInfo(m_path).absolutePath();
+    QDir().mkpath(folder);
+    auto* watcher = new QFileSystemWatcher(this);
+    watcher->addPath(folder);
+    connect(watcher, &QFileSystemWatcher::directoryChanged, m_reread, qOverload<>(&QTimer::start));
+}
+
+QString History::fileStamp() const {
+    struct stat st {};
+    if (::stat(QFile::encodeName(m_path).constData(), &st) != 0)
+        return {};
+    return QStringLiteral("%1:%2:%3.%4")
+        .arg(st.st_ino)
+        .arg(st.st_size)
+        .arg(st.st_mtim.tv_sec)
+        .arg(st.st_mtim.tv_nsec);
+}
+
+void History::rereadIfChanged() {
+    const QString stamp = fileStamp();
+    if (stamp == m_seenStamp)
+        return; // this window's own save, or a file beside it
+    // Saves are whole-file renames: what is read is one window's complete save, no lock needed.
+    mergeFromDisk();
+    m_seenStamp = stamp;
 }
 
 QString History::defaultPath() {
@@ -461,6 +513,7 @@ bool History::load() {
     }
     m_entries = decode(file, &m_loadMessage);
     endResetModel();
+    m_seenStamp = fileStamp();
     return m_loadMessage.isEmpty();
 }
 
@@ -575,8 +628,8 @@ bool History::restore(const QList<QJsonObject>& documents, QString* error) {
     QLockFile lock(m_path + QStringLiteral(".lock"));
     if (!lock.tryLock(kLockWaitMs)) {
         if (error)
-            *error = tr("Cannot restore the history in %1: another window keeps it locked (%2).")
-                         .arg(QDir::toNativeSeparators(m_path), m_path + ".lock");
+            *error = tr("Cannot restore the history in %1: %2.")
+                         .arg(QDir::toNativeSeparators(m_path), whyNotLocked(lock, m_path));
         return false;
     }
     mergeFromDisk();
@@ -616,6 +669,7 @@ bool History::save(QString* error) {
     // Written whole to a temporary file and renamed: a crash or a full disk keeps the old one.
     try {
         writeFileAtomically(m_path.toStdString(), bytes);
+        m_seenStamp = fileStamp();
     } catch (const Error& e) {
         if (error)
             *error = tr("Cannot save the history to %1: %2")

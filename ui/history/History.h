@@ -27,6 +27,7 @@
 #include <QImage>
 #include <QJsonObject>
 #include <QString>
+#include <QTimer>
 
 #include <memory>
 #include <optional>
@@ -55,6 +56,9 @@ struct HistoryEntry {
     std::string rawText;
     ParsedAnswer answer; // the parser's answer, with the run's scores
     Timings timings;
+    // The encoders' times when they ran before Run (on opening the image, on choosing the task)
+    // and the run reused their output; < 0 when it did not, or in older entries.
+    double visionBeforeRunMs = -1, textEncoderBeforeRunMs = -1;
     QImage thumbnail; // null when the document has none
 
     // The answer's first words, without the model's tokens ("A red circle and…").
@@ -74,6 +78,9 @@ struct HistoryRecord {
     std::optional<Box> region;
     std::shared_ptr<const RgbImage> image; // for the thumbnail
     QDateTime time = QDateTime::currentDateTimeUtc();
+    // What the latency chart showed for encoders run before Run (< 0: they were not); kept
+    // only when the run reused their output.
+    double visionBeforeRunMs = -1, textEncoderBeforeRunMs = -1;
 };
 
 // The entry's document: the answer document plus the "history" object.
@@ -104,6 +111,10 @@ public:
     // history.json in the app's data folder (QStandardPaths::AppDataLocation).
     static QString defaultPath();
     QString path() const { return m_path; }
+
+    // Follows the file from now on: runs another window records (or a history it clears) show
+    // here within a moment, without a run of this window's own.
+    void follow();
 
     // Reads the file. False when it could not be read or some entries were damaged:
     // loadMessage() says what happened. An unreadable file (not JSON, a FIFO, a device, larger
@@ -141,6 +152,9 @@ public:
 
 private:
     bool save(QString* error);
+    // The file's identity and size now, to tell whether another window has replaced it.
+    QString fileStamp() const;
+    void rereadIfChanged();
     // Under the lock: the file's entries replace this window's list when another window
     // changed it.
     void mergeFromDisk();
@@ -151,6 +165,8 @@ private:
     int m_maxEntries;
     std::vector<std::unique_ptr<HistoryEntry>> m_entries;
     QString m_loadMessage;
+    QString m_seenStamp;        // fileStamp() when this window last read or wrote the file
+    QTimer* m_reread = nullptr; // follow(): a moment after the folder changed
 };
 
 } // namespace florence::ui

@@ -45,6 +45,8 @@ public:
         m_encodedBeforeRunMs = visionMs;
         m_promptBeforeRunMs = textEncoderMs;
     }
+    double encodedBeforeRunMs() const { return m_encodedBeforeRunMs; }
+    double promptBeforeRunMs() const { return m_promptBeforeRunMs; }
 
     int pointCount() const;
     QChart* chart() const { return m_chart; }
