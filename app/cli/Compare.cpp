@@ -94,6 +94,7 @@ int runCompare(int argc, char** argv) {
         throw UsageError("--repeats must be at least 1");
     const std::string image = a.positional[0];
     const TaskRequest task = taskRequest(a); // before loading anything
+    generationSettings(a);                   // wrong numbers, before the image is decoded
     CompareParams params;
     params.request.image = std::make_shared<const RgbImage>(loadImage(image, decodeOptions(a)));
     params.request.prompt =

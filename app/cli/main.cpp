@@ -371,6 +371,7 @@ int cmdRun(int argc, char** argv) {
     if (batchSize < 1)
         throw UsageError("--batch-size must be at least 1");
     const florence::TaskRequest task = florence::cli::taskRequest(a); // before loading anything
+    florence::cli::generationSettings(a); // wrong numbers, before an image is decoded
     if (a.has("json") && a.has("jsonl"))
         throw UsageError("--json and --jsonl exclude each other");
     if (paths.size() > 1)

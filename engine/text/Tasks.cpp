@@ -205,7 +205,7 @@ std::string regionToLocTokens(const Box& box, int imageWidth, int imageHeight) {
     if (!(x2 > x1) || !(y2 > y1))
         throw TaskError("the region is empty once clipped to the " + std::to_string(imageWidth) +
                         "x" + std::to_string(imageHeight) +
-                        " image: draw a box that covers part of the image");
+                        " image: it must cover part of the image");
     return "<loc_" + std::to_string(pixelToBin(x1, imageWidth)) + "><loc_" +
            std::to_string(pixelToBin(y1, imageHeight)) + "><loc_" +
            std::to_string(pixelToBin(x2, imageWidth)) + "><loc_" +
@@ -269,7 +269,7 @@ std::string buildPrompt(const TaskRequest& request, int imageWidth, int imageHei
             throw TaskError(task.token + " takes no text, but got " + quoted(request.text) +
                             ": remove the text or pick a task that uses it");
         if (request.region)
-            throw TaskError(task.token + " takes no region: remove the box or pick a region task");
+            throw TaskError(task.token + " takes no region: leave it out or pick a region task");
         return task.promptFormat;
     }
 
@@ -291,7 +291,7 @@ std::string buildPrompt(const TaskRequest& request, int imageWidth, int imageHei
     if (task.input == TaskInput::Text) {
         if (request.region)
             throw TaskError(task.token + " takes a " + task.inputLabel +
-                            ", not a region: remove the box");
+                            ", not a region: leave the region out");
         // Passed verbatim, as the original does (it does not trim), so prompts match it.
         return formatPrompt(task.promptFormat, request.text);
     }
@@ -299,7 +299,7 @@ std::string buildPrompt(const TaskRequest& request, int imageWidth, int imageHei
     if (request.region) {
         if (hasText)
             throw TaskError(task.token +
-                            " got both a box and text: pass the region one way, not both");
+                            " got both a region and text: pass the region one way, not both");
         return formatPrompt(task.promptFormat,
                             regionToLocTokens(*request.region, imageWidth, imageHeight));
     }

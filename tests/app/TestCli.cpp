@@ -553,6 +553,13 @@ void TestCli::badArguments_data() {
                                   << 1 << "empty";
     QTest::newRow("no beams") << QStringList{"run", "--image", pier, "--beams", "0"} << 2
                               << "--beams must be between 1 and 16, not 0";
+    // Refused before anything is read: a missing image is not what the user is told first.
+    QTest::newRow("no beams, before the image")
+        << QStringList{"run", "--image", "/nonexistent/photo.png", "--beams", "0"} << 2
+        << "--beams must be between 1 and 16, not 0";
+    QTest::newRow("compare: no new tokens, before the image")
+        << QStringList{"compare", "/nonexistent/photo.png", "--max-new-tokens", "0"} << 2
+        << "--max-new-tokens must be at least 1, not 0";
     QTest::newRow("too many beams")
         << QStringList{"batch", "--dir", kSamples, "--task", "<OD>", "--beams", "17"} << 2
         << "--beams must be between 1 and 16, not 17";

@@ -248,7 +248,8 @@ void TestTasks::refusals_data() {
         << "<REGION_TO_DESCRIPTION>"
         << "<loc_1><loc_2><loc_3><loc_4> please" << none << "is not four <loc_N> tokens";
     QTest::newRow("box and text") << "<REGION_TO_DESCRIPTION>"
-                                  << "<loc_1><loc_2><loc_3><loc_4>" << box << "both a box and text";
+                                  << "<loc_1><loc_2><loc_3><loc_4>" << box
+                                  << "both a region and text";
     QTest::newRow("caption with text") << "<CAPTION>"
                                        << "a dog" << none << "<CAPTION> takes no text";
     QTest::newRow("od with text") << "<OD>"
