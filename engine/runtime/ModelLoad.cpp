@@ -4,6 +4,7 @@
 
 #include "KernelPath.h"
 #include "Ops.h"
+#include "PackCache.h"
 #include "decoding/NativeStep.h"
 #include "package/CancellableFile.h"
 #include "package/CodeCheck.h"
@@ -327,7 +328,12 @@ void Model::Impl::shareParameters() const {
 }
 
 Model::Model() : m_impl(std::make_unique<Impl>()) {}
-Model::~Model() = default;
+Model::~Model() {
+    m_impl.reset();
+    // The operators' packed weights of this model (int8 encoders, convolutions) go with it,
+    // not at the next call of the same operator, which another precision may never make.
+    ops::dropReleasedPacks();
+}
 
 namespace {
 
