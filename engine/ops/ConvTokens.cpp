@@ -136,22 +136,24 @@ at::Tensor convTokens(const at::Tensor& x, int64_t h, int64_t w, const at::Tenso
             const int64_t tiles = (taskRows + kConvTileRows - 1) / kConvTileRows;
             // Gather: tile t's patch r is output position row0 + t * kConvTileRows + r, its
             // elements interleaved with the tile's other patches.
-            std::fill(patches.begin(), patches.begin() + tiles * kConvTileRows * k, 0.0f);
-            for (int64_t i = 0; i < taskRows; ++i) {
+            // Taps in the padding and the last tile's rows past the end are zeros; only they
+            // are written as such (the buffer is reused from task to task).
+            for (int64_t i = 0; i < tiles * kConvTileRows; ++i) {
                 const int64_t row = row0 + i, image = row / (h2 * w2), pos = row % (h2 * w2);
                 const int64_t oy = pos / w2, ox = pos % w2;
                 float* tile = patches.data() + (i / kConvTileRows) * kConvTileRows * k;
                 const int64_t r = i % kConvTileRows;
                 for (int64_t ky = 0; ky < kh; ++ky) {
                     const int64_t iy = oy * stride - padding + ky;
-                    if (iy < 0 || iy >= h)
-                        continue;
                     for (int64_t kx = 0; kx < kw; ++kx) {
                         const int64_t ix = ox * stride - padding + kx;
-                        if (ix < 0 || ix >= w)
-                            continue;
-                        const float* src = xp + ((image * h + iy) * w + ix) * c;
                         float* dst = tile + ((ky * kw + kx) * c) * kConvTileRows + r;
+                        if (i >= taskRows || iy < 0 || iy >= h || ix < 0 || ix >= w) {
+                            for (int64_t ch = 0; ch < c; ++ch)
+                                dst[ch * kConvTileRows] = 0.0f;
+                            continue;
+                        }
+                        const float* src = xp + ((image * h + iy) * w + ix) * c;
                         for (int64_t ch = 0; ch < c; ++ch)
                             dst[ch * kConvTileRows] = src[ch];
                     }

@@ -22,6 +22,15 @@
 
 namespace {
 
+// What `run` returns with LibTorch's pool held to one thread.
+template <class Run> at::Tensor onOneThread(const Run& run) {
+    const int threads = at::get_num_threads();
+    at::set_num_threads(1);
+    at::Tensor alone = run();
+    at::set_num_threads(threads);
+    return alone;
+}
+
 using florence::ops::KernelPath;
 using florence::test::kPaths;
 using florence::test::OnPath;
@@ -175,11 +184,8 @@ void TestConvTokens::convMatchesLibTorch() {
     // thread (LibTorch's convolution need not be).
     if (KernelPath(path) == KernelPath::Torch)
         return;
-    const int threads = at::get_num_threads();
-    at::set_num_threads(1);
-    const at::Tensor alone = convTokens(x, h, w, weight, b, stride, padding);
-    at::set_num_threads(threads);
-    QVERIFY(at::equal(got, alone));
+    QVERIFY(at::equal(
+        got, onOneThread([&] { return convTokens(x, h, w, weight, b, stride, padding); })));
 }
 
 void TestConvTokens::convOfManyTilesNonSquareAndStrided() {
@@ -205,11 +211,8 @@ void TestConvTokens::convOfManyTilesNonSquareAndStrided() {
                                             .arg(err)));
         if (path == KernelPath::Torch)
             continue;
-        const int threads = at::get_num_threads();
-        at::set_num_threads(1);
-        const at::Tensor alone = convTokens(x, h, w, weight, bias, 2, 1);
-        at::set_num_threads(threads);
-        QVERIFY(at::equal(got, alone));
+        QVERIFY(
+            at::equal(got, onOneThread([&] { return convTokens(x, h, w, weight, bias, 2, 1); })));
     }
 }
 
@@ -304,11 +307,7 @@ void TestConvTokens::dwMatchesLibTorch() {
     QVERIFY2(err < 1e-6, qPrintable(QString("relative error %1 against LibTorch").arg(err)));
     if (KernelPath(path) == KernelPath::Torch)
         return;
-    const int threads = at::get_num_threads();
-    at::set_num_threads(1);
-    const at::Tensor alone = residualDwconv(x, h, w, weight, b);
-    at::set_num_threads(threads);
-    QVERIFY(at::equal(got, alone));
+    QVERIFY(at::equal(got, onOneThread([&] { return residualDwconv(x, h, w, weight, b); })));
 }
 
 void TestConvTokens::dwRefusesMismatchedShapes() {
