@@ -6,22 +6,21 @@ namespace florence::ops {
 
 namespace {
 
-using Sweep = size_t (*)(bool drop);
-
 std::mutex g_sweepsMutex;
-std::vector<Sweep>& sweeps() {
-    static std::vector<Sweep> all;
-    return all;
+// Never destroyed: a model released during the program's exit still finds it.
+std::vector<detail::PackSweep>& sweeps() {
+    static auto* all = new std::vector<detail::PackSweep>;
+    return *all;
 }
 
-size_t sweepAll(bool drop) {
-    std::vector<Sweep> all;
+size_t sweepAll(const WeightSet* drop) {
+    std::vector<detail::PackSweep> all;
     {
         std::lock_guard<std::mutex> lock(g_sweepsMutex);
         all = sweeps();
     }
     size_t held = 0;
-    for (Sweep sweep : all)
+    for (detail::PackSweep sweep : all)
         held += sweep(drop);
     return held;
 }
@@ -30,19 +29,19 @@ size_t sweepAll(bool drop) {
 
 namespace detail {
 
-void registerPackSweep(Sweep sweep) {
+void registerPackSweep(PackSweep sweep) {
     std::lock_guard<std::mutex> lock(g_sweepsMutex);
     sweeps().push_back(sweep);
 }
 
 } // namespace detail
 
-size_t dropReleasedPacks() {
-    return sweepAll(true);
+size_t dropPacks(const WeightSet& weights) {
+    return sweepAll(&weights);
 }
 
 size_t packedFormsHeld() {
-    return sweepAll(false);
+    return sweepAll(nullptr);
 }
 
 } // namespace florence::ops

@@ -329,10 +329,24 @@ void Model::Impl::shareParameters() const {
 
 Model::Model() : m_impl(std::make_unique<Impl>()) {}
 Model::~Model() {
-    m_impl.reset();
     // The operators' packed weights of this model (int8 encoders, convolutions) go with it,
-    // not at the next call of the same operator, which another precision may never make.
-    ops::dropReleasedPacks();
+    // not at the next call of the same operator, which another precision may never make. Named
+    // by the model's tensors, while they live: oneDNN's packed form holds its weight, which
+    // would never be gone.
+    ops::WeightSet weights;
+    if (m_impl)
+        for (const torch::jit::Module* m :
+             {&m_impl->vision, &m_impl->textEncoder, &m_impl->decoder})
+            try {
+                for (const auto& a : m->named_attributes(/*recurse=*/true))
+                    if (a.value.isTensor())
+                        weights.insert(a.value.toTensor().unsafeGetTensorImpl());
+            } catch (const c10::Error&) {
+                // A module a failed load never filled.
+            }
+    ops::dropPacks(weights);
+    m_impl.reset();
+    ops::dropPacks(); // and what only the modules still held
 }
 
 namespace {
