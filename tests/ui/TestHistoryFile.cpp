@@ -11,6 +11,7 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QItemSelectionModel>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QLockFile>
@@ -121,15 +122,31 @@ void TestHistoryFile::aFollowingWindowSeesTheOthersChanges() {
     a.follow();
     QVERIFY(b.add(runDocument("b0")));
     QTRY_COMPARE(captions(a), QStringList{"b0"});
+    // A run recorded elsewhere comes in as a row above, so what is selected stays selected.
+    QItemSelectionModel selection(&a);
+    selection.select(a.index(0, 0), QItemSelectionModel::ClearAndSelect);
     QVERIFY(b.add(runDocument("b1")));
     QTRY_COMPARE(captions(a), (QStringList{"b1", "b0"}));
+    QCOMPARE(selection.selectedRows().size(), 1);
+    QCOMPARE(selection.selectedRows().at(0).row(), 1);
     QVERIFY(b.clear());
     QTRY_COMPARE(a.count(), 0);
-    // Its own runs as before; and b, not following, sees a's only when it saves.
     QVERIFY(a.add(runDocument("a0")));
     QCOMPARE(captions(a), QStringList{"a0"});
-    QTest::qWait(300);
-    QCOMPARE(b.count(), 0);
+    // A file this window cannot use is only read when following: left where it is, untouched,
+    // for the next save to set aside under the lock.
+    const QByteArray garbage = "{ not json";
+    {
+        QFile f(m_path + ".tmp");
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(garbage);
+    }
+    QVERIFY(QFile::remove(m_path));
+    QVERIFY(QFile::rename(m_path + ".tmp", m_path));
+    QTest::qWait(600);
+    QCOMPARE(captions(a), QStringList{"a0"});
+    QCOMPARE(readAll(m_path), garbage);
+    QVERIFY(!QFile::exists(m_path + ".bad"));
 }
 
 void TestHistoryFile::encoderTimesBeforeRunAreKept() {

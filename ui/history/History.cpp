@@ -344,42 +344,6 @@ History::History(QString path, int maxEntries, QObject* parent)
     setObjectName(QStringLiteral("history"));
 }
 
-void History::follow() {
-    if (m_reread)
-        return;
-    m_reread = new QTimer(this);
-    m_reread->setSingleShot(true);
-    m_reread->setInterval(kRereadDelayMs);
-    connect(m_reread, &QTimer::timeout, this, &History::rereadIfChanged);
-    // The folder, not the file: every save replaces the file by a rename, which ends a watch on
-    // the file itself.
-    const QString folder = QFileInfo(m_path).absolutePath();
-    QDir().mkpath(folder);
-    auto* watcher = new QFileSystemWatcher(this);
-    watcher->addPath(folder);
-    connect(watcher, &QFileSystemWatcher::directoryChanged, m_reread, qOverload<>(&QTimer::start));
-}
-
-QString History::fileStamp() const {
-    struct stat st {};
-    if (::stat(QFile::encodeName(m_path).constData(), &st) != 0)
-        return {};
-    return QStringLiteral("%1:%2:%3.%4")
-        .arg(st.st_ino)
-        .arg(st.st_size)
-        .arg(st.st_mtim.tv_sec)
-        .arg(st.st_mtim.tv_nsec);
-}
-
-void History::rereadIfChanged() {
-    const QString stamp = fileStamp();
-    if (stamp == m_seenStamp)
-        return; // this window's own save, or a file beside it
-    // Saves are whole-file renames: what is read is one window's complete save, no lock needed.
-    mergeFromDisk();
-    m_seenStamp = stamp;
-}
-
 QString History::defaultPath() {
     return QDir(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation))
         .filePath(QStringLiteral("history.json"));
@@ -448,8 +412,8 @@ QString damagedNote(const QString& path, int damaged, const QString& firstError,
 
 } // namespace
 
-std::vector<std::unique_ptr<HistoryEntry>> History::decode(const HistoryFile& file,
-                                                           QString* note) const {
+std::vector<std::unique_ptr<HistoryEntry>> History::decode(const HistoryFile& file, QString* note,
+                                                           bool keepBadCopy) const {
     std::vector<std::unique_ptr<HistoryEntry>> entries;
     int damaged = 0;
     QString firstError;
@@ -470,7 +434,9 @@ std::vector<std::unique_ptr<HistoryEntry>> History::decode(const HistoryFile& fi
         }
         entries.push_back(std::make_unique<HistoryEntry>(std::move(*e)));
     }
-    if (damaged > 0) {
+    if (damaged > 0 && !keepBadCopy) {
+        *note = damagedNote(m_path, damaged, firstError, false);
+    } else if (damaged > 0) {
         // Not silently dropped: the next save leaves them out, so the file is kept as it was.
         bool copied = false;
         try {
@@ -511,10 +477,91 @@ bool History::load() {
         endResetModel();
         return false;
     }
-    m_entries = decode(file, &m_loadMessage);
+    m_entries = decode(file, &m_loadMessage, true);
     endResetModel();
     m_seenStamp = fileStamp();
     return m_loadMessage.isEmpty();
+}
+
+void History::follow() {
+    if (m_reread)
+        return;
+    m_reread = new QTimer(this);
+    m_reread->setSingleShot(true);
+    m_reread->setInterval(kRereadDelayMs);
+    connect(m_reread, &QTimer::timeout, this, &History::rereadIfChanged);
+    // The folder, not the file: every save replaces the file by a rename, which ends a watch on
+    // the file itself.
+    const QString folder = QFileInfo(m_path).absolutePath();
+    QDir().mkpath(folder);
+    auto* watcher = new QFileSystemWatcher(this);
+    watcher->addPath(folder);
+    connect(watcher, &QFileSystemWatcher::directoryChanged, m_reread, qOverload<>(&QTimer::start));
+}
+
+QString History::fileStamp() const {
+    struct stat st {};
+    if (::stat(QFile::encodeName(m_path).constData(), &st) != 0)
+        return {};
+    // The change time too: a save of the same size within the file system's time resolution
+    // may reuse the inode of the file it replaced.
+    return QStringLiteral("%1:%2:%3.%4:%5.%6")
+        .arg(st.st_ino)
+        .arg(st.st_size)
+        .arg(st.st_mtim.tv_sec)
+        .arg(st.st_mtim.tv_nsec)
+        .arg(st.st_ctim.tv_sec)
+        .arg(st.st_ctim.tv_nsec);
+}
+
+void History::rereadIfChanged() {
+    const QString stamp = fileStamp();
+    if (stamp == m_seenStamp)
+        return; // this window's own save, or a file beside it
+    // Saves are whole-file renames: what is read is one window's complete save, no lock needed.
+    // Only read: a file this window cannot use (damaged, or another version's) is left as it
+    // is for the next save, which decides under the lock.
+    const HistoryFile file = readHistoryFile(m_path);
+    if (!file.exists || !file.problem.isEmpty())
+        return;
+    QString note;
+    std::vector<std::unique_ptr<HistoryEntry>> onDisk = decode(file, &note, false);
+    if (!note.isEmpty())
+        return;
+    m_seenStamp = stamp;
+    replaceEntries(std::move(onDisk));
+}
+
+void History::replaceEntries(std::vector<std::unique_ptr<HistoryEntry>> entries) {
+    const auto same = [&](size_t disk, size_t shown) {
+        return entries[disk]->document == m_entries[shown]->document;
+    };
+    // Runs recorded elsewhere come in at the top and the oldest may go at the bottom: as rows
+    // inserted and removed, so the list keeps its selection and scroll position.
+    size_t added = 0;
+    while (added < entries.size() && (m_entries.empty() || !same(added, 0)))
+        ++added;
+    const size_t kept = entries.size() - added;
+    bool onTop = kept <= m_entries.size();
+    for (size_t i = 0; onTop && i < kept; ++i)
+        onTop = same(added + i, i);
+    if (!onTop) {
+        beginResetModel();
+        m_entries = std::move(entries);
+        endResetModel();
+        return;
+    }
+    if (kept < m_entries.size()) {
+        beginRemoveRows(QModelIndex(), int(kept), count() - 1);
+        m_entries.resize(kept);
+        endRemoveRows();
+    }
+    if (added > 0) {
+        beginInsertRows(QModelIndex(), 0, int(added) - 1);
+        m_entries.insert(m_entries.begin(), std::make_move_iterator(entries.begin()),
+                         std::make_move_iterator(entries.begin() + std::ptrdiff_t(added)));
+        endInsertRows();
+    }
 }
 
 int History::rowCount(const QModelIndex& parent) const {
@@ -589,15 +636,7 @@ void History::mergeFromDisk() {
         return;
     }
     QString note;
-    std::vector<std::unique_ptr<HistoryEntry>> onDisk = decode(file, &note);
-    bool same = onDisk.size() == m_entries.size();
-    for (size_t i = 0; same && i < onDisk.size(); ++i)
-        same = onDisk[i]->document == m_entries[i]->document;
-    if (same)
-        return;
-    beginResetModel();
-    m_entries = std::move(onDisk);
-    endResetModel();
+    replaceEntries(decode(file, &note, true));
     if (!note.isEmpty())
         m_loadMessage = note;
 }
@@ -680,11 +719,16 @@ bool History::save(QString* error) {
 }
 
 void History::exportEntries(const QList<int>& rows, const QString& path) const {
+    QList<QJsonObject> chosen;
+    for (int row : rows)
+        if (row >= 0 && row < count())
+            chosen << entry(row).document;
+    exportDocuments(chosen, path);
+}
+
+void History::exportDocuments(const QList<QJsonObject>& documents, const QString& path) {
     QJsonArray docs;
-    for (int row : rows) {
-        if (row < 0 || row >= count())
-            continue;
-        QJsonObject doc = entry(row).document;
+    for (QJsonObject doc : documents) {
         QJsonObject h = doc.value(QLatin1String("history")).toObject();
         h.remove(QStringLiteral("thumbnail"));
         doc[QStringLiteral("history")] = h;

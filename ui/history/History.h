@@ -149,6 +149,9 @@ public:
     // The documents of `rows` (without thumbnails) as a JSON array, written whole or not at
     // all. Throws florence::Error naming the file when it cannot be written.
     void exportEntries(const QList<int>& rows, const QString& path) const;
+    // The same for documents taken from entries earlier (rows move when another window records
+    // a run meanwhile).
+    static void exportDocuments(const QList<QJsonObject>& documents, const QString& path);
 
 private:
     bool save(QString* error);
@@ -156,9 +159,15 @@ private:
     QString fileStamp() const;
     void rereadIfChanged();
     // Under the lock: the file's entries replace this window's list when another window
-    // changed it.
+    // changed it; a damaged file is set aside, damaged entries are copied to "<path>.bad".
     void mergeFromDisk();
-    std::vector<std::unique_ptr<HistoryEntry>> decode(const HistoryFile& file, QString* note) const;
+    // `entries` become the list: rows inserted at the top and removed at the bottom when that
+    // is the change (the view keeps its selection), else a reset.
+    void replaceEntries(std::vector<std::unique_ptr<HistoryEntry>> entries);
+    // The file's entries; `note` says which were damaged, and with `keepBadCopy` the file as it
+    // was is copied to "<path>.bad".
+    std::vector<std::unique_ptr<HistoryEntry>> decode(const HistoryFile& file, QString* note,
+                                                      bool keepBadCopy) const;
     const HistoryEntry* find(const QJsonObject& document) const;
 
     QString m_path;

@@ -133,6 +133,10 @@ bool HistoryPanel::exportSelected() {
         setNote(tr("Select the runs to export first."));
         return false;
     }
+    // Taken now: while the dialog is open another window may record a run, which moves the rows.
+    QList<QJsonObject> documents;
+    for (int row : rows)
+        documents << m_history->entry(row).document;
     const QString folder = m_exportFolder.isEmpty() ? QDir::homePath() : m_exportFolder;
     const QString suggested = QDir(folder).filePath(QStringLiteral("florence-history.json"));
     const QString path = m_chooser ? m_chooser(suggested)
@@ -142,7 +146,7 @@ bool HistoryPanel::exportSelected() {
         return false;
     m_exportFolder = QFileInfo(path).absolutePath();
     try {
-        m_history->exportEntries(rows, path);
+        History::exportDocuments(documents, path);
     } catch (const std::exception& e) {
         setNote(QString::fromStdString(e.what()));
         return false;
