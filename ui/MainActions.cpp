@@ -74,6 +74,8 @@ MainActions::MainActions(QWidget* owner) {
                    s->standardIcon(QStyle::SP_BrowserReload));
     clearRegion = make(QObject::tr("Clear &Region"), "clearRegionAction",
                        QObject::tr("Remove the rectangle dragged on the image (Esc)"));
+    // Esc moves between Cancel and Clear Region (MainWindow::updateActions): both window-wide.
+    owner->addAction(clearRegion);
     zoomIn = make(QObject::tr("Zoom &In"), "zoomInAction", QObject::tr("Zoom in (Ctrl++)"),
                   {QKeySequence::ZoomIn, QKeySequence(QObject::tr("Ctrl+="))});
     zoomOut = make(QObject::tr("Zoom &Out"), "zoomOutAction", QObject::tr("Zoom out (Ctrl+-)"),
@@ -169,14 +171,24 @@ void MainActions::addToolBar(QMainWindow* window) {
 
 QString MainActions::shortcutsText() const {
     QStringList lines;
+    const QKeySequence esc(Qt::Key_Escape);
     for (const QAction* a : m_all) {
-        if (a->shortcuts().isEmpty())
+        // Esc is Cancel's while something runs and Clear Region's otherwise: listed for both,
+        // whichever holds it now.
+        QList<QKeySequence> shortcuts = a->shortcuts();
+        QString name = QString(a->text()).remove(QLatin1Char('&'));
+        if (a == cancel || a == clearRegion) {
+            if (!shortcuts.contains(esc))
+                shortcuts.prepend(esc);
+            name = a == cancel ? QObject::tr("Cancel the run or comparison")
+                               : QObject::tr("Clear Region (when nothing runs)");
+        }
+        if (shortcuts.isEmpty())
             continue;
         QStringList keys;
-        for (const QKeySequence& k : a->shortcuts())
+        for (const QKeySequence& k : shortcuts)
             keys << k.toString(QKeySequence::NativeText);
-        lines << QStringLiteral("%1\t%2").arg(keys.join(QStringLiteral(", ")),
-                                              QString(a->text()).remove(QLatin1Char('&')));
+        lines << QStringLiteral("%1\t%2").arg(keys.join(QStringLiteral(", ")), name);
     }
     lines << QString()
           << QObject::tr("Tab moves through the image, the model, the task, its text, the "

@@ -11,7 +11,6 @@
 #include <florence/paths.h>
 #include <florence/tasks.h>
 
-#include <QAbstractButton>
 #include <QAction>
 #include <QApplication>
 #include <QChart>
@@ -195,6 +194,10 @@ void TestWindowUsability::tabOrderLeavesTheTable() {
     const QString help = m_w->shortcutsText();
     for (const char* key : {"Ctrl+R", "Ctrl+O", "Esc", "Ctrl+Shift+R", "Tab"})
         QVERIFY2(help.contains(key), qPrintable(help));
+    // Esc for both of its meanings, though only one action holds it at a time.
+    QVERIFY2(help.contains("Esc\tCancel the run or comparison") &&
+                 help.contains("Esc\tClear Region (when nothing runs)"),
+             qPrintable(help));
 }
 
 void TestWindowUsability::regionHintClearAndMessages() {
@@ -237,7 +240,6 @@ void TestWindowUsability::regionHintClearAndMessages() {
     QVERIFY(m_w->imageView()->region().has_value());
     // Cancel stops runs only: with nothing running it is off, even with a region to clear.
     QVERIFY(!m_w->findChild<QAction*>("cancelAction")->isEnabled());
-    QVERIFY(!child<QAbstractButton>(m_w.get(), "cancelButton")->isEnabled());
     // Esc (nothing running) clears it; so does View > Clear Region.
     pressKey(Qt::Key_Escape);
     QTRY_VERIFY(!m_w->region().has_value());
