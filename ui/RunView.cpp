@@ -257,7 +257,9 @@ void RunView::onCompareFinished(const CompareOutcome& o) {
     m_w.compare->setOutcome(o);
     if (m_run->resultsStarted())
         m_w.results->setSummary(
-            tr("%1 · compared cached vs uncached").arg(taskDisplayName(o.cached.task)));
+            o.measured.cancelled
+                ? tr("%1 · comparison cancelled").arg(taskDisplayName(o.cached.task))
+                : tr("%1 · compared cached vs uncached").arg(taskDisplayName(o.cached.task)));
     finish(o.measured.cancelled
                ? tr("Comparison cancelled")
                : tr("Compared: outputs %1; see Cached vs uncached")

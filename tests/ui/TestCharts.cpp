@@ -129,10 +129,11 @@ void TestCharts::compareNeverLaysOutManyTicks() {
 }
 
 void TestCharts::cancelledPassSaysHowFarItGot() {
-    // Cancelled while the uncached pass streamed its first repeat: its curve shows the tokens
-    // so far, and the line beside it says so instead of "not run".
+    // Cancelled while the uncached pass streamed its first run: its curve shows the tokens so
+    // far, and the line beside it says so instead of "not run"; the cached pass's line gives
+    // its first run's figures and says that no median came.
     CompareView view;
-    const auto total = [&](const char* name) {
+    const auto text = [&](const char* name) {
         auto* label = view.findChild<QLabel*>(name);
         return label ? label->text() : QString("(no %1)").arg(name);
     };
@@ -154,23 +155,38 @@ void TestCharts::cancelledPassSaysHowFarItGot() {
         outcome.cached = cached;
         outcome.measured.cancelled = true;
         view.setOutcome(outcome);
-        QVERIFY2(total("cachedTotalLabel").contains("12 tokens"),
-                 qPrintable(total("cachedTotalLabel")));
+        QVERIFY2(text("cachedTotalLabel").contains("12 tokens") &&
+                     text("cachedTotalLabel").endsWith("(first run; no median)"),
+                 qPrintable(text("cachedTotalLabel")));
         const QString expected = uncachedTokens == 0   ? QString("not run")
                                  : uncachedTokens == 1 ? QString("cancelled after 1 token")
                                                        : QString("cancelled after 7 tokens");
-        QCOMPARE(total("uncachedTotalLabel"), expected);
+        QCOMPARE(text("uncachedTotalLabel"), expected);
         QCOMPARE(static_cast<QLineSeries*>(view.chart()->series().at(1))->count(), uncachedTokens);
+        QCOMPARE(text("verdictLabel"), QString("cancelled before both passes finished"));
     }
-    // Cancelled in the first cached pass: neither line claims a total.
+    // Cancelled in the first cached run: neither line claims a total.
     view.startComparison(12);
     for (int s = 0; s < 3; ++s)
         view.addStep(0, s, 2.0);
     CompareOutcome outcome;
     outcome.measured.cancelled = true;
     view.setOutcome(outcome);
-    QCOMPARE(total("cachedTotalLabel"), QString("cancelled after 3 tokens"));
-    QCOMPARE(total("uncachedTotalLabel"), QString("not run"));
+    QCOMPARE(text("cachedTotalLabel"), QString("cancelled after 3 tokens"));
+    QCOMPARE(text("uncachedTotalLabel"), QString("not run"));
+    // Cancelled while queued: the worker ends the first pass as cancelled, without a token.
+    view.startComparison(12);
+    RunOutcome queued;
+    queued.pass = 0;
+    queued.result.cancelled = true;
+    view.setPassFinished(queued);
+    view.setOutcome(outcome);
+    QCOMPARE(text("cachedTotalLabel"), QString("cancelled before its first token"));
+    QCOMPARE(text("uncachedTotalLabel"), QString("not run"));
+    // Cancelled during the repeats, after one run of each: the verdict says how far it got.
+    outcome.measured.repeats = 1;
+    view.setOutcome(outcome);
+    QCOMPARE(text("verdictLabel"), QString("cancelled after one run of each pass"));
 }
 
 QTEST_MAIN(TestCharts)

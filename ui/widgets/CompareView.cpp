@@ -173,7 +173,8 @@ void CompareView::setPassFinished(const RunOutcome& outcome) {
         return;
     // The engine's complete step list replaces what streamed in.
     m_steps[pass] = outcome.result.timings.stepMs;
-    m_finished[pass] = true;
+    // A cancelled pass (a comparison cancelled while queued) has no totals: setOutcome says so.
+    m_finished[pass] = !outcome.cancelled();
     m_series[pass]->clear();
     m_plotted[pass] = 0;
     m_cumulative->plot(pass, {});
@@ -183,12 +184,13 @@ void CompareView::setPassFinished(const RunOutcome& outcome) {
     if (m_expectedTokens == 0 && pass == 0 && !outcome.cancelled())
         m_expectedTokens = static_cast<int>(m_steps[pass].size());
     refresh();
+    if (!m_finished[pass])
+        return;
     const StepStats s = summarizeSteps(outcome.result.timings.stepMs);
     m_total[pass]->setText(tr("%1 total, %2 tokens, median step %3")
                                .arg(formatMs(outcome.result.timings.totalMs))
                                .arg(s.count)
-                               .arg(formatMs(s.medianMs)) +
-                           (outcome.cancelled() ? tr(" (cancelled)") : QString()));
+                               .arg(formatMs(s.medianMs)));
 }
 
 void CompareView::setOutcome(const CompareOutcome& outcome) {
@@ -197,15 +199,21 @@ void CompareView::setOutcome(const CompareOutcome& outcome) {
         m_chart->setTitle(tr("Cached vs uncached (cancelled)"));
         m_speedup->setText(QStringLiteral("–"));
         m_note->clear();
-        m_verdict->setText(tr("cancelled before both runs finished"));
-        // A pass cancelled in its first repeat has only what streamed in: its curve so far.
+        const int repeats = outcome.measured.repeats;
+        m_verdict->setText(repeats == 0 ? tr("cancelled before both passes finished")
+                           : repeats == 1
+                               ? tr("cancelled after one run of each pass")
+                               : tr("cancelled after %1 runs of each pass").arg(repeats));
         for (int i = 0; i < 2; ++i) {
             const size_t streamed = m_steps[i].size();
-            if (!m_finished[i])
-                m_total[i]->setText(streamed == 0 ? tr("not run")
-                                    : streamed == 1
-                                        ? tr("cancelled after 1 token")
-                                        : tr("cancelled after %1 tokens").arg(streamed));
+            if (m_finished[i]) // the first run's figures: the repeats for a median did not end
+                m_total[i]->setText(m_total[i]->text() + tr(" (first run; no median)"));
+            else if (streamed > 0) // cancelled in its first run: its curve so far
+                m_total[i]->setText(streamed == 1 ? tr("cancelled after 1 token")
+                                                  : tr("cancelled after %1 tokens").arg(streamed));
+            else
+                m_total[i]->setText(i == 0 ? tr("cancelled before its first token")
+                                           : tr("not run"));
         }
         return;
     }
