@@ -492,7 +492,8 @@ bool MainWindow::startRequest(RunKind kind) {
     QMetaObject::invokeMethod(
         m_worker.get(), [w = m_worker.get(), r] { w->run(r); }, Qt::QueuedConnection);
     showMessage(QString()); // an earlier error no longer applies
-    m_runView->started(kind, currentTask(), m_images->waitingPhase(isModelReady(), kind, *prompt));
+    m_runView->started(kind, currentTask(), m_images->waitingPhase(isModelReady(), kind, *prompt),
+                       m_images->isEncoding());
     updateActions();
     return true;
 }
@@ -563,8 +564,11 @@ void MainWindow::recordRun(const RunOutcome& outcome) {
     r.taskText = m_runTaskText;
     r.region = m_run->answerAskedRegion();
     r.image = m_run->answerImage();
-    r.visionBeforeRunMs = m_latency->encodedBeforeRunMs();
-    r.textEncoderBeforeRunMs = m_latency->promptBeforeRunMs();
+    // Only when they ended before Run: otherwise they were part of this run's wait.
+    if (m_latency->waitedForEncodersMs() <= 0) {
+        r.visionBeforeRunMs = m_latency->encodedBeforeRunMs();
+        r.textEncoderBeforeRunMs = m_latency->promptBeforeRunMs();
+    }
     m_historyDock->record(r);
 }
 
@@ -731,6 +735,10 @@ QSize MainWindow::imageSize() const {
 
 bool MainWindow::isOpeningImage() const {
     return m_images->isOpening();
+}
+
+bool MainWindow::isEncodingImage() const {
+    return m_images->isEncoding();
 }
 
 void MainWindow::afterImageOpens(std::function<void()> f) {

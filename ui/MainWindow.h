@@ -72,6 +72,8 @@ public:
     bool hasImage() const { return static_cast<bool>(m_image); }
     // An image is being decoded (off the GUI thread); it replaces the one shown when it opens.
     bool isOpeningImage() const;
+    // The encoders started on the image shown (and the task's prompt) still run.
+    bool isEncodingImage() const;
     // Calls `f` once the image being opened is shown or has failed (at once when none is).
     void afterImageOpens(std::function<void()> f);
     QString imagePath() const { return m_imagePath; }

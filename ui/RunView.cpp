@@ -89,7 +89,10 @@ void RunView::follow(EngineWorker* w) {
     connect(w, &EngineWorker::runFailed, this, &RunView::onRunFailed);
 }
 
-void RunView::started(RunKind kind, const QString& task, const QString& phase) {
+void RunView::started(RunKind kind, const QString& task, const QString& phase, bool encoding) {
+    m_sinceStart.start();
+    m_waitsForEncoders = encoding && kind == RunKind::Single;
+    m_waitedMs = 0;
     if (kind == RunKind::Compare) {
         const GenerationOptions& o = m_run->lastOptions();
         m_w.compare->startComparison(o.ignoreEos ? o.maxNewTokens : 0);
@@ -147,6 +150,8 @@ void RunView::end(const QString& status, bool cancelled) {
 void RunView::onRunStarted(quint64 runId) {
     if (!m_run->isActive(runId))
         return;
+    if (m_waitsForEncoders) // the engine ran the encoders' rest first: part of this run's wait
+        m_waitedMs = double(m_sinceStart.nsecsElapsed()) / 1e6;
     // A single run keeps the phase started() or setPhase() gave.
     if (m_run->kind() == RunKind::Compare)
         m_w.status->setText(tr("Comparing: warming up…"));
@@ -163,8 +168,11 @@ void RunView::onToken(const TokenUpdate& u) {
     const RunController::Accepted accepted = m_run->acceptToken(u);
     if (accepted == RunController::Accepted::Stale)
         return;
-    if (accepted == RunController::Accepted::FirstOfRun)
+    if (accepted == RunController::Accepted::FirstOfRun) {
         clearResultViews();
+        if (m_run->kind() == RunKind::Single)
+            m_w.latency->setWaitedForEncoders(m_waitedMs);
+    }
     const TokenEvent& e = u.event;
     if (m_run->kind() == RunKind::Single) {
         m_w.latency->addStep(e.step, e.stepMs, u.elapsedMs);

@@ -10,6 +10,7 @@
 
 #include "controllers/WorkerTypes.h"
 
+#include <QElapsedTimer>
 #include <QObject>
 
 class QLabel;
@@ -45,7 +46,9 @@ public:
 
     // A run was just started with RunController::start. Until its first token the answer on
     // screen is the previous one and `phase` says what the model does ("Reading the image…").
-    void started(RunKind kind, const QString& task, const QString& phase);
+    // `encoding`: the encoders started on opening the image were still running, so the run
+    // waits for them and its first token counts from now, not from the engine's start.
+    void started(RunKind kind, const QString& task, const QString& phase, bool encoding = false);
     // What the model does now, while the run has no token yet (nothing once it has).
     void setPhase(const QString& phase);
     bool awaitingFirstToken() const;
@@ -95,6 +98,9 @@ private:
     bool m_dirty = false; // the answer changed since the widgets last showed it
     double m_minScore = 0;
     QString m_task; // the task token of the run in flight
+    QElapsedTimer m_sinceStart; // since started()
+    bool m_waitsForEncoders = false;
+    double m_waitedMs = 0; // from started() to the engine's start, when it waited for encoders
 };
 
 } // namespace florence::ui

@@ -8,6 +8,7 @@
 #include "Ops.h"
 #include "WindowFixture.h"
 #include "controllers/EngineWorker.h"
+#include "history/History.h"
 #include "presentation/CompareVerdict.h"
 #include "widgets/CompareView.h"
 #include "widgets/CumulativeChart.h"
@@ -64,6 +65,7 @@ private slots:
     void cancelMidRunWithEscape();
     void cancelBeforeFirstTokenKeepsResults();
     void stageTimingsShowFromFirstToken();
+    void runPressedWhileEncodingCountsTheWait();
     void precisionSwitchReloadsModel();
     void newRunWhileRunningReplacesTheOldOne();
     void closeMidRunDoesNotHang();
@@ -96,6 +98,9 @@ void TestMainWindow::captionRunStreamsTokensEndToEnd() {
     auto* tasks = child<QComboBox>(m_w.get(), "taskCombo");
     tasks->setCurrentIndex(tasks->findData("<CAPTION>"));
     setSpin("maxTokensSpin", 24);
+    // Run once the encoders started on open have ended (runPressedWhileEncodingCountsTheWait:
+    // Run pressed before).
+    QTRY_VERIFY_WITH_TIMEOUT(!m_w->isEncodingImage(), 30'000);
     QSignalSpy tokens(m_w.get(), &MainWindow::tokenArrived);
     QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
     pressKey(Qt::Key_R, Qt::ControlModifier);
@@ -378,6 +383,7 @@ void TestMainWindow::cancelBeforeFirstTokenKeepsResults() {
 
 void TestMainWindow::stageTimingsShowFromFirstToken() {
     QVERIFY(prepareLongRun("<CAPTION>"));
+    QTRY_VERIFY_WITH_TIMEOUT(!m_w->isEncodingImage(), 30'000); // Run after the encoders ended
     QSignalSpy tokens(m_w.get(), &MainWindow::tokenArrived);
     QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
     QVERIFY(m_w->startRun());
@@ -415,6 +421,28 @@ void TestMainWindow::stageTimingsShowFromFirstToken() {
     QTRY_VERIFY_WITH_TIMEOUT(isDuration("textEncoderLabel"), 5'000);
     m_w->cancelRun();
     QTRY_COMPARE_WITH_TIMEOUT(done.count(), 3, 30'000);
+}
+
+void TestMainWindow::runPressedWhileEncodingCountsTheWait() {
+    // Run pressed while the encoders started on opening the image still run: the run waits for
+    // them, so its first token counts from Run, and they show as started before it, not as
+    // work done before Run.
+    QVERIFY(openImage(samplePath("pier.png")));
+    m_w->setTask("<CAPTION>");
+    setSpin("maxTokensSpin", 8);
+    const bool encoding = m_w->isEncodingImage();
+    QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
+    QVERIFY(m_w->startRun());
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, kRunTimeoutMs);
+    if (!encoding)
+        QSKIP("the encoders ended before Run could be pressed");
+    const QString vision = child<QLabel>(m_w.get(), "visionLabel")->text();
+    QVERIFY2(vision.endsWith(", started on open"), qPrintable(vision));
+    auto* ttft = child<QLabel>(m_w.get(), "ttftLabel");
+    QVERIFY2(ttft->toolTip().startsWith("From Run: "), qPrintable(ttft->toolTip()));
+    QVERIFY(isDuration("ttftLabel"));
+    // Not recorded as work done before Run.
+    QCOMPARE(m_w->history()->entry(0).visionBeforeRunMs, -1.0);
 }
 
 void TestMainWindow::precisionSwitchReloadsModel() {

@@ -82,6 +82,10 @@ bool WindowImage::isOpening() const {
     return m_opener->isPending();
 }
 
+bool WindowImage::isEncoding() const {
+    return m_encoder->isPending();
+}
+
 void WindowImage::afterOpens(std::function<void()> f) {
     m_opener->whenSettled(std::move(f));
 }

@@ -57,6 +57,8 @@ public:
     void setExifRotate(bool on);
     // An image is being decoded; it replaces the one shown when it opens.
     bool isOpening() const;
+    // The encoders started on the image shown (and the task's prompt) have not ended yet.
+    bool isEncoding() const;
     // Calls `f` once the image being opened is shown or has failed (at once when none is).
     void afterOpens(std::function<void()> f);
 

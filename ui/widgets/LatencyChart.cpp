@@ -74,6 +74,7 @@ void LatencyChart::startRun() {
     m_maxMs = 0;
     m_finished = false;
     m_stagesKnown = false;
+    m_waitedMs = 0;
     m_series->clear();
     setNiceRange(m_axisX, 10, true);
     setNiceRange(m_axisY, 10, false);
@@ -123,7 +124,7 @@ void LatencyChart::refresh() {
 void LatencyChart::updateStats() {
     const StepStats s = summarizeSteps(m_steps);
     if (m_firstTokenMs >= 0)
-        m_ttft->setText(formatMs(m_firstTokenMs));
+        showFirstToken(m_firstTokenMs);
     m_tps->setText(s.count ? QString::number(s.tokensPerSecond, 'f', 1) : QStringLiteral("–"));
     m_median->setText(s.count ? formatMs(s.medianMs) : QStringLiteral("–"));
     m_p95->setText(s.count ? formatMs(s.p95Ms) : QStringLiteral("–"));
@@ -142,21 +143,31 @@ void LatencyChart::showStages(double preprocessMs, double visionMs, double textE
                               bool reused, bool promptReused) {
     m_preprocess->setText(reused ? tr("– (features reused)") : formatMs(preprocessMs));
     const bool before = reused && m_encodedBeforeRunMs > 0;
-    m_vision->setText(!reused  ? formatMs(visionMs)
-                      : before ? tr("%1 on open").arg(formatMs(m_encodedBeforeRunMs))
-                               : tr("– (features reused)"));
+    // Run pressed while they still ran: they started before Run but ended within its wait.
+    const bool waited = m_waitedMs > 0;
+    m_vision->setText(!reused   ? formatMs(visionMs)
+                      : !before ? tr("– (features reused)")
+                      : waited  ? tr("%1, started on open").arg(formatMs(m_encodedBeforeRunMs))
+                                : tr("%1 on open").arg(formatMs(m_encodedBeforeRunMs)));
     // Short enough for the narrow column; the tooltip says what it means.
-    m_vision->setToolTip(before ? tr("The vision encoder ran when the image was opened, before "
-                                     "Run, and took this long; the run reused its features.")
-                                : QString());
+    m_vision->setToolTip(
+        !before  ? QString()
+        : waited ? tr("The vision encoder started when the image was opened and ended after Run "
+                      "was pressed, which waited for it: the first token counts that wait.")
+                 : tr("The vision encoder ran when the image was opened, before Run, and took "
+                      "this long; the run reused its features."));
     const bool promptBefore = promptReused && m_promptBeforeRunMs >= 0;
-    m_textEncoder->setText(!promptReused  ? formatMs(textEncoderMs)
-                           : promptBefore ? tr("%1 before Run").arg(formatMs(m_promptBeforeRunMs))
-                                          : tr("– (reused)"));
+    m_textEncoder->setText(!promptReused   ? formatMs(textEncoderMs)
+                           : !promptBefore ? tr("– (reused)")
+                           : waited
+                               ? tr("%1, started before Run").arg(formatMs(m_promptBeforeRunMs))
+                               : tr("%1 before Run").arg(formatMs(m_promptBeforeRunMs)));
     m_textEncoder->setToolTip(
-        promptBefore ? tr("The text encoder ran on this task's prompt before Run (when the image "
-                          "or the task was chosen) and took this long; the run reused it.")
-                     : QString());
+        !promptBefore ? QString()
+        : waited      ? tr("The text encoder started on this task's prompt before Run and ended "
+                                "within the run's wait: the first token counts that wait.")
+                      : tr("The text encoder ran on this task's prompt before Run (when the image "
+                                "or the task was chosen) and took this long; the run reused it."));
 }
 
 void LatencyChart::finishRun(const Timings& timings, bool cancelled) {
@@ -169,11 +180,21 @@ void LatencyChart::finishRun(const Timings& timings, bool cancelled) {
     m_finished = true;
     m_firstTokenMs = timings.firstTokenMs;
     refresh();
-    m_ttft->setText(formatMs(timings.firstTokenMs));
+    showFirstToken(timings.firstTokenMs);
     showStages(timings.preprocessMs, timings.visionMs, timings.textEncoderMs,
                timings.featuresReused, timings.promptReused);
     m_total->setText(formatMs(timings.totalMs));
     m_chart->setTitle(cancelled ? tr("Per-token latency (cancelled)") : tr("Per-token latency"));
+}
+
+void LatencyChart::showFirstToken(double engineMs) {
+    // From Run where the run waited for encoders started before it (the wait is the user's).
+    m_ttft->setText(formatMs(engineMs + m_waitedMs));
+    m_ttft->setToolTip(m_waitedMs > 0
+                           ? tr("From Run: %1 waiting for the encoders started when the image "
+                                "was opened, then %2 in the engine.")
+                                 .arg(formatMs(m_waitedMs), formatMs(engineMs))
+                           : QString());
 }
 
 int LatencyChart::pointCount() const {

@@ -47,6 +47,10 @@ public:
     }
     double encodedBeforeRunMs() const { return m_encodedBeforeRunMs; }
     double promptBeforeRunMs() const { return m_promptBeforeRunMs; }
+    // Run was pressed while those encoders still ran: the run waited `ms` for them before the
+    // engine started it. The first token counts from Run, and they show as ended after it.
+    void setWaitedForEncoders(double ms) { m_waitedMs = ms; }
+    double waitedForEncodersMs() const { return m_waitedMs; }
 
     int pointCount() const;
     QChart* chart() const { return m_chart; }
@@ -56,6 +60,7 @@ protected:
 
 private:
     void updateStats();
+    void showFirstToken(double engineMs);
     void showStages(double preprocessMs, double visionMs, double textEncoderMs, bool reused,
                     bool promptReused);
     void applyPalette();
@@ -85,6 +90,7 @@ private:
     double m_preprocessMs = 0, m_visionMs = 0, m_textEncoderMs = 0;
     double m_encodedBeforeRunMs = -1;
     double m_promptBeforeRunMs = -1;
+    double m_waitedMs = 0; // setWaitedForEncoders
 };
 
 } // namespace florence::ui
