@@ -564,11 +564,9 @@ void MainWindow::recordRun(const RunOutcome& outcome) {
     r.taskText = m_runTaskText;
     r.region = m_run->answerAskedRegion();
     r.image = m_run->answerImage();
-    // Only when they ended before Run: otherwise they were part of this run's wait.
-    if (m_latency->waitedForEncodersMs() <= 0) {
-        r.visionBeforeRunMs = m_latency->encodedBeforeRunMs();
-        r.textEncoderBeforeRunMs = m_latency->promptBeforeRunMs();
-    }
+    r.visionBeforeRunMs = m_latency->encodedBeforeRunMs();
+    r.textEncoderBeforeRunMs = m_latency->promptBeforeRunMs();
+    r.waitedForEncodersMs = m_latency->waitedForEncodersMs();
     m_historyDock->record(r);
 }
 
@@ -592,7 +590,7 @@ void MainWindow::showHistoryEntry(int row) {
     // the next run when it ends.
     m_latency->setEncodedBeforeRun(e.visionBeforeRunMs, e.textEncoderBeforeRunMs);
     const QString when = QLocale().toString(e.time.toLocalTime(), QLocale::ShortFormat);
-    m_runView->showRecorded(e.timings,
+    m_runView->showRecorded(e.timings, e.waitedForEncodersMs,
                             tr("From the history: %1 at %2").arg(taskDisplayName(e.task), when));
     showMessage(img.note.isEmpty() ? tr("%1 on %2, run at %3 (from the history)")
                                          .arg(taskDisplayName(e.task), e.imageName, when)

@@ -65,11 +65,12 @@ void RunView::setMinScore(double score) {
     }
 }
 
-void RunView::showRecorded(const Timings& timings, const QString& status) {
+void RunView::showRecorded(const Timings& timings, double waitedMs, const QString& status) {
     m_refreshTimer->stop();
     m_w.compare->clear();
     m_w.tabs->setCurrentWidget(m_w.latency);
     m_w.latency->startRun();
+    m_w.latency->setWaitedForEncoders(waitedMs);
     m_w.latency->finishRun(timings, false);
     showFinalAnswer();
     m_w.results->setSummary(tr("%1 · %2 · %3 · from the history")

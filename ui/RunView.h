@@ -72,7 +72,8 @@ public:
     double minScore() const { return m_minScore; }
     // Shows the answer RunController::showRecorded holds, with its run's latency, as a
     // finished run; `status` replaces the run's line.
-    void showRecorded(const Timings& timings, const QString& status);
+    // `waitedMs`: how long Run waited for encoders started before it (LatencyChart).
+    void showRecorded(const Timings& timings, double waitedMs, const QString& status);
 
 signals:
     void tokenArrived(quint64 runId, int step);

@@ -441,8 +441,13 @@ void TestMainWindow::runPressedWhileEncodingCountsTheWait() {
     auto* ttft = child<QLabel>(m_w.get(), "ttftLabel");
     QVERIFY2(ttft->toolTip().startsWith("From Run: "), qPrintable(ttft->toolTip()));
     QVERIFY(isDuration("ttftLabel"));
-    // Not recorded as work done before Run.
-    QCOMPARE(m_w->history()->entry(0).visionBeforeRunMs, -1.0);
+    // Replayed from the history, the same.
+    const QString first = ttft->text(), text = child<QLabel>(m_w.get(), "textEncoderLabel")->text();
+    QVERIFY(m_w->history()->entry(0).waitedForEncodersMs > 0);
+    m_w->showHistoryEntry(0);
+    QCOMPARE(child<QLabel>(m_w.get(), "visionLabel")->text(), vision);
+    QCOMPARE(child<QLabel>(m_w.get(), "textEncoderLabel")->text(), text);
+    QCOMPARE(ttft->text(), first);
 }
 
 void TestMainWindow::precisionSwitchReloadsModel() {

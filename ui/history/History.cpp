@@ -207,6 +207,7 @@ void readHistoryObject(Reader& r, const QJsonObject& doc, HistoryEntry* e) {
     e->visionBeforeRunMs = r.number(h, "vision_before_run_ms", 0, kMaxRecordedMs, -1, false);
     e->textEncoderBeforeRunMs =
         r.number(h, "text_encoder_before_run_ms", 0, kMaxRecordedMs, -1, false);
+    e->waitedForEncodersMs = r.number(h, "waited_for_encoders_ms", 0, kMaxRecordedMs, 0, false);
     const QString thumb = h.value(QLatin1String("thumbnail")).toString();
     if (!thumb.isEmpty() && thumb.size() <= kMaxThumbnailChars) {
         const QImage t = QImage::fromData(QByteArray::fromBase64(thumb.toLatin1()), "JPEG");
@@ -246,6 +247,8 @@ QJsonObject makeHistoryDocument(const HistoryRecord& record) {
         h[QStringLiteral("vision_before_run_ms")] = record.visionBeforeRunMs;
     if (t.promptReused && record.textEncoderBeforeRunMs >= 0)
         h[QStringLiteral("text_encoder_before_run_ms")] = record.textEncoderBeforeRunMs;
+    if ((t.featuresReused || t.promptReused) && record.waitedForEncodersMs > 0)
+        h[QStringLiteral("waited_for_encoders_ms")] = record.waitedForEncodersMs;
     if (record.image)
         h[QStringLiteral("thumbnail")] = thumbnailBase64(*record.image);
     doc[QStringLiteral("history")] = h;

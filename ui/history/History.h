@@ -59,6 +59,7 @@ struct HistoryEntry {
     // The encoders' times when they ran before Run (on opening the image, on choosing the task)
     // and the run reused their output; < 0 when it did not, or in older entries.
     double visionBeforeRunMs = -1, textEncoderBeforeRunMs = -1;
+    double waitedForEncodersMs = 0; // Run waited this long for them (LatencyChart)
     QImage thumbnail; // null when the document has none
 
     // The answer's first words, without the model's tokens ("A red circle and…").
@@ -81,6 +82,7 @@ struct HistoryRecord {
     // What the latency chart showed for encoders run before Run (< 0: they were not); kept
     // only when the run reused their output.
     double visionBeforeRunMs = -1, textEncoderBeforeRunMs = -1;
+    double waitedForEncodersMs = 0; // Run was pressed while they ran, and waited this long
 };
 
 // The entry's document: the answer document plus the "history" object.
