@@ -1,6 +1,7 @@
 // The comparison's charts on their own (no model): whatever the decoding times, an axis never
 // lays out more than a handful of ticks, and the GUI thread is never held up for long by a
 // pass ending or a refresh.
+#include "presentation/CompareVerdict.h"
 #include "widgets/ChartStyle.h"
 #include "widgets/CompareView.h"
 #include "widgets/CumulativeChart.h"
@@ -46,6 +47,7 @@ private slots:
     void niceScaleIsBounded();
     void compareNeverLaysOutManyTicks();
     void cancelledPassSaysHowFarItGot();
+    void noVerdictShowsNoRatio();
 };
 
 void TestCharts::niceScaleIsBounded_data() {
@@ -187,6 +189,36 @@ void TestCharts::cancelledPassSaysHowFarItGot() {
     outcome.measured.repeats = 1;
     view.setOutcome(outcome);
     QCOMPARE(text("verdictLabel"), QString("cancelled after one run of each pass"));
+}
+
+void TestCharts::noVerdictShowsNoRatio() {
+    // Repeats that disagree in both wall and processor time: no verdict, and no speed-up at
+    // the marks either (an outside tester saw "10 tokens (end): 2.06×" beside "No verdict").
+    CompareView view;
+    CompareOutcome o;
+    florence::CompareResult& m = o.measured;
+    m.cached.totalsMs = m.cached.decodeMs = {3100, 98000, 3150};
+    m.uncached.totalsMs = m.uncached.decodeMs = {31000, 30500, 72000};
+    m.cached.processorMs = {6000, 66000, 6050};
+    m.uncached.processorMs = {60000, 59500, 61000};
+    for (int r = 0; r < 3; ++r) {
+        m.cached.stepMs.push_back(std::vector<double>(10, 1.0));
+        m.uncached.stepMs.push_back(std::vector<double>(10, 2.0));
+        m.cached.firstTokenMs.push_back(50);
+        m.uncached.firstTokenMs.push_back(51);
+    }
+    m.repeats = 3;
+    m.identical = true;
+    QVERIFY(!judgeComparison(o).conclusive);
+    view.startComparison(10);
+    view.setOutcome(o);
+    QCOMPARE(view.findChild<QLabel*>("speedupMarksLabel")->text(), QString("– (no verdict)"));
+    // With a verdict, the ratios.
+    m.cached.processorMs = {6000, 6100, 6050};
+    m.cached.totalsMs = m.cached.decodeMs = {3100, 3200, 3150};
+    QVERIFY(judgeComparison(o).conclusive);
+    view.setOutcome(o);
+    QVERIFY(view.findChild<QLabel*>("speedupMarksLabel")->text().contains("×"));
 }
 
 QTEST_MAIN(TestCharts)

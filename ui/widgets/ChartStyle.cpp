@@ -57,7 +57,9 @@ void setUpLatencyChart(QChart* chart, QValueAxis*& axisX, QValueAxis*& axisY) {
 
 void addCacheSeries(QChart* chart, QValueAxis* axisX, QValueAxis* axisY,
                     std::array<QLineSeries*, 2>& series) {
-    const QString names[2] = {QObject::tr("KV cache on"), QObject::tr("KV cache off")};
+    // Short: the legend shares a chart's width with nothing, and Qt cuts a name that does not
+    // fit ("KV cach…" twice in a window with the History panel shown).
+    const QString names[2] = {QObject::tr("cached"), QObject::tr("uncached")};
     for (int i = 0; i < 2; ++i) {
         series[i] = new QLineSeries();
         series[i]->setName(names[i]);

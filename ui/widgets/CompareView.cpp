@@ -27,7 +27,7 @@ namespace florence::ui {
 CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     setObjectName(QStringLiteral("compareView"));
     m_chart = new QChart();
-    m_chart->setTitle(tr("Cached vs uncached: run Compare (Ctrl+Shift+R)"));
+    m_chart->setTitle(tr("Run Compare (Ctrl+Shift+R)"));
     setUpLatencyChart(m_chart, m_axisX, m_axisY);
     addCacheSeries(m_chart, m_axisX, m_axisY, m_series);
 
@@ -126,7 +126,7 @@ void CompareView::startComparison(int expectedTokens) {
     m_verdict->setText(QStringLiteral("–"));
     m_headline->clear();
     m_note->setText(tr("Warming up, then running each pass several times, alternating…"));
-    m_chart->setTitle(tr("Cached vs uncached (running…)"));
+    m_chart->setTitle(tr("Step time (running…)"));
 }
 
 void CompareView::clear() {
@@ -135,7 +135,7 @@ void CompareView::clear() {
         l->setText(QStringLiteral("–"));
     m_note->clear();
     m_progress->hide();
-    m_chart->setTitle(tr("Cached vs uncached: run Compare (Ctrl+Shift+R)"));
+    m_chart->setTitle(tr("Run Compare (Ctrl+Shift+R)"));
 }
 
 void CompareView::addStep(int pass, int step, double stepMs) {
@@ -196,7 +196,7 @@ void CompareView::setPassFinished(const RunOutcome& outcome) {
 void CompareView::setOutcome(const CompareOutcome& outcome) {
     m_progress->hide();
     if (outcome.measured.cancelled) {
-        m_chart->setTitle(tr("Cached vs uncached (cancelled)"));
+        m_chart->setTitle(tr("Step time (cancelled)"));
         m_speedup->setText(QStringLiteral("–"));
         m_note->clear();
         const int repeats = outcome.measured.repeats;
@@ -218,7 +218,7 @@ void CompareView::setOutcome(const CompareOutcome& outcome) {
         return;
     }
     // Short enough for a 1280x720 window; the legend says which curve is which.
-    m_chart->setTitle(tr("Step time (median of repeats)"));
+    m_chart->setTitle(tr("Step time (medians)"));
     plotMedianSteps(outcome);
     const CompareVerdict v = judgeComparison(outcome);
     m_headline->setText(v.headline);
@@ -234,7 +234,10 @@ void CompareView::setOutcome(const CompareOutcome& outcome) {
     m_total[1]->setText(totals(v.uncached, outcome.uncached));
     m_speedup->setText(v.speedupText);
     const CompareMarks marks = compareMarks(outcome);
-    m_marks->setText(marks.speedupText.isEmpty() ? QStringLiteral("–") : marks.speedupText);
+    // Ratios only with a verdict: beside "No verdict" they would read as a result.
+    m_marks->setText(!v.conclusive                 ? tr("– (no verdict)")
+                     : marks.speedupText.isEmpty() ? QStringLiteral("–")
+                                                   : marks.speedupText);
     m_firstToken->setText(marks.firstTokenText.isEmpty() ? QStringLiteral("–")
                                                          : marks.firstTokenText);
     // Fair only when both kinds of pass did the same work before decoding.
@@ -328,7 +331,7 @@ void CompareView::showProgress() {
 void CompareView::setFailed(const QString& message) {
     m_progress->hide();
     m_headline->clear();
-    m_chart->setTitle(tr("Cached vs uncached (failed)"));
+    m_chart->setTitle(tr("Step time (failed)"));
     m_verdict->setText(message);
 }
 

@@ -17,7 +17,7 @@ CumulativeChart::CumulativeChart(QWidget* parent) : QChartView(parent) {
     m_chart = new QChart();
     m_chart->setTitle(tr("Decoding time so far"));
     setUpLatencyChart(m_chart, m_axisX, m_axisY);
-    m_axisX->setTitleText(tr("tokens generated"));
+    m_axisX->setTitleText(tr("tokens"));
     m_axisY->setTitleText(tr("s"));
     addCacheSeries(m_chart, m_axisX, m_axisY, m_series);
     setChart(m_chart); // the view owns the chart
