@@ -1,5 +1,7 @@
 #include "Args.h"
 
+#include <stdexcept>
+
 namespace florence::cli {
 
 std::string Args::get(const std::string& k, const std::string& def) const {
@@ -17,6 +19,8 @@ int Args::getInt(const std::string& k, int def) const {
         if (pos != v.size())
             throw std::invalid_argument(v);
         return n;
+    } catch (const std::out_of_range&) {
+        throw UsageError("--" + k + " " + v + " is out of range");
     } catch (const std::exception&) {
         throw UsageError("--" + k + " needs a whole number, not '" + v + "'");
     }

@@ -141,7 +141,7 @@ FolderJobParams batchJob(const Args& a, bool* jsonl) {
     job.task = taskRequest(a);
     if (a.has("region")) {
         try {
-            job.task.region = florence::parseRegion(a.get("region"));
+            job.task.region = regionOption(a);
         } catch (const florence::TaskError&) {
             throw UsageError("--region takes four numbers X1,Y1,X2,Y2 in pixels, not '" +
                              a.get("region") + "'");

@@ -48,6 +48,21 @@ std::string modelDir(const Args& a) {
     return d;
 }
 
+void checkRunNumbers(const Args& a) {
+    generationSettings(a);
+    if (a.has("threads") && a.getInt("threads", 0) < 1)
+        throw UsageError("--threads must be at least 1 (leave it out to use every core)");
+}
+
+florence::Box regionOption(const Args& a) {
+    const std::string s = a.get("region");
+    try {
+        return florence::parseRegion(s);
+    } catch (const florence::TaskError&) {
+        throw UsageError("--region takes four numbers X1,Y1,X2,Y2 in pixels, not '" + s + "'");
+    }
+}
+
 int threadsOption(const Args& a) {
     if (!a.has("threads"))
         return 0;

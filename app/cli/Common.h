@@ -33,6 +33,11 @@ int threadsOption(const Args& a);
 // --precision auto (or unset, unless $FLORENCE_PRECISION names one) leaves the precision
 // unset: Automatic. UsageError for an unknown precision.
 florence::GenerationSettings generationSettings(const Args& a);
+// Checks --beams, --max-new-tokens, --precision and --threads (UsageError), before an image is
+// decoded or a model loaded: a wrong number is the first thing said.
+void checkRunNumbers(const Args& a);
+// --region X1,Y1,X2,Y2 in pixels; UsageError naming the option when it is not four numbers.
+florence::Box regionOption(const Args& a);
 // The task of --task (default <CAPTION>) with --text, or the free prompt of --prompt, checked:
 // the package's own tasks are known first (its manifest is read, the model not loaded), so an
 // unknown task fails before anything loads. The region is the caller's.

@@ -11,6 +11,7 @@
 #include <QJsonObject>
 #include <QJsonValue>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -63,10 +64,17 @@ std::string compareLine(int tokens, const CompareResult& r, const CompareFigures
     const bool cpu = onProcessorTime(f);
     const Spread& with = cpu ? f.cachedCpu : f.cached;
     const Spread& without = cpu ? f.uncachedCpu : f.uncached;
+    // Both in the unit of the larger, so that they compare at a glance.
+    const bool seconds = std::max(with.medianMs, without.medianMs) >= 10'000;
+    const auto time = [seconds](double ms) {
+        char text[32];
+        std::snprintf(text, sizeof text, seconds ? "%.2f s" : "%.1f ms", seconds ? ms / 1000 : ms);
+        return std::string(text);
+    };
     std::string s = "with the cache: " + std::to_string(tokens) + " tokens in " +
-                    formatMs(with.medianMs) + " (median of " + std::to_string(with.count) +
+                    time(with.medianMs) + " (median of " + std::to_string(with.count) +
                     (cpu ? ", processor time: the wall clock varied" : "") +
-                    "), without: " + formatMs(without.medianMs) + "; ";
+                    "), without: " + time(without.medianMs) + "; ";
     if (f.conclusive) {
         char speedup[32];
         std::snprintf(speedup, sizeof speedup, "%.1fx faster", f.speedup);
@@ -81,8 +89,8 @@ std::string compareLine(int tokens, const CompareResult& r, const CompareFigures
 
 int runCompare(int argc, char** argv) {
     Args a = parseArgs(argc, argv, 2,
-                       {"image", "task", "text", "prompt", "model", "beams", "max-new-tokens",
-                        "threads", "precision", "repeats"},
+                       {"image", "task", "text", "prompt", "region", "model", "beams",
+                        "max-new-tokens", "threads", "precision", "repeats"},
                        {"json", "quiet", "ignore-eos", "no-exif-rotate", "no-warmup"});
     // The image as `run` takes it (--image) or on its own.
     if (a.has("image") && a.positional.empty())
@@ -93,8 +101,10 @@ int runCompare(int argc, char** argv) {
     if (repeats < 1)
         throw UsageError("--repeats must be at least 1");
     const std::string image = a.positional[0];
-    const TaskRequest task = taskRequest(a); // before loading anything
-    generationSettings(a);                   // wrong numbers, before the image is decoded
+    TaskRequest task = taskRequest(a); // before loading anything
+    checkRunNumbers(a);                // wrong numbers, before the image is decoded
+    if (a.has("region"))
+        task.region = regionOption(a);
     CompareParams params;
     params.request.image = std::make_shared<const RgbImage>(loadImage(image, decodeOptions(a)));
     params.request.prompt =
@@ -120,6 +130,10 @@ int runCompare(int argc, char** argv) {
         std::cout << QJsonDocument(compareJson(image, task, tokens, r, f))
                          .toJson(QJsonDocument::Indented)
                          .toStdString();
+    else if (r.cancelled)
+        // Not a result: a repeat or more of each pass is missing.
+        std::cerr << "florence-studio-cli: interrupted after " << r.repeats << " of " << repeats
+                  << " repeats of each pass: no comparison\n";
     else
         std::cout << compareLine(tokens, r, f) << "\n"
                   << "answer: " << readableText(r.cached.first.text) << "\n";

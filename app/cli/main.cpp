@@ -94,8 +94,8 @@ Commands:
               --dir DIR [--recursive] --task TOKEN [--text STR] [--out OUT]
               [--resume | --overwrite] [--format txt,json,coco,jsonl] [--jsonl]
   compare   The same run with and without the key/value cache, side by side:
-              compare IMAGE|--image IMAGE [--task TOKEN] [--max-new-tokens N] [--repeats N]
-              [--model PKG] [--json] [--quiet] [--no-warmup]
+              compare IMAGE|--image IMAGE [--task TOKEN] [--text STR] [--region X1,Y1,X2,Y2]
+              [--max-new-tokens N] [--repeats N] [--model PKG] [--json] [--quiet] [--no-warmup]
                                   a warm-up, then the two alternate --repeats times each
                                   (default 3; up to two more while they disagree); prints
                                   the medians, the speedup and whether the answers match
@@ -120,14 +120,6 @@ QJsonArray idsJson(const std::vector<int64_t>& ids) {
 
 void printJson(const QJsonObject& o) {
     std::cout << QJsonDocument(o).toJson(QJsonDocument::Indented).toStdString();
-}
-
-florence::Box parseRegion(const std::string& s) {
-    try {
-        return florence::parseRegion(s);
-    } catch (const florence::TaskError&) {
-        throw UsageError("--region takes four numbers X1,Y1,X2,Y2 in pixels, not '" + s + "'");
-    }
 }
 
 void writeJsonFile(const std::string& path, const QJsonObject& o) {
@@ -184,7 +176,7 @@ RunInputs loadRunInputs(Args& a, const florence::TaskRequest& task,
     }
     in.task = task;
     if (a.has("region"))
-        in.task.region = parseRegion(a.get("region"));
+        in.task.region = florence::cli::regionOption(a);
     return in;
 }
 
@@ -312,7 +304,7 @@ void reportAnswer(Args& a, const RunInputs& in, size_t i, const florence::Result
 int runMany(Args& a, florence::TaskRequest request, const std::vector<std::string>& paths,
             int batchSize) {
     if (a.has("region"))
-        request.region = parseRegion(a.get("region"));
+        request.region = florence::cli::regionOption(a);
     if (florence::taskInfo(request.task).input == florence::TaskInput::Text)
         florence::buildPrompt(request, 1000, 1000); // text it refuses fails before the model loads
     auto model = florence::cli::loadModel(a);
@@ -371,7 +363,7 @@ int cmdRun(int argc, char** argv) {
     if (batchSize < 1)
         throw UsageError("--batch-size must be at least 1");
     const florence::TaskRequest task = florence::cli::taskRequest(a); // before loading anything
-    florence::cli::generationSettings(a); // wrong numbers, before an image is decoded
+    florence::cli::checkRunNumbers(a); // wrong numbers, before an image is decoded
     if (a.has("json") && a.has("jsonl"))
         throw UsageError("--json and --jsonl exclude each other");
     if (paths.size() > 1)
@@ -477,7 +469,7 @@ int cmdParse(int argc, char** argv) {
     // asked about (--region), as in the answer document.
     std::optional<florence::Box> region;
     if (a.values.count("region"))
-        region = florence::parseRegion(a.get("region"));
+        region = florence::cli::regionOption(a);
     printJson(format == "hf"
                   ? florence::toHuggingFaceJson(answer)
                   : florence::nativeForm(answer, florence::readableAnswer(answer, region)));

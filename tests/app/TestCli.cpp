@@ -286,6 +286,14 @@ void TestCli::compareJson() {
     }
     // The passes on stderr as they finish.
     QVERIFY2(o.err.contains("passes"), o.err.constData());
+    // A region task, with its region as run takes it.
+    const Output region =
+        runCli({"compare", kSamples + "/pier.png", "--task", "<REGION_TO_CATEGORY>", "--region",
+                "10,10,300,200", "--max-new-tokens", "4", "--beams", "1", "--repeats", "1",
+                "--no-warmup", "--quiet", "--json"});
+    QVERIFY2(region.exitCode == 0, region.err.constData());
+    QCOMPARE(QJsonDocument::fromJson(region.out).object()["task"].toString(),
+             QString("<REGION_TO_CATEGORY>"));
 }
 
 void TestCli::ignoreEosGeneratesExactlyMaxNewTokens() {
@@ -560,6 +568,15 @@ void TestCli::badArguments_data() {
     QTest::newRow("compare: no new tokens, before the image")
         << QStringList{"compare", "/nonexistent/photo.png", "--max-new-tokens", "0"} << 2
         << "--max-new-tokens must be at least 1, not 0";
+    QTest::newRow("no threads, before the image")
+        << QStringList{"run", "--image", "/nonexistent/photo.png", "--threads", "0"} << 2
+        << "--threads must be at least 1";
+    QTest::newRow("a number too large for its option")
+        << QStringList{"run", "--image", pier, "--max-new-tokens", "99999999999"} << 2
+        << "--max-new-tokens 99999999999 is out of range";
+    QTest::newRow("compare: a region that is not four numbers")
+        << QStringList{"compare", pier, "--task", "<REGION_TO_CATEGORY>", "--region", "1,2"} << 2
+        << "--region takes four numbers X1,Y1,X2,Y2 in pixels, not '1,2'";
     QTest::newRow("too many beams")
         << QStringList{"batch", "--dir", kSamples, "--task", "<OD>", "--beams", "17"} << 2
         << "--beams must be between 1 and 16, not 17";
