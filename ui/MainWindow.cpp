@@ -577,8 +577,10 @@ void MainWindow::showHistoryEntry(int row) {
     const HistoryEntry& e = history->entry(row);
     const RecordedImage img = recordedImage(e);
     setImage(img.image, img.fromFile ? e.imagePath : QString(), e.imageName);
-    if (!img.fromFile)
-        m_image.reset(); // a thumbnail stands in: nothing to run on
+    if (!img.fromFile) {
+        m_image.reset();    // a thumbnail stands in: nothing to run on,
+        m_images->encode(); // nor to encode (this drops the stand-in's encode setImage asked)
+    }
     m_panel->setTask(e.task);
     m_panel->setTaskText(e.taskText);
     m_region = e.region ? std::optional<QRectF>(QRectF(QPointF(e.region->x1, e.region->y1),

@@ -33,6 +33,7 @@
 #include <QSlider>
 #include <QSpinBox>
 #include <QStandardPaths>
+#include <QStatusBar>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
@@ -413,6 +414,11 @@ void TestScoresHistory::deletedImageGivesNote() {
     QCOMPARE(w->imageView()->imageSize(), QSize(512, 512));
     QVERIFY(!w->hasImage());
     QVERIFY(!w->startRun());
+    // Nor is the stand-in encoded: the status bar does not call it ready.
+    QVERIFY(!w->isEncodingImage());
+    QTest::qWait(1500);
+    QVERIFY2(!w->statusBar()->currentMessage().startsWith("Image and task ready"),
+             qPrintable(w->statusBar()->currentMessage()));
 }
 
 void TestScoresHistory::boundIsEnforced() {
