@@ -22,13 +22,14 @@
 
 namespace {
 
-// What `run` returns with LibTorch's pool held to one thread.
+// What `run` returns with LibTorch's pool held to one thread (given back however it ends).
 template <class Run> at::Tensor onOneThread(const Run& run) {
-    const int threads = at::get_num_threads();
+    struct Restore {
+        int threads = at::get_num_threads();
+        ~Restore() { at::set_num_threads(threads); }
+    } restore;
     at::set_num_threads(1);
-    at::Tensor alone = run();
-    at::set_num_threads(threads);
-    return alone;
+    return run();
 }
 
 using florence::ops::KernelPath;

@@ -18,6 +18,7 @@
 #include <QLocale>
 #include <QLockFile>
 #include <QStandardPaths>
+#include <QTimer>
 
 #include <cmath>
 #include <cstdio>

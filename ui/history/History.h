@@ -27,12 +27,13 @@
 #include <QImage>
 #include <QJsonObject>
 #include <QString>
-#include <QTimer>
 
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+class QTimer;
 
 namespace florence::ui {
 
