@@ -493,7 +493,8 @@ bool MainWindow::startRequest(RunKind kind) {
         m_worker.get(), [w = m_worker.get(), r] { w->run(r); }, Qt::QueuedConnection);
     showMessage(QString()); // an earlier error no longer applies
     m_runView->started(kind, currentTask(), m_images->waitingPhase(isModelReady(), kind, *prompt),
-                       m_images->isEncoding());
+                       // Not while a model loads: the wait would be the load's too.
+                       m_images->isEncoding() && isModelReady());
     updateActions();
     return true;
 }

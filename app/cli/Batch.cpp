@@ -139,14 +139,8 @@ FolderJobParams batchJob(const Args& a, bool* jsonl) {
         job.files = readFileList(a.get("files"));
     job.outDir = a.get("out");
     job.task = taskRequest(a);
-    if (a.has("region")) {
-        try {
-            job.task.region = regionOption(a);
-        } catch (const florence::TaskError&) {
-            throw UsageError("--region takes four numbers X1,Y1,X2,Y2 in pixels, not '" +
-                             a.get("region") + "'");
-        }
-    }
+    if (a.has("region"))
+        job.task.region = regionOption(a);
     std::string formats = a.get("format", "txt,json,coco");
     *jsonl = a.has("jsonl");
     QStringList parts = QString::fromStdString(formats).split(',', Qt::SkipEmptyParts);
@@ -163,6 +157,7 @@ FolderJobParams batchJob(const Args& a, bool* jsonl) {
     job.existing = a.has("resume")      ? ExistingResults::Skip
                    : a.has("overwrite") ? ExistingResults::Overwrite
                                         : ExistingResults::Refuse;
+    checkRunNumbers(a);
     job.settings = generationSettings(a);
     job.batchSize = a.getInt("batch-size", 1);
     if (job.batchSize < 1)

@@ -49,9 +49,17 @@ std::string modelDir(const Args& a) {
 }
 
 void checkRunNumbers(const Args& a) {
-    generationSettings(a);
+    const florence::GenerationSettings settings = generationSettings(a);
     if (a.has("threads") && a.getInt("threads", 0) < 1)
         throw UsageError("--threads must be at least 1 (leave it out to use every core)");
+    // The package's limit is in its manifest: known without loading the model.
+    if (settings.maxNewTokens) {
+        const int most = florence::readManifest(modelDir(a)).maxPositions;
+        if (most > 0 && *settings.maxNewTokens > most)
+            throw UsageError("--max-new-tokens " + std::to_string(*settings.maxNewTokens) +
+                             " is more than this model's decoder holds (" + std::to_string(most) +
+                             ")");
+    }
 }
 
 florence::Box regionOption(const Args& a) {

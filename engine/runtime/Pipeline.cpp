@@ -31,8 +31,9 @@ void checkOptions(const Manifest& m, const GenerationOptions& options) {
     if (options.maxNewTokens < 1)
         throw EngineError("maximum new tokens must be at least 1");
     if (options.maxNewTokens > m.maxPositions)
-        throw EngineError("maximum new tokens is " + std::to_string(options.maxNewTokens) +
-                          "; this model's decoder holds at most " + std::to_string(m.maxPositions));
+        throw EngineError("asked for " + std::to_string(options.maxNewTokens) +
+                          " new tokens; this model's decoder holds at most " +
+                          std::to_string(m.maxPositions));
 }
 
 // Fills every result's prompt ids; returns the longest prompt's length.

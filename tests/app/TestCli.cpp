@@ -571,6 +571,9 @@ void TestCli::badArguments_data() {
     QTest::newRow("no threads, before the image")
         << QStringList{"run", "--image", "/nonexistent/photo.png", "--threads", "0"} << 2
         << "--threads must be at least 1";
+    QTest::newRow("more new tokens than the decoder holds, before the image")
+        << QStringList{"run", "--image", "/nonexistent/photo.png", "--max-new-tokens", "5000"} << 2
+        << "--max-new-tokens 5000 is more than this model's decoder holds (";
     QTest::newRow("a number too large for its option")
         << QStringList{"run", "--image", pier, "--max-new-tokens", "99999999999"} << 2
         << "--max-new-tokens 99999999999 is out of range";
