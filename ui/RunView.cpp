@@ -76,7 +76,7 @@ void RunView::showRecorded(const Timings& timings, double waitedMs, const QStrin
     m_w.results->setSummary(tr("%1 · %2 · %3 · from the history")
                                 .arg(taskDisplayName(m_run->answerTask()),
                                      itemCountText(m_run->shownAnswer()),
-                                     formatMs(timings.totalMs)));
+                                     formatMs(timings.totalMs + waitedMs)));
     m_w.status->setText(status);
 }
 
@@ -234,19 +234,20 @@ void RunView::onRunFinished(const RunOutcome& o) {
         return;
     }
     const Timings& t = o.result.timings;
+    const double totalMs = t.totalMs + m_waitedMs; // from Run, as the chart's first token
     m_w.latency->finishRun(t, o.cancelled());
     const StepStats s = summarizeSteps(t.stepMs);
     // "answer tokens" (the returned sequence) against the chart's "decoding steps".
     const QString summary = tr("%1 · %2 answer tokens · %3 · %4")
                                 .arg(taskDisplayName(o.task))
                                 .arg(o.generatedTokens())
-                                .arg(itemCountText(m_run->shownAnswer()), formatMs(t.totalMs));
+                                .arg(itemCountText(m_run->shownAnswer()), formatMs(totalMs));
     m_w.results->setSummary(o.cancelled() ? summary + tr(" · cancelled") : summary);
     if (!o.cancelled())
         emit runAnswered(o);
     end(o.cancelled()
             ? tr("Cancelled after %1 decoding steps").arg(s.count)
-            : tr("Done: %1 answer tokens in %2").arg(o.generatedTokens()).arg(formatMs(t.totalMs)),
+            : tr("Done: %1 answer tokens in %2").arg(o.generatedTokens()).arg(formatMs(totalMs)),
         o.cancelled());
 }
 

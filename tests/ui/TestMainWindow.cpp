@@ -441,13 +441,22 @@ void TestMainWindow::runPressedWhileEncodingCountsTheWait() {
     auto* ttft = child<QLabel>(m_w.get(), "ttftLabel");
     QVERIFY2(ttft->toolTip().startsWith("From Run: "), qPrintable(ttft->toolTip()));
     QVERIFY(isDuration("ttftLabel"));
+    // The total counts from Run too: never less than the first token.
+    const auto ms = [&](const char* name) {
+        const QString t = child<QLabel>(m_w.get(), name)->text();
+        return t.endsWith(" ms") ? t.chopped(3).toDouble() : t.chopped(2).toDouble() * 1000;
+    };
+    QVERIFY2(ms("totalLabel") >= ms("ttftLabel"),
+             qPrintable(child<QLabel>(m_w.get(), "totalLabel")->text()));
     // Replayed from the history, the same.
     const QString first = ttft->text(), text = child<QLabel>(m_w.get(), "textEncoderLabel")->text();
+    const QString total = child<QLabel>(m_w.get(), "totalLabel")->text();
     QVERIFY(m_w->history()->entry(0).waitedForEncodersMs > 0);
     m_w->showHistoryEntry(0);
     QCOMPARE(child<QLabel>(m_w.get(), "visionLabel")->text(), vision);
     QCOMPARE(child<QLabel>(m_w.get(), "textEncoderLabel")->text(), text);
     QCOMPARE(ttft->text(), first);
+    QCOMPARE(child<QLabel>(m_w.get(), "totalLabel")->text(), total);
 }
 
 void TestMainWindow::precisionSwitchReloadsModel() {

@@ -130,7 +130,7 @@ void LatencyChart::updateStats() {
     m_p95->setText(s.count ? formatMs(s.p95Ms) : QStringLiteral("–"));
     m_tokens->setText(QString::number(s.count));
     if (!m_finished && s.count)
-        m_total->setText(formatMs(m_lastElapsedMs));
+        m_total->setText(formatMs(m_lastElapsedMs + m_waitedMs));
     // The engine skips the vision encoder (and so preprocessing) exactly when it reuses the
     // image features; that is the only way its time is 0.
     // Likewise the text encoder, when the prompt's encoding made before Run is reused.
@@ -183,7 +183,7 @@ void LatencyChart::finishRun(const Timings& timings, bool cancelled) {
     showFirstToken(timings.firstTokenMs);
     showStages(timings.preprocessMs, timings.visionMs, timings.textEncoderMs,
                timings.featuresReused, timings.promptReused);
-    m_total->setText(formatMs(timings.totalMs));
+    m_total->setText(formatMs(timings.totalMs + m_waitedMs)); // from Run, as the first token
     m_chart->setTitle(cancelled ? tr("Per-token latency (cancelled)") : tr("Per-token latency"));
 }
 
