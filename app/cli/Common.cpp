@@ -48,10 +48,23 @@ std::string modelDir(const Args& a) {
     return d;
 }
 
+namespace {
+
+// --threads as given: 0 when absent; UsageError when zero or negative.
+int threadsAsked(const Args& a) {
+    if (!a.has("threads"))
+        return 0;
+    const int n = a.getInt("threads", 0);
+    if (n < 1)
+        throw UsageError("--threads must be at least 1 (leave it out to use every core)");
+    return n;
+}
+
+} // namespace
+
 void checkRunNumbers(const Args& a) {
     const florence::GenerationSettings settings = generationSettings(a);
-    if (a.has("threads") && a.getInt("threads", 0) < 1)
-        throw UsageError("--threads must be at least 1 (leave it out to use every core)");
+    threadsAsked(a);
     // The package's limit is in its manifest: known without loading the model.
     if (settings.maxNewTokens) {
         const int most = florence::readManifest(modelDir(a)).maxPositions;
@@ -72,11 +85,9 @@ florence::Box regionOption(const Args& a) {
 }
 
 int threadsOption(const Args& a) {
-    if (!a.has("threads"))
+    const int n = threadsAsked(a);
+    if (n == 0)
         return 0;
-    const int n = a.getInt("threads", 0);
-    if (n < 1)
-        throw UsageError("--threads must be at least 1 (leave it out to use every core)");
     const int cores = florence::usableCores();
     if (n > cores) {
         std::cerr << "note: --threads " << n << " is more than the " << cores

@@ -438,15 +438,15 @@ std::vector<std::unique_ptr<HistoryEntry>> History::decode(const HistoryFile& fi
         }
         entries.push_back(std::make_unique<HistoryEntry>(std::move(*e)));
     }
-    if (damaged > 0 && !keepBadCopy) {
-        *note = damagedNote(m_path, damaged, firstError, false);
-    } else if (damaged > 0) {
+    if (damaged > 0) {
         // Not silently dropped: the next save leaves them out, so the file is kept as it was.
         bool copied = false;
-        try {
-            writeFileAtomically((m_path + ".bad").toStdString(), file.bytes);
-            copied = true;
-        } catch (const Error&) {
+        if (keepBadCopy) {
+            try {
+                writeFileAtomically((m_path + ".bad").toStdString(), file.bytes);
+                copied = true;
+            } catch (const Error&) {
+            }
         }
         *note = damagedNote(m_path, damaged, firstError, copied);
     }
