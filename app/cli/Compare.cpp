@@ -35,6 +35,32 @@ QJsonObject passJson(const Spread& wall, const Spread& cpu, const Spread& decode
                        {"decode_median_ms", decode.medianMs}};
 }
 
+// Where the answers part (florence::answersPart), null when they do not.
+QJsonValue splitJson(const CompareResult& r) {
+    const std::optional<AnswerSplit> split = answersPart(r);
+    if (!split)
+        return QJsonValue();
+    const auto probability = [](double p) { return p < 0 ? QJsonValue() : QJsonValue(p); };
+    return QJsonObject{{"token", split->token + 1},
+                       {"cached_probability", probability(split->cachedProbability)},
+                       {"uncached_probability", probability(split->uncachedProbability)},
+                       {"near_tie", split->nearTie()}};
+}
+
+// "no (from token 12: 41% with the cache, 40% without, a near tie)"
+std::string differenceText(const CompareResult& r) {
+    const std::optional<AnswerSplit> split = answersPart(r);
+    if (!split)
+        return "no (in a repeat of one pass)";
+    std::string s = "no (from token " + std::to_string(split->token + 1);
+    if (split->cachedProbability < 0 || split->uncachedProbability < 0)
+        return s + ": one answer ends there)";
+    char text[96];
+    std::snprintf(text, sizeof text, ": %.0f%% with the cache, %.0f%% without",
+                  100 * split->cachedProbability, 100 * split->uncachedProbability);
+    return s + text + (split->nearTie() ? ", a near tie)" : ")");
+}
+
 QJsonObject compareJson(const std::string& image, const TaskRequest& task, int tokens,
                         const CompareResult& r, const CompareFigures& f) {
     const bool verdict = f.enoughRuns && f.conclusive;
@@ -52,6 +78,7 @@ QJsonObject compareJson(const std::string& image, const TaskRequest& task, int t
         {"speedup", verdict ? QJsonValue(f.speedup) : QJsonValue()},
         {"decode_speedup", f.decodeSpeedup},
         {"identical", r.identical},
+        {"first_difference", splitJson(r)},
         {"cancelled", r.cancelled},
         {"answer", QString::fromStdString(readableText(r.cached.first.text))}};
 }
@@ -82,7 +109,7 @@ std::string compareLine(int tokens, const CompareResult& r, const CompareFigures
     } else {
         s += "no verdict: the repeats disagree too much (the machine was busy), run again";
     }
-    return s + "; same answer: " + (r.identical ? "yes" : "no");
+    return s + "; same answer: " + (r.identical ? "yes" : differenceText(r));
 }
 
 } // namespace

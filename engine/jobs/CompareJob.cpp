@@ -3,6 +3,7 @@
 #include <florence/stats.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace florence {
 
@@ -186,6 +187,32 @@ CompareFigures compareFigures(const CompareResult& r) {
     f.decodeSpeedup =
         f.cachedDecode.medianMs > 0 ? f.uncachedDecode.medianMs / f.cachedDecode.medianMs : 0;
     return f;
+}
+
+bool AnswerSplit::nearTie() const {
+    return cachedProbability >= 0 && uncachedProbability >= 0 &&
+           std::abs(cachedProbability - uncachedProbability) <= kNearTie;
+}
+
+std::optional<AnswerSplit> answersPart(const CompareResult& r) {
+    const Result& c = r.cached.first;
+    const Result& u = r.uncached.first;
+    if (c.generatedIds.empty() || u.generatedIds.empty() || c.generatedIds == u.generatedIds)
+        return std::nullopt;
+    // generatedIds starts with the decoder start token, tokenLogprobs does not.
+    const auto [ci, ui] = std::mismatch(c.generatedIds.begin() + 1, c.generatedIds.end(),
+                                        u.generatedIds.begin() + 1, u.generatedIds.end());
+    AnswerSplit split;
+    split.token = static_cast<int>(ci - (c.generatedIds.begin() + 1));
+    split.cachedTokens = static_cast<int>(c.generatedIds.size()) - 1;
+    split.uncachedTokens = static_cast<int>(u.generatedIds.size()) - 1;
+    const auto probability = [&split](const Result& res) {
+        const size_t at = static_cast<size_t>(split.token);
+        return at < res.tokenLogprobs.size() ? std::exp(double(res.tokenLogprobs[at])) : -1.0;
+    };
+    split.cachedProbability = ci != c.generatedIds.end() ? probability(c) : -1.0;
+    split.uncachedProbability = ui != u.generatedIds.end() ? probability(u) : -1.0;
+    return split;
 }
 
 } // namespace florence

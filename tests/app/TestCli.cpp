@@ -261,9 +261,10 @@ void TestCli::compareJson() {
     const QJsonObject c = QJsonDocument::fromJson(o.out).object();
     for (const char* key :
          {"image", "task", "tokens", "repeats", "cached", "uncached", "conclusive", "basis",
-          "speedup", "decode_speedup", "identical", "answer"})
+          "speedup", "decode_speedup", "identical", "first_difference", "answer"})
         QVERIFY2(c.contains(key), key);
     QCOMPARE(c["identical"].toBool(), true);
+    QVERIFY(c["first_difference"].isNull()); // where the answers part: nowhere
     QCOMPARE(c["cancelled"].toBool(), false);
     QCOMPARE(c["task"].toString(), QString("<OD>"));
     QCOMPARE(c["tokens"].toInt(), 10);

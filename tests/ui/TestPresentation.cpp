@@ -7,6 +7,8 @@
 
 #include <QTest>
 
+#include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,7 @@ private slots:
     void compareVerdictWording_data();
     void compareVerdictWording();
     void compareConcludesOnProcessorTime();
+    void compareSaysWhereTheAnswersPart();
     void compareMarksAlongTheAnswer_data();
     void compareMarksAlongTheAnswer();
 };
@@ -128,6 +131,45 @@ void TestPresentation::compareConcludesOnProcessorTime() {
     QVERIFY2(none.headline.startsWith("No verdict"), qPrintable(none.headline));
     QVERIFY2(!none.speedupText.contains("×") && none.speedupText.contains("no verdict"),
              qPrintable(none.speedupText));
+}
+
+void TestPresentation::compareSaysWhereTheAnswersPart() {
+    // Not "the cache changed the answer": the token where the answers part and the probability
+    // each pass gave its choice there, so that a near tie reads as one.
+    florence::ui::CompareOutcome o;
+    florence::CompareResult& m = o.measured;
+    m.cached.totalsMs = m.cached.decodeMs = {100, 101, 102};
+    m.uncached.totalsMs = m.uncached.decodeMs = {1000, 1010, 1020};
+    m.cached.first.generatedIds = {2, 10, 11, 12, 13, 2};
+    m.cached.first.tokenLogprobs = {0, -0.1f, std::log(0.41f), -0.2f, 0};
+    m.uncached.first.generatedIds = {2, 10, 11, 14, 15, 2};
+    m.uncached.first.tokenLogprobs = {0, -0.1f, std::log(0.40f), -0.3f, 0};
+    o.cached.result = m.cached.first;
+    m.identical = false;
+    const std::optional<florence::AnswerSplit> split = florence::answersPart(m);
+    QVERIFY(split.has_value());
+    QCOMPARE(split->token, 2);
+    QVERIFY(split->nearTie());
+    QCOMPARE(florence::ui::answerSplitText(m),
+             QString("from token 3: 41% with the cache, 40% without (a near tie, which the two "
+                     "ways' rounding can tip)"));
+    const QString headline = florence::ui::judgeComparison(o).headline;
+    QVERIFY2(headline.endsWith("The answers differ from token 3: 41% with the cache, 40% without "
+                               "(a near tie, which the two ways' rounding can tip)."),
+             qPrintable(headline));
+    // Far apart: no tie claimed.
+    m.uncached.first.tokenLogprobs[2] = std::log(0.9f);
+    QVERIFY(!florence::answersPart(m)->nearTie());
+    QCOMPARE(florence::ui::answerSplitText(m), QString("from token 3: 41% with the cache, 90% "
+                                                       "without"));
+    // One answer is the start of the other.
+    m.uncached.first.generatedIds = {2, 10, 11};
+    m.uncached.first.tokenLogprobs = {0, -0.1f};
+    QCOMPARE(florence::ui::answerSplitText(m), QString("from token 3 (one answer ends there)"));
+    // The first answers agree, a repeat's did not.
+    m.uncached.first = m.cached.first;
+    QVERIFY(!florence::answersPart(m));
+    QCOMPARE(florence::ui::answerSplitText(m), QString("in a repeat of one pass"));
 }
 
 void TestPresentation::compareVerdictWording() {

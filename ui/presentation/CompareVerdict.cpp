@@ -43,11 +43,30 @@ QString headlineFor(const CompareVerdict& v, const CompareOutcome& o) {
         s += QLatin1Char(' ') +
              (o.measured.identical
                   ? QObject::tr("Same answer.")
-                  : QObject::tr("The answers differ (the cache changed the answer)."));
+                  : QObject::tr("The answers differ %1.").arg(answerSplitText(o.measured)));
     return s;
 }
 
+QString percent(double p) {
+    return QObject::tr("%1%").arg(100 * p, 0, 'f', p < 0.1 ? 1 : 0);
+}
+
 } // namespace
+
+QString answerSplitText(const CompareResult& measured) {
+    const std::optional<AnswerSplit> split = answersPart(measured);
+    if (!split)
+        return QObject::tr("in a repeat of one pass");
+    const QString where = QObject::tr("from token %1").arg(split->token + 1);
+    if (split->cachedProbability < 0 || split->uncachedProbability < 0)
+        return QObject::tr("%1 (one answer ends there)").arg(where);
+    QString s =
+        QObject::tr("%1: %2 with the cache, %3 without")
+            .arg(where, percent(split->cachedProbability), percent(split->uncachedProbability));
+    if (split->nearTie())
+        s += QObject::tr(" (a near tie, which the two ways' rounding can tip)");
+    return s;
+}
 
 CompareVerdict judgeComparison(const CompareOutcome& o) {
     CompareVerdict v;

@@ -256,7 +256,7 @@ void CompareView::setOutcome(const CompareOutcome& outcome) {
                         : tr("Both passes ran the vision encoder (no precomputed features).")));
     m_verdict->setText(outcome.measured.identical
                            ? tr("identical ✔")
-                           : tr("different ✘ (the cache changed the answer)"));
+                           : tr("different ✘ %1").arg(answerSplitText(outcome.measured)));
 }
 
 void CompareView::plotMedianSteps(const CompareOutcome& outcome) {

@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <vector>
 
 namespace florence {
@@ -137,5 +138,23 @@ constexpr double kSettledGap = 2.0;
 
 // Above this relative spread of a pass's totals the repeats disagree too much to conclude.
 constexpr double kMaxConclusiveSpread = 0.3;
+
+// Where the first measured answers of the two passes part, when they do: the generated token
+// at which they first differ (0 = the first after the decoder start) and the probability each
+// pass gave the token it chose there. Greedy decoding takes the likeliest token; where two are
+// nearly tied, the different order of the two ways' arithmetic (and int8's or bfloat16's
+// rounding, more than float32's) can tip it, and everything after follows from that token.
+struct AnswerSplit {
+    int token = 0;
+    int cachedTokens = 0, uncachedTokens = 0; // generated tokens of each answer
+    // exp of Result::tokenLogprobs at `token`; negative where that answer had ended before it.
+    double cachedProbability = -1, uncachedProbability = -1;
+    // Both chose their token with probabilities within kNearTie of each other, both known.
+    bool nearTie() const;
+};
+constexpr double kNearTie = 0.1;
+
+// Null when the first measured answers are the same tokens (or a pass has none).
+std::optional<AnswerSplit> answersPart(const CompareResult& result);
 
 } // namespace florence
