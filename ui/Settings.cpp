@@ -121,6 +121,17 @@ QString Settings::setAsideIfUnusable() {
     return notes.join(QLatin1Char(' '));
 }
 
+bool Settings::claimFirstStart() {
+    const QDir config(QStandardPaths::writableLocation(QStandardPaths::GenericConfigLocation));
+    const QString org = QCoreApplication::organizationName();
+    if (!config.mkpath(org))
+        return false; // nowhere to remember it: no start counts as the first
+    // NewOnly is O_CREAT | O_EXCL: exactly one process creates it; nothing already there (a
+    // FIFO, a link) is opened.
+    QFile mark(config.filePath(org + QStringLiteral("/first-start-done")));
+    return mark.open(QIODevice::WriteOnly | QIODevice::NewOnly);
+}
+
 FolderPreferences Settings::loadFolder() {
     const QSettings s;
     FolderPreferences p;

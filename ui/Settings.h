@@ -65,6 +65,10 @@ public:
     // what it leads to) and the app starts with defaults. "" when all is well, else a note
     // naming the file. Call once at start, before any QSettings is made.
     static QString setAsideIfUnusable();
+    // Whether this is the user's first start, claimed once: true for the one process that makes
+    // the mark (an empty file beside the settings, created exclusively, so two windows started
+    // together do not both claim it), false for every start after it, whatever is at that path.
+    static bool claimFirstStart();
 };
 
 } // namespace florence::ui

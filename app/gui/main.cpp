@@ -100,8 +100,10 @@ void parseCommandLine(QCommandLineParser& parser, const Options& o, QCoreApplica
     parser.process(app); // exits after --help / --version
 }
 
-// The image asked for, else (first start, no image restored from the settings) a sample scene
-// the bundled model understands, captioned at once unless the command line asks for more.
+// The image asked for, else (no image restored from the settings) a sample scene the bundled
+// model understands, captioned at once on the user's first start unless the command line asks
+// for more (a second window, or a later start with nothing to restore, only shows it: the cores
+// may be busy with the first window's work).
 void openStartImage(florence::ui::MainWindow& window, const QCommandLineParser& parser,
                     const Options& o) {
     QString image = parser.value(o.image);
@@ -114,7 +116,8 @@ void openStartImage(florence::ui::MainWindow& window, const QCommandLineParser& 
     if (window.hasImage() || window.isOpeningImage())
         return;
     const QString samples = QString::fromStdString(florence::samplesDir());
-    if (parser.isSet(o.task) || parser.isSet(o.shot)) {
+    if (parser.isSet(o.task) || parser.isSet(o.shot) ||
+        !florence::ui::Settings::claimFirstStart()) {
         const QString sample = florence::ui::MainWindow::firstRunImage(samples);
         if (!sample.isEmpty())
             window.openImageFile(sample);
