@@ -4,6 +4,7 @@
 // on or read without end; damaged entries are skipped but kept in a ".bad" copy.
 #include "Settings.h"
 #include "history/History.h"
+#include "widgets/HistoryPanel.h"
 
 #include "engine/FileSizeLimit.h"
 
@@ -14,7 +15,9 @@
 #include <QItemSelectionModel>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QListView>
 #include <QLockFile>
+#include <QScrollBar>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -72,6 +75,8 @@ private slots:
     void damagedEntriesAreKeptInABadCopy();
     void settingsThatAreNotAFileAreSetAside();
     void aLockThatCannotBeMadeIsNotAnotherWindow();
+    void firstStartIsClaimedOnce();
+    void theListKeepsItsPlaceWhenRunsComeIn();
 
 private:
     QTemporaryDir m_tmp;
@@ -295,6 +300,57 @@ void TestHistoryFile::aLockThatCannotBeMadeIsNotAnotherWindow() {
     QVERIFY2(error.contains("another window keeps it locked"), qPrintable(error));
     other.unlock();
     QVERIFY2(h.add(runDocument("after"), &error), qPrintable(error));
+}
+
+void TestHistoryFile::firstStartIsClaimedOnce() {
+    // The welcome caption runs once: the first claim wins, every later one (a second window, a
+    // later start) does not; something that is not a file there counts as claimed, unopened.
+    const QString path = QStandardPaths::writableLocation(QStandardPaths::GenericConfigLocation) +
+                         "/FlorenceStudioTest/first-start-done";
+    QFile::remove(path);
+    QVERIFY(florence::ui::Settings::claimFirstStart());
+    QVERIFY(QFileInfo(path).isFile());
+    QVERIFY(!florence::ui::Settings::claimFirstStart());
+    QVERIFY(!florence::ui::Settings::claimFirstStart());
+    QVERIFY(QFile::remove(path));
+    QCOMPARE(::mkfifo(path.toLocal8Bit().constData(), 0600), 0);
+    QVERIFY(!florence::ui::Settings::claimFirstStart()); // returns: a FIFO is never opened
+    QVERIFY(isFifo(path));
+    QFile::remove(path);
+}
+
+void TestHistoryFile::theListKeepsItsPlaceWhenRunsComeIn() {
+    History a(m_path), b(m_path);
+    QVERIFY(a.load());
+    QVERIFY(b.load());
+    a.follow();
+    florence::ui::HistoryPanel panel(&a);
+    panel.resize(260, 320);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    QListView* list = panel.list();
+    const auto topRow = [list] { return list->indexAt(QPoint(1, 1)).row(); };
+    for (int i = 0; i < 30; ++i)
+        QVERIFY(a.add(runDocument(QStringLiteral("a%1").arg(i))));
+    QTRY_VERIFY(list->verticalScrollBar()->maximum() > 0); // more rows than fit
+    // Scrolled down to an older run, another window's two runs come in above it: the same run
+    // stays at the top of the list, whole.
+    list->scrollTo(a.index(10, 0), QAbstractItemView::PositionAtTop);
+    QCOMPARE(topRow(), 10);
+    QVERIFY(b.add(runDocument("b0")));
+    QVERIFY(b.add(runDocument("b1")));
+    QTRY_COMPARE(captions(a).first(), QStringLiteral("b1"));
+    QCOMPARE(captions(a).at(topRow()), QStringLiteral("a19"));
+    QCOMPARE(list->visualRect(a.index(topRow(), 0)).top(), 0);
+    // This window's run shows at the top, whole.
+    QVERIFY(a.add(runDocument("a30")));
+    QCOMPARE(list->verticalScrollBar()->value(), list->verticalScrollBar()->minimum());
+    QCOMPARE(topRow(), 0);
+    // At the top, another window's run shows too.
+    QVERIFY(b.add(runDocument("b2")));
+    QTRY_COMPARE(captions(a).first(), QStringLiteral("b2"));
+    QCOMPARE(topRow(), 0);
+    QCOMPARE(list->verticalScrollBar()->value(), list->verticalScrollBar()->minimum());
 }
 
 QTEST_MAIN(TestHistoryFile)

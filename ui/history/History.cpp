@@ -618,6 +618,7 @@ bool History::add(const QJsonObject& document, QString* error) {
     beginInsertRows(QModelIndex(), 0, 0);
     m_entries.insert(m_entries.begin(), std::make_unique<HistoryEntry>(std::move(*e)));
     endInsertRows();
+    emit recorded();
     if (count() > m_maxEntries) {
         beginRemoveRows(QModelIndex(), m_maxEntries, count() - 1);
         m_entries.resize(static_cast<size_t>(m_maxEntries));

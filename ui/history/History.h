@@ -156,6 +156,10 @@ public:
     // a run meanwhile).
     static void exportDocuments(const QList<QJsonObject>& documents, const QString& path);
 
+signals:
+    // add() put this window's run at the top (rows inserted by follow() do not say this).
+    void recorded();
+
 private:
     bool save(QString* error);
     // The file's identity and size now, to tell whether another window has replaced it.

@@ -11,6 +11,7 @@
 #include <QLabel>
 #include <QListView>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -66,11 +67,29 @@ HistoryPanel::HistoryPanel(History* history, QWidget* parent)
     m_clear->setToolTip(tr("Forget every run in the history (the images are not touched); "
                            "Undo brings them back"));
     connect(m_clear, &QPushButton::clicked, this, &HistoryPanel::clearHistory);
-    connect(history, &QAbstractItemModel::rowsInserted, this, [this] {
+    // Rows come in at the top: this window's run (shown whole at the top of the list, as on
+    // screen), or other windows' (the rows the user was looking at stay where they were, not
+    // pushed down to a half-hidden one; at the top, the new rows show).
+    connect(history, &QAbstractItemModel::rowsAboutToBeInserted, this, [this] {
+        const QScrollBar* bar = m_list->verticalScrollBar();
+        m_topRowBeforeInsert =
+            bar->value() == bar->minimum() ? -1 : m_list->indexAt(QPoint(0, 0)).row();
+    });
+    connect(history, &QAbstractItemModel::rowsInserted, this,
+            [this](const QModelIndex&, int first, int last) {
+                if (m_topRowBeforeInsert < 0)
+                    m_list->scrollToTop();
+                else if (first <= m_topRowBeforeInsert)
+                    m_list->scrollTo(m_history->index(m_topRowBeforeInsert + last - first + 1, 0),
+                                     QAbstractItemView::PositionAtTop);
+            });
+    connect(history, &History::recorded, this, [this] {
         // The new run is on screen, not an earlier one: nothing stays chosen.
         m_list->selectionModel()->clear();
+        m_list->scrollToTop();
         updateButtons();
     });
+    connect(history, &QAbstractItemModel::rowsInserted, this, &HistoryPanel::updateButtons);
     connect(history, &QAbstractItemModel::modelReset, this, &HistoryPanel::updateButtons);
     connect(history, &QAbstractItemModel::rowsRemoved, this, &HistoryPanel::updateButtons);
 

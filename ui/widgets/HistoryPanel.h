@@ -61,6 +61,8 @@ private:
     QPushButton* m_undo = nullptr;
     QList<QJsonObject> m_cleared; // what Undo puts back
     QListView* m_list = nullptr;
+    int m_topRowBeforeInsert = -1; // the row at the list's top while rows are inserted, or -1
+
     QPushButton* m_export = nullptr;
     QPushButton* m_clear = nullptr;
     FileChooser m_chooser;
