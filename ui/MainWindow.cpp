@@ -238,6 +238,9 @@ void MainWindow::createCentral() {
     setTabOrder(m_panel->lastInFocusChain(), m_results);
 
     m_status = std::make_unique<StatusLabels>(statusBar());
+    // A long message is cut at the bar's edge: hovering the bar shows it whole while it shows.
+    connect(statusBar(), &QStatusBar::messageChanged, this,
+            [bar = statusBar()](const QString& text) { bar->setToolTip(text); });
     connect(m_view, &ImageView::zoomChanged, this, [this](double f) { m_status->showZoom(f); });
 
     m_runView = new RunView(
