@@ -6,8 +6,10 @@
 #include "widgets/CompareView.h"
 #include "widgets/CumulativeChart.h"
 
+#include <QAbstractAxis>
 #include <QApplication>
 #include <QChart>
+#include <QChartView>
 #include <QLabel>
 #include <QLineSeries>
 #include <QValueAxis>
@@ -48,6 +50,7 @@ private slots:
     void compareNeverLaysOutManyTicks();
     void cancelledPassSaysHowFarItGot();
     void noVerdictShowsNoRatio();
+    void shortChartsKeepTheirTickLabels();
 };
 
 void TestCharts::niceScaleIsBounded_data() {
@@ -219,6 +222,27 @@ void TestCharts::noVerdictShowsNoRatio() {
     QVERIFY(judgeComparison(o).conclusive);
     view.setOutcome(o);
     QVERIFY(view.findChild<QLabel*>("speedupMarksLabel")->text().contains("×"));
+}
+
+void TestCharts::shortChartsKeepTheirTickLabels() {
+    // At 1280x720 or 2x on a 1080p screen the charts are short: Qt Charts cut the token axis's
+    // labels and title to "..." until the title made room for the labels.
+    CompareView view;
+    view.resize(900, 170);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    const QList<QChartView*> charts = view.findChildren<QChartView*>();
+    QCOMPARE(charts.size(), 2);
+    const auto titlesShown = [&charts] {
+        int shown = 0;
+        for (QChartView* c : charts)
+            for (QAbstractAxis* axis : c->chart()->axes(Qt::Horizontal))
+                shown += axis->isTitleVisible() ? 1 : 0;
+        return shown;
+    };
+    QTRY_COMPARE(titlesShown(), 0);
+    view.resize(900, 420);
+    QTRY_COMPARE(titlesShown(), 2);
 }
 
 QTEST_MAIN(TestCharts)

@@ -691,6 +691,23 @@ void TestMainWindow::comparisonShowsTwoCurvesAndVerdict() {
     QVERIFY(child<QLabel>(m_w.get(), "cachedTotalLabel")->text().contains("total"));
     QVERIFY(child<QLabel>(m_w.get(), "uncachedTotalLabel")->text().contains("total"));
     QVERIFY(!m_w->isRunning());
+    // As narrow as the window goes (2x on a 1080p screen comes close): the figures wrap to
+    // several lines each, none drawn over another (a form layout gave them one line's height
+    // there and drew them over each other).
+    m_w->resize(m_w->minimumSizeHint().width(), 540);
+    QTest::qWait(100);
+    QList<QLabel*> figures;
+    for (const char* name :
+         {"compareHeadline", "speedupLabel", "speedupMarksLabel", "compareFirstTokenLabel",
+          "verdictLabel", "compareNoteLabel", "cachedTotalLabel", "uncachedTotalLabel"})
+        figures << child<QLabel>(m_w.get(), name);
+    QVERIFY(figures.at(1)->height() > figures.at(1)->fontMetrics().height() * 2); // wrapped
+    for (QLabel* l : figures) {
+        QVERIFY2(l->height() >= l->heightForWidth(l->width()), qPrintable(l->objectName()));
+        for (QLabel* other : figures)
+            QVERIFY2(l == other || !l->geometry().intersects(other->geometry()),
+                     qPrintable(l->objectName() + " / " + other->objectName()));
+    }
 }
 
 void TestMainWindow::compareRepeatsOnABusyMachine() {

@@ -6,6 +6,7 @@
 #include <QAbstractSeries>
 #include <QChart>
 #include <QChartView>
+#include <QEvent>
 #include <QHBoxLayout>
 #include <QLegend>
 #include <QLineSeries>
@@ -120,6 +121,40 @@ double axisTickCount(const QValueAxis* axis) {
     return (axis->max() - axis->min()) / interval + 1;
 }
 
+namespace {
+
+class ShortChartFit : public QObject {
+public:
+    explicit ShortChartFit(QChartView* view) : QObject(view), m_view(view) {
+        view->installEventFilter(this);
+    }
+
+    bool eventFilter(QObject* watched, QEvent* event) override {
+        if (watched == m_view && event->type() == QEvent::Resize)
+            fit();
+        return false;
+    }
+
+private:
+    void fit() {
+        QChart* chart = m_view->chart();
+        if (!chart)
+            return;
+        const bool compact = m_view->height() < kShortChartHeight;
+        // The tick labels tell it is tokens; "0 2 4 6" cut to "... ... ..." tells nothing.
+        for (QAbstractAxis* axis : chart->axes(Qt::Horizontal))
+            axis->setTitleVisible(!compact);
+    }
+
+    QChartView* m_view;
+};
+
+} // namespace
+
+void keepLegibleWhenShort(QChartView* view) {
+    new ShortChartFit(view);
+}
+
 QChartView* layOutChartWithStats(QWidget* owner, QChart* chart, QWidget* stats,
                                  const QString& viewName) {
     auto* view = new QChartView(chart, owner);
@@ -127,6 +162,7 @@ QChartView* layOutChartWithStats(QWidget* owner, QChart* chart, QWidget* stats,
     view->setRenderHint(QPainter::Antialiasing);
     // Small minimums so the window fits narrow and scaled screens; the chart stays readable.
     view->setMinimumSize(200, 140);
+    keepLegibleWhenShort(view);
     stats->setMinimumWidth(190);
     stats->setMaximumWidth(320);
     auto* layout = new QHBoxLayout(owner);

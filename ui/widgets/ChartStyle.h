@@ -51,6 +51,12 @@ void setNiceRange(QValueAxis* axis, double maxValue, bool integer);
 // How many tick labels the axis lays out in its current state.
 double axisTickCount(const QValueAxis* axis);
 
+// A chart short enough that Qt Charts would cut its horizontal tick labels and title to "..."
+// (1280x720, 2x scaling on a 1080p screen) hides that axis's title while it is that short, which
+// leaves the labels room; taller again, the title comes back.
+void keepLegibleWhenShort(QChartView* view);
+constexpr int kShortChartHeight = 230;
+
 // The chart view on the left, the stats panel on the right, filling `owner`.
 QChartView* layOutChartWithStats(QWidget* owner, QChart* chart, QWidget* stats,
                                  const QString& viewName);

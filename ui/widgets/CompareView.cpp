@@ -11,7 +11,7 @@
 #include <QChart>
 #include <QChartView>
 #include <QEvent>
-#include <QFormLayout>
+#include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLegend>
@@ -32,8 +32,22 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     addCacheSeries(m_chart, m_axisX, m_axisY, m_series);
 
     auto* stats = new QWidget(this);
-    auto* form = new QFormLayout(stats);
+    // A grid, not a QFormLayout: in a narrow panel (2x on a 1080p screen) a form gave its
+    // wrapped figures one line's height and drew them over each other.
+    auto* form = new QGridLayout(stats);
     form->setContentsMargins(0, 0, 0, 0);
+    form->setColumnStretch(1, 1);
+    const auto addRow = [form, stats](const QString& name, QWidget* field) {
+        const int row = form->rowCount();
+        if (name.isEmpty()) {
+            form->addWidget(field, row, 0, 1, 2);
+            return;
+        }
+        auto* label = new QLabel(name, stats);
+        label->setBuddy(field);
+        form->addWidget(label, row, 0, Qt::AlignLeft | Qt::AlignTop);
+        form->addWidget(field, row, 1);
+    };
     // The verdict in one sentence, first and largest; the figures behind it follow.
     m_headline = new QLabel(stats);
     m_headline->setObjectName(QStringLiteral("compareHeadline"));
@@ -76,15 +90,16 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     m_progress->setMaximumHeight(m_progress->fontMetrics().height() / 2 + 4);
     m_progress->hide();
     // What a reader looks for first comes first: the panel may have to scroll.
-    form->addRow(m_headline);
-    form->addRow(tr("Speedup:"), m_speedup);
-    form->addRow(tr("Decoding at:"), m_marks);
-    form->addRow(tr("First token:"), m_firstToken);
-    form->addRow(tr("Outputs:"), m_verdict);
-    form->addRow(m_progress);
-    form->addRow(m_note);
-    form->addRow(tr("Cache on:"), m_total[0]);
-    form->addRow(tr("Cache off:"), m_total[1]);
+    addRow(QString(), m_headline);
+    addRow(tr("Speedup:"), m_speedup);
+    addRow(tr("Decoding at:"), m_marks);
+    addRow(tr("First token:"), m_firstToken);
+    addRow(tr("Outputs:"), m_verdict);
+    addRow(QString(), m_progress);
+    addRow(QString(), m_note);
+    addRow(tr("Cache on:"), m_total[0]);
+    addRow(tr("Cache off:"), m_total[1]);
+    form->setRowStretch(form->rowCount(), 1); // short texts stay at the top
     // The numbers scroll when the panel is short (two charts leave it little room).
     auto* statsScroll = new QScrollArea(this);
     statsScroll->setObjectName(QStringLiteral("compareStatsScroll"));

@@ -23,6 +23,7 @@ CumulativeChart::CumulativeChart(QWidget* parent) : QChartView(parent) {
     setChart(m_chart); // the view owns the chart
     setRenderHint(QPainter::Antialiasing);
     setMinimumSize(200, 140);
+    keepLegibleWhenShort(this);
     applyPalette();
     clear();
 }
