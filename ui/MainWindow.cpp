@@ -270,6 +270,7 @@ void MainWindow::restoreSettings() {
     m_files->setExportFolder(p.exportFolder);
     m_recent->setPaths(p.recentFiles);
     m_models->setExtraFolders(p.extraModels);
+    m_models->setPendingFolders(p.pendingModels);
     m_panel->restorePreferences(p);
     m_results->scoreControls()->setShowScores(p.showScores);
     {
@@ -297,6 +298,7 @@ void MainWindow::saveSettings() const {
     p.recentFiles = m_recent->paths();
     p.lastImage = m_imagePath;
     p.extraModels = m_models->extraFolders();
+    p.pendingModels = m_models->pendingFolders();
     m_panel->savePreferences(p);
     p.theme = themeName(m_actions->checkedTheme());
     p.showScores = m_results->scoreControls()->showScores();
@@ -305,6 +307,10 @@ void MainWindow::saveSettings() const {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+    // A package opened from a folder and still loading (Automatic may measure a large one for
+    // minutes) is listed again at the next start.
+    if (m_modelCtl->isLoading())
+        m_models->rememberPending(m_modelCtl->requestedDir());
     saveSettings();
     m_run->cancel();
     m_worker->stopLoading(); // a model load ends within a file slice or hash chunk

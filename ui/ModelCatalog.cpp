@@ -44,7 +44,7 @@ void ModelCatalog::refresh() {
     const QDir user(QString::fromStdString(userModelsDir()));
     for (const QString& sub : user.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name))
         dirs << user.filePath(sub);
-    dirs << m_extra;
+    dirs << m_extra << m_pending;
     for (const QString& dir : dirs) {
         if (!QFileInfo::exists(QDir(dir).filePath(QStringLiteral("manifest.json"))))
             continue;
@@ -86,14 +86,24 @@ int ModelCatalog::count() const {
 
 void ModelCatalog::rememberFolder(const QString& dir) {
     const QString clean = cleanDir(dir);
+    m_pending.removeAll(clean);
     const QString userRoot = cleanDir(QString::fromStdString(userModelsDir()));
     if (!isBundled(clean) && !clean.startsWith(userRoot + QLatin1Char('/')) &&
         !m_extra.contains(clean))
         m_extra << clean;
 }
 
+void ModelCatalog::rememberPending(const QString& dir) {
+    const QString clean = cleanDir(dir);
+    const QString userRoot = cleanDir(QString::fromStdString(userModelsDir()));
+    if (!clean.isEmpty() && !isBundled(clean) && !clean.startsWith(userRoot + QLatin1Char('/')) &&
+        !m_extra.contains(clean) && !m_pending.contains(clean))
+        m_pending << clean;
+}
+
 void ModelCatalog::dropUnlisted(const QString& dir) {
     const QString clean = cleanDir(dir);
+    m_pending.removeAll(clean);
     const QString userRoot = cleanDir(QString::fromStdString(userModelsDir()));
     if (isBundled(clean) || clean.startsWith(userRoot + QLatin1Char('/')) ||
         m_extra.contains(clean))

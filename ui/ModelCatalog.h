@@ -50,6 +50,11 @@ public:
     void dropUnlisted(const QString& dir);
     QStringList extraFolders() const { return m_extra; }
     void setExtraFolders(const QStringList& dirs) { m_extra = dirs; }
+    // A package from such a folder that was still loading for the first time when the window
+    // closed: listed at the next start, remembered once it loads, dropped when it fails.
+    void rememberPending(const QString& dir);
+    QStringList pendingFolders() const { return m_pending; }
+    void setPendingFolders(const QStringList& dirs) { m_pending = dirs; }
 
     bool isBundled(const QString& dir) const;
 
@@ -75,6 +80,7 @@ private:
 
     std::unique_ptr<QStandardItemModel> m_model;
     QStringList m_extra;
+    QStringList m_pending; // not loaded yet: not kept when it fails
     QString m_bundled; // cleaned
 };
 

@@ -29,6 +29,7 @@ const QString kExportFolder = QStringLiteral("files/exportFolder");
 const QString kRecent = QStringLiteral("files/recent");
 const QString kLastImage = QStringLiteral("files/lastImage");
 const QString kExtraModels = QStringLiteral("models/extra");
+const QString kPendingModels = QStringLiteral("models/pending");
 const QString kFolder = QStringLiteral("folders/folder");
 const QString kFolderRecursive = QStringLiteral("folders/recursive");
 const QString kFolderBeside = QStringLiteral("folders/besideImages");
@@ -165,6 +166,7 @@ Preferences Settings::load() {
     p.recentFiles = s.value(kRecent).toStringList();
     p.lastImage = s.value(kLastImage).toString();
     p.extraModels = s.value(kExtraModels).toStringList();
+    p.pendingModels = s.value(kPendingModels).toStringList();
     p.task = s.value(kTask, p.task).toString();
     p.taskText = s.value(kTaskText).toString();
     readGeneration(s, p.generation);
@@ -185,6 +187,7 @@ void Settings::save(const Preferences& p) {
     s.setValue(kRecent, p.recentFiles);
     s.setValue(kLastImage, p.lastImage);
     s.setValue(kExtraModels, p.extraModels);
+    s.setValue(kPendingModels, p.pendingModels);
     s.setValue(kTask, p.task);
     s.setValue(kTaskText, p.taskText);
     writeGeneration(s, p.generation);

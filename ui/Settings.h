@@ -39,6 +39,7 @@ struct Preferences {
     QStringList recentFiles;
     QString lastImage;
     QStringList extraModels; // packages opened from folders outside the usual places
+    QStringList pendingModels; // such packages still loading for the first time at the close
     // Task and generation.
     QString task = QStringLiteral("<CAPTION>");
     QString taskText;

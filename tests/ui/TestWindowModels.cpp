@@ -192,7 +192,27 @@ void TestWindowModels::closeDuringASlowModelLoadStopsIt() {
     QVERIFY2(failed.at(0).at(0).toString().contains("cancelled"),
              qPrintable(failed.at(0).at(0).toString()));
     m_w.reset();
+    // Closed during its first load, the package is listed at the next start (it had not failed
+    // its checks, only not finished them)...
     QFile::remove(slow + "/vision.pt");
+    QVERIFY(QFile::copy(QString::fromStdString(florence::bundledModelDir()) + "/vision.pt",
+                        slow + "/vision.pt"));
+    m_w = makeWindow();
+    auto* combo = child<QComboBox>(m_w.get(), "modelCombo");
+    const int row = combo->findData(florence::ui::ModelCatalog::cleanDir(slow));
+    QVERIFY2(row >= 0, qPrintable(slow));
+    // ...and when it then fails (its manifest's size is wrong now), it is not listed again.
+    QTRY_VERIFY_WITH_TIMEOUT(m_w->isModelReady(), 60'000);
+    QSignalSpy failedAgain(m_w.get(), &MainWindow::modelFailed);
+    m_w->openModelPackage(combo->itemData(row).toString()); // as picking it in the box
+    QTRY_COMPARE_WITH_TIMEOUT(failedAgain.count(), 1, 60'000);
+    QCOMPARE(combo->findData(florence::ui::ModelCatalog::cleanDir(slow)), -1);
+    m_w->close();
+    m_w.reset();
+    m_w = makeWindow();
+    QCOMPARE(child<QComboBox>(m_w.get(), "modelCombo")
+                 ->findData(florence::ui::ModelCatalog::cleanDir(slow)),
+             -1);
 }
 
 void TestWindowModels::runDisabledWhileModelLoads() {

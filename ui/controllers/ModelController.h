@@ -31,6 +31,8 @@ public:
     bool isReady() const { return m_ready; }
     // A package is being loaded: a run now would use the old model and its defaults.
     bool isLoading() const { return m_loading; }
+    // The package last asked for ("" before the first).
+    QString requestedDir() const { return m_requestedDir; }
     const ModelInfo& info() const { return m_info; }
     // The loaded model's description, or nothing before the first load.
     std::optional<ModelInfo> loaded() const;
