@@ -320,7 +320,8 @@ void TestHistoryFile::firstStartIsClaimedOnce() {
 }
 
 void TestHistoryFile::theListKeepsItsPlaceWhenRunsComeIn() {
-    History a(m_path), b(m_path);
+    // A full history (30 runs at most here): every run that comes in pushes the oldest out.
+    History a(m_path, 30), b(m_path, 30);
     QVERIFY(a.load());
     QVERIFY(b.load());
     a.follow();
@@ -333,6 +334,7 @@ void TestHistoryFile::theListKeepsItsPlaceWhenRunsComeIn() {
     for (int i = 0; i < 30; ++i)
         QVERIFY(a.add(runDocument(QStringLiteral("a%1").arg(i))));
     QTRY_VERIFY(list->verticalScrollBar()->maximum() > 0); // more rows than fit
+    QCOMPARE(a.count(), 30);
     // Scrolled down to an older run, another window's two runs come in above it: the same run
     // stays at the top of the list, whole.
     list->scrollTo(a.index(10, 0), QAbstractItemView::PositionAtTop);

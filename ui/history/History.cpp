@@ -555,16 +555,19 @@ void History::replaceEntries(std::vector<std::unique_ptr<HistoryEntry>> entries)
         endResetModel();
         return;
     }
-    if (kept < m_entries.size()) {
-        beginRemoveRows(QModelIndex(), int(kept), count() - 1);
-        m_entries.resize(kept);
-        endRemoveRows();
-    }
+    // Inserted first, then the oldest removed, as add() does: a view that has just lost rows
+    // has no layout until it lays them out again, and could not tell which row it shows.
+    const size_t before = m_entries.size();
     if (added > 0) {
         beginInsertRows(QModelIndex(), 0, int(added) - 1);
         m_entries.insert(m_entries.begin(), std::make_move_iterator(entries.begin()),
                          std::make_move_iterator(entries.begin() + std::ptrdiff_t(added)));
         endInsertRows();
+    }
+    if (kept < before) {
+        beginRemoveRows(QModelIndex(), int(added + kept), count() - 1);
+        m_entries.resize(added + kept);
+        endRemoveRows();
     }
 }
 

@@ -72,17 +72,17 @@ HistoryPanel::HistoryPanel(History* history, QWidget* parent)
     // pushed down to a half-hidden one; at the top, the new rows show).
     connect(history, &QAbstractItemModel::rowsAboutToBeInserted, this, [this] {
         const QScrollBar* bar = m_list->verticalScrollBar();
-        m_topRowBeforeInsert =
-            bar->value() == bar->minimum() ? -1 : m_list->indexAt(QPoint(0, 0)).row();
+        m_topBeforeInsert = bar->value() == bar->minimum()
+                                ? QPersistentModelIndex()
+                                : QPersistentModelIndex(m_list->indexAt(QPoint(0, 0)));
     });
-    connect(history, &QAbstractItemModel::rowsInserted, this,
-            [this](const QModelIndex&, int first, int last) {
-                if (m_topRowBeforeInsert < 0)
-                    m_list->scrollToTop();
-                else if (first <= m_topRowBeforeInsert)
-                    m_list->scrollTo(m_history->index(m_topRowBeforeInsert + last - first + 1, 0),
-                                     QAbstractItemView::PositionAtTop);
-            });
+    connect(history, &QAbstractItemModel::rowsInserted, this, [this] {
+        if (!m_topBeforeInsert.isValid())
+            m_list->scrollToTop();
+        else
+            m_list->scrollTo(m_topBeforeInsert, QAbstractItemView::PositionAtTop);
+        m_topBeforeInsert = QPersistentModelIndex();
+    });
     connect(history, &History::recorded, this, [this] {
         // The new run is on screen, not an earlier one: nothing stays chosen.
         m_list->selectionModel()->clear();

@@ -11,6 +11,7 @@
 
 #include <QJsonObject>
 #include <QList>
+#include <QPersistentModelIndex>
 #include <QWidget>
 
 #include <functional>
@@ -61,7 +62,8 @@ private:
     QPushButton* m_undo = nullptr;
     QList<QJsonObject> m_cleared; // what Undo puts back
     QListView* m_list = nullptr;
-    int m_topRowBeforeInsert = -1; // the row at the list's top while rows are inserted, or -1
+    // The row at the list's top while rows are inserted (invalid: the list was at its top).
+    QPersistentModelIndex m_topBeforeInsert;
 
     QPushButton* m_export = nullptr;
     QPushButton* m_clear = nullptr;
