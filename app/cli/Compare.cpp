@@ -55,10 +55,17 @@ std::string differenceText(const CompareResult& r) {
     std::string s = "no (from token " + std::to_string(split->token + 1);
     if (split->cachedProbability < 0 || split->uncachedProbability < 0)
         return s + ": one answer ends there)";
-    char text[96];
-    std::snprintf(text, sizeof text, ": %.0f%% with the cache, %.0f%% without",
-                  100 * split->cachedProbability, 100 * split->uncachedProbability);
-    return s + text + (split->nearTie() ? ", a near tie)" : ")");
+    // As the window prints them: a decimal below 10%.
+    const auto percent = [](double p) {
+        char text[32];
+        std::snprintf(text, sizeof text, p < 0.1 ? "%.1f%%" : "%.0f%%", 100 * p);
+        return std::string(text);
+    };
+    s += ": " + percent(split->cachedProbability) + " with the cache, " +
+         percent(split->uncachedProbability) + " without";
+    return s + (split->nearTie() ? ", a near tie)"
+                : split->greedy  ? ", more than a near tie apart)"
+                                 : ")");
 }
 
 QJsonObject compareJson(const std::string& image, const TaskRequest& task, int tokens,

@@ -63,6 +63,7 @@ CompareResult CompareJob::run(Session& session, const CompareHooks& hooks) const
         return session.generate(m_params.request, options);
     };
     CompareResult r;
+    r.numBeams = m_params.options.numBeams;
     if (m_params.warmup) {
         GenerationOptions warm = cached;
         // Short: it only has to touch what the measured passes will use.
@@ -190,7 +191,7 @@ CompareFigures compareFigures(const CompareResult& r) {
 }
 
 bool AnswerSplit::nearTie() const {
-    return cachedProbability >= 0 && uncachedProbability >= 0 &&
+    return greedy && cachedProbability >= 0 && uncachedProbability >= 0 &&
            std::abs(cachedProbability - uncachedProbability) <= kNearTie;
 }
 
@@ -204,8 +205,7 @@ std::optional<AnswerSplit> answersPart(const CompareResult& r) {
                                         u.generatedIds.begin() + 1, u.generatedIds.end());
     AnswerSplit split;
     split.token = static_cast<int>(ci - (c.generatedIds.begin() + 1));
-    split.cachedTokens = static_cast<int>(c.generatedIds.size()) - 1;
-    split.uncachedTokens = static_cast<int>(u.generatedIds.size()) - 1;
+    split.greedy = r.numBeams <= 1;
     const auto probability = [&split](const Result& res) {
         const size_t at = static_cast<size_t>(split.token);
         return at < res.tokenLogprobs.size() ? std::exp(double(res.tokenLogprobs[at])) : -1.0;

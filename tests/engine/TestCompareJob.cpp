@@ -129,6 +129,8 @@ void TestCompareJob::cachedAndUncachedAgree() {
     QCOMPARE(r.cached.first.generatedIds, r.uncached.first.generatedIds);
     QCOMPARE(r.cached.first.text, r.uncached.first.text);
     QVERIFY(!r.cached.first.cancelled);
+    QVERIFY(!florence::answersPart(r));              // nowhere to part
+    QCOMPARE(r.numBeams, params().options.numBeams); // what the wording of a split rests on
     // Enough to judge by: every repeat of both kinds has a time.
     const florence::CompareFigures f = florence::compareFigures(r);
     QVERIFY(f.enoughRuns);

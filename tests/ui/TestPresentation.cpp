@@ -160,8 +160,16 @@ void TestPresentation::compareSaysWhereTheAnswersPart() {
     // Far apart: no tie claimed.
     m.uncached.first.tokenLogprobs[2] = std::log(0.9f);
     QVERIFY(!florence::answersPart(m)->nearTie());
-    QCOMPARE(florence::ui::answerSplitText(m), QString("from token 3: 41% with the cache, 90% "
+    QCOMPARE(florence::ui::answerSplitText(m),
+             QString("from token 3: 41% with the cache, 90% without (more than a near tie "
+                     "apart: the two ways computed differently)"));
+    // A beam search keeps other hypotheses: the probabilities, no claim either way.
+    m.numBeams = 3;
+    m.uncached.first.tokenLogprobs[2] = std::log(0.40f);
+    QVERIFY(!florence::answersPart(m)->nearTie());
+    QCOMPARE(florence::ui::answerSplitText(m), QString("from token 3: 41% with the cache, 40% "
                                                        "without"));
+    m.numBeams = 1;
     // One answer is the start of the other.
     m.uncached.first.generatedIds = {2, 10, 11};
     m.uncached.first.tokenLogprobs = {0, -0.1f};

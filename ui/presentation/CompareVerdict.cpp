@@ -65,6 +65,8 @@ QString answerSplitText(const CompareResult& measured) {
             .arg(where, percent(split->cachedProbability), percent(split->uncachedProbability));
     if (split->nearTie())
         s += QObject::tr(" (a near tie, which the two ways' rounding can tip)");
+    else if (split->greedy)
+        s += QObject::tr(" (more than a near tie apart: the two ways computed differently)");
     return s;
 }
 

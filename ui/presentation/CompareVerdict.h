@@ -25,8 +25,8 @@ struct CompareVerdict : CompareFigures {
 CompareVerdict judgeComparison(const CompareOutcome& outcome);
 
 // Where the answers of a comparison part, for "different": "from token 12: 41% with the cache,
-// 40% without (a near tie, which the two ways' rounding can tip)"; "in the repeats" when the
-// first answers agree but a repeat's did not.
+// 40% without (a near tie, which the two ways' rounding can tip)"; "in a repeat of one pass"
+// when the first answers agree but a repeat's did not.
 QString answerSplitText(const CompareResult& measured);
 
 } // namespace florence::ui

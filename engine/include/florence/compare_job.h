@@ -75,6 +75,7 @@ struct CompareResult {
     int repeats = 0;        // measured repeats of both kinds that completed
     bool identical = false; // the same generated token ids, in every repeat
     bool cancelled = false; // stopped before every planned repeat finished
+    int numBeams = 1;       // the beams both kinds of pass searched with
 
     ComparePassTimes& pass(ComparePass p) { return p == ComparePass::Cached ? cached : uncached; }
     const ComparePassTimes& pass(ComparePass p) const {
@@ -141,18 +142,20 @@ constexpr double kMaxConclusiveSpread = 0.3;
 
 // Where the first measured answers of the two passes part, when they do: the generated token
 // at which they first differ (0 = the first after the decoder start) and the probability each
-// pass gave the token it chose there. Greedy decoding takes the likeliest token; where two are
-// nearly tied, the different order of the two ways' arithmetic (and int8's or bfloat16's
-// rounding, more than float32's) can tip it, and everything after follows from that token.
+// pass gave the token it chose there. Up to that token both passes saw the same tokens, so with
+// one beam (which takes the likeliest token) two probabilities within kNearTie of each other are
+// a near tie that the two ways' different order of arithmetic (and int8's or bfloat16's
+// rounding, more than float32's) can tip; further apart, the passes computed differently. A
+// beam search keeps other hypotheses, so there no tie is claimed.
 struct AnswerSplit {
     int token = 0;
-    int cachedTokens = 0, uncachedTokens = 0; // generated tokens of each answer
     // exp of Result::tokenLogprobs at `token`; negative where that answer had ended before it.
     double cachedProbability = -1, uncachedProbability = -1;
-    // Both chose their token with probabilities within kNearTie of each other, both known.
+    bool greedy = true; // one beam
+    // Greedy, both probabilities known, within kNearTie of each other.
     bool nearTie() const;
 };
-constexpr double kNearTie = 0.1;
+constexpr double kNearTie = 0.03;
 
 // Null when the first measured answers are the same tokens (or a pass has none).
 std::optional<AnswerSplit> answersPart(const CompareResult& result);
