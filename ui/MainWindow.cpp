@@ -43,6 +43,7 @@
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileInfo>
+#include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
@@ -239,8 +240,13 @@ void MainWindow::createCentral() {
 
     m_status = std::make_unique<StatusLabels>(statusBar());
     // A long message is cut at the bar's edge: hovering the bar shows it whole while it shows.
-    connect(statusBar(), &QStatusBar::messageChanged, this,
-            [bar = statusBar()](const QString& text) { bar->setToolTip(text); });
+    connect(statusBar(), &QStatusBar::messageChanged, this, [this](const QString& text) {
+        QStatusBar* bar = statusBar();
+        int room = bar->width() - 2 * bar->fontMetrics().averageCharWidth();
+        for (const QWidget* w : {m_status->run, m_status->zoom, m_status->model})
+            room -= w->isVisible() ? w->width() : 0;
+        bar->setToolTip(bar->fontMetrics().horizontalAdvance(text) > room ? text : QString());
+    });
     connect(m_view, &ImageView::zoomChanged, this, [this](double f) { m_status->showZoom(f); });
 
     m_runView = new RunView(

@@ -14,6 +14,8 @@ StatusLabels::StatusLabels(QStatusBar* bar) {
     model = new ElidedLabel(bar);
     model->setObjectName(QStringLiteral("statusModel"));
     zoom = new QLabel(bar);
+    // Its own: the bar's tooltip (a message cut at its edge) would show over it otherwise.
+    zoom->setToolTip(QObject::tr("The image's zoom: View › Zoom In, Zoom Out, Fit to Window"));
     run = new ElidedLabel(bar);
     run->setText(QObject::tr("Idle"));
     run->setObjectName(QStringLiteral("statusRun"));

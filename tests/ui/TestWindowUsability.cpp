@@ -49,6 +49,7 @@ private slots:
     void regionHintClearAndMessages();
     void staleStateIsCleared();
     void exportsRememberFolderAndNameTheTask();
+    void aCutMessageShowsWholeOnHover();
 };
 
 void TestWindowUsability::knownAnswersShowNoSpecialTokens() {
@@ -318,6 +319,22 @@ void TestWindowUsability::exportsRememberFolderAndNameTheTask() {
         QVERIFY2(std::abs(x * 100 - std::round(x * 100)) < 1e-6,
                  qPrintable(QString::number(x, 'g', 17)));
     }
+}
+
+void TestWindowUsability::aCutMessageShowsWholeOnHover() {
+    // The status bar cuts a long message at its edge (the panel shows it wrapped): the bar's
+    // tooltip holds it whole while it shows, and nothing for one that fits.
+    m_w->resize(1280, 680);
+    QStatusBar* bar = m_w->statusBar();
+    const QString longText = QStringLiteral("Cannot open /tmp/") + QString(300, QLatin1Char('x')) +
+                             QStringLiteral(".png: not a regular file (a FIFO)");
+    m_w->showMessage(longText, true);
+    QCOMPARE(bar->toolTip(), longText);
+    m_w->showMessage(QStringLiteral("Ready"));
+    QCOMPARE(bar->toolTip(), QString());
+    m_w->showMessage(longText, true);
+    bar->clearMessage();
+    QCOMPARE(bar->toolTip(), QString());
 }
 
 QTEST_MAIN(TestWindowUsability)
