@@ -106,7 +106,7 @@ MainWindow::MainWindow(QWidget* parent)
             showMessage(tr("The run was cancelled to switch models."));
         }
     });
-    connect(m_modelCtl, &ModelController::message, this, &MainWindow::showMessage);
+    connect(m_modelCtl, &ModelController::message, this, &MainWindow::showBackgroundMessage);
     connect(m_modelCtl, &ModelController::stateChanged, this, &MainWindow::updateActions);
     connect(m_modelCtl, &ModelController::ready, this, [this](const QString& name) {
         statusBar()->showMessage(tr("Model loaded: %1").arg(name), 5000);
@@ -634,6 +634,14 @@ void MainWindow::showMessage(const QString& message, bool isError) {
         statusBar()->clearMessage();
     else
         statusBar()->showMessage(text, isError ? 15000 : 5000);
+}
+
+void MainWindow::showBackgroundMessage(const QString& message, bool isError) {
+    if (isError || !m_panel->messageIsError() || m_panel->message().isEmpty()) {
+        showMessage(message, isError);
+        return;
+    }
+    statusBar()->showMessage(withTaskNames(message), 5000);
 }
 
 void MainWindow::updateActions() {

@@ -143,6 +143,10 @@ public slots:
     bool saveAnnotatedImage(const QString& path);
     void copyResultText();
     void showMessage(const QString& text, bool isError = false);
+    // A message no action of the user's asked for (a model finished loading): an error as
+    // showMessage shows it, a report only in the status bar while the panel shows an error, so
+    // "loaded" does not replace why the image given on the command line could not be opened.
+    void showBackgroundMessage(const QString& text, bool isError);
     // Opens the import dialog (window-modal, not blocking); the imported package is loaded.
     ImportDialog* showImportDialog();
     // Shows history entry `row` (0 = newest) again: its image, task, answer and latency, with
