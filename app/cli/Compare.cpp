@@ -44,6 +44,9 @@ QJsonValue splitJson(const CompareResult& r) {
     return QJsonObject{{"token", split->token + 1},
                        {"cached_probability", probability(split->cachedProbability)},
                        {"uncached_probability", probability(split->uncachedProbability)},
+                       {"beams", r.numBeams},
+                       {"cached_score", split->cachedScore},
+                       {"uncached_score", split->uncachedScore},
                        {"near_tie", split->nearTie()}};
 }
 
@@ -55,17 +58,21 @@ std::string differenceText(const CompareResult& r) {
     std::string s = "no (from token " + std::to_string(split->token + 1);
     if (split->cachedProbability < 0 || split->uncachedProbability < 0)
         return s + ": one answer ends there)";
-    // As the window prints them: a decimal below 10%.
+    // As the window prints them: two significant digits below 10%.
     const auto percent = [](double p) {
         char text[32];
-        std::snprintf(text, sizeof text, p < 0.1 ? "%.1f%%" : "%.0f%%", 100 * p);
+        std::snprintf(text, sizeof text, p < 0.1 ? "%.2g%%" : "%.0f%%", 100 * p);
         return std::string(text);
     };
     s += ": " + percent(split->cachedProbability) + " with the cache, " +
          percent(split->uncachedProbability) + " without";
-    return s + (split->nearTie() ? ", a near tie)"
-                : split->greedy  ? ", more than a near tie apart)"
-                                 : ")");
+    if (!split->greedy) {
+        char scores[96];
+        std::snprintf(scores, sizeof scores, "; beam scores %.3f and %.3f", split->cachedScore,
+                      split->uncachedScore);
+        return s + scores + (split->nearTie() ? ", nearly tied)" : ")");
+    }
+    return s + (split->nearTie() ? ", a near tie)" : ", more than a near tie apart)");
 }
 
 QJsonObject compareJson(const std::string& image, const TaskRequest& task, int tokens,

@@ -191,7 +191,10 @@ CompareFigures compareFigures(const CompareResult& r) {
 }
 
 bool AnswerSplit::nearTie() const {
-    return greedy && cachedProbability >= 0 && uncachedProbability >= 0 &&
+    if (!greedy)
+        return std::abs(cachedScore - uncachedScore) <=
+               kNearTieScore * std::max(1.0, std::abs(cachedScore));
+    return cachedProbability >= 0 && uncachedProbability >= 0 &&
            std::abs(cachedProbability - uncachedProbability) <= kNearTie;
 }
 
@@ -206,6 +209,8 @@ std::optional<AnswerSplit> answersPart(const CompareResult& r) {
     AnswerSplit split;
     split.token = static_cast<int>(ci - (c.generatedIds.begin() + 1));
     split.greedy = r.numBeams <= 1;
+    split.cachedScore = c.score;
+    split.uncachedScore = u.score;
     const auto probability = [&split](const Result& res) {
         const size_t at = static_cast<size_t>(split.token);
         return at < res.tokenLogprobs.size() ? std::exp(double(res.tokenLogprobs[at])) : -1.0;

@@ -163,13 +163,26 @@ void TestPresentation::compareSaysWhereTheAnswersPart() {
     QCOMPARE(florence::ui::answerSplitText(m),
              QString("from token 3: 41% with the cache, 90% without (more than a near tie "
                      "apart: the two ways computed differently)"));
-    // A beam search keeps other hypotheses: the probabilities, no claim either way.
+    // A beam search returns its best-scoring hypothesis: the tie is between the scores.
     m.numBeams = 3;
-    m.uncached.first.tokenLogprobs[2] = std::log(0.40f);
+    m.cached.first.score = -3.412;
+    m.uncached.first.score = -3.409;
+    QVERIFY(florence::answersPart(m)->nearTie());
+    QCOMPARE(florence::ui::answerSplitText(m),
+             QString("from token 3: 41% with the cache, 90% without; beam scores -3.412 and "
+                     "-3.409 (hypotheses nearly tied, which the two ways' rounding can swap)"));
+    m.uncached.first.score = -4.5;
     QVERIFY(!florence::answersPart(m)->nearTie());
-    QCOMPARE(florence::ui::answerSplitText(m), QString("from token 3: 41% with the cache, 40% "
-                                                       "without"));
+    QVERIFY(florence::ui::answerSplitText(m).endsWith("beam scores -3.412 and -4.500"));
     m.numBeams = 1;
+    // Random weights spread a token's probability over the whole vocabulary: digits enough to
+    // tell two such probabilities apart.
+    m.cached.first.tokenLogprobs[2] = std::log(0.000144f);
+    m.uncached.first.tokenLogprobs[2] = std::log(0.000152f);
+    QVERIFY(florence::answersPart(m)->nearTie());
+    QVERIFY2(florence::ui::answerSplitText(m).startsWith(
+                 "from token 3: 0.014% with the cache, 0.015% without (a near tie"),
+             qPrintable(florence::ui::answerSplitText(m)));
     // One answer is the start of the other.
     m.uncached.first.generatedIds = {2, 10, 11};
     m.uncached.first.tokenLogprobs = {0, -0.1f};

@@ -47,8 +47,10 @@ QString headlineFor(const CompareVerdict& v, const CompareOutcome& o) {
     return s;
 }
 
+// "41%", "5.2%", "0.014%" (random weights spread a token's probability over 51 000).
 QString percent(double p) {
-    return QObject::tr("%1%").arg(100 * p, 0, 'f', p < 0.1 ? 1 : 0);
+    return p >= 0.1 ? QObject::tr("%1%").arg(100 * p, 0, 'f', 0)
+                    : QObject::tr("%1%").arg(QString::number(100 * p, 'g', 2));
 }
 
 } // namespace
@@ -63,10 +65,18 @@ QString answerSplitText(const CompareResult& measured) {
     QString s =
         QObject::tr("%1: %2 with the cache, %3 without")
             .arg(where, percent(split->cachedProbability), percent(split->uncachedProbability));
-    if (split->nearTie())
+    if (!split->greedy) {
+        // The answer is the best-scoring hypothesis, not each token the likeliest.
+        s += QObject::tr("; beam scores %1 and %2")
+                 .arg(split->cachedScore, 0, 'f', 3)
+                 .arg(split->uncachedScore, 0, 'f', 3);
+        if (split->nearTie())
+            s += QObject::tr(" (hypotheses nearly tied, which the two ways' rounding can swap)");
+    } else if (split->nearTie()) {
         s += QObject::tr(" (a near tie, which the two ways' rounding can tip)");
-    else if (split->greedy)
+    } else {
         s += QObject::tr(" (more than a near tie apart: the two ways computed differently)");
+    }
     return s;
 }
 

@@ -146,16 +146,19 @@ constexpr double kMaxConclusiveSpread = 0.3;
 // one beam (which takes the likeliest token) two probabilities within kNearTie of each other are
 // a near tie that the two ways' different order of arithmetic (and int8's or bfloat16's
 // rounding, more than float32's) can tip; further apart, the passes computed differently. A
-// beam search keeps other hypotheses, so there no tie is claimed.
+// beam search returns its best-scoring hypothesis: there the tie is between the two answers'
+// beam scores (Result::score), within kNearTieScore of each other (relative, at least 1).
 struct AnswerSplit {
     int token = 0;
     // exp of Result::tokenLogprobs at `token`; negative where that answer had ended before it.
     double cachedProbability = -1, uncachedProbability = -1;
     bool greedy = true; // one beam
-    // Greedy, both probabilities known, within kNearTie of each other.
+    double cachedScore = 0, uncachedScore = 0; // the answers' beam scores
+    // Greedy: both probabilities known, within kNearTie; beams: the scores within kNearTieScore.
     bool nearTie() const;
 };
 constexpr double kNearTie = 0.03;
+constexpr double kNearTieScore = 0.01;
 
 // Null when the first measured answers are the same tokens (or a pass has none).
 std::optional<AnswerSplit> answersPart(const CompareResult& result);
