@@ -168,6 +168,16 @@ void TestLayout::machineTextsDoNotWidenTheWindow() {
     // What one machine writes and another does not: a long model name, a precision note, the
     // runtime line, a long status message. None of it may change the window's least width.
     const int before = leastWidth(m_w.get());
+    // A message naming a long path, which has no space to wrap at (an outside tester's FIFO):
+    // the panel keeps its least width, the message is cut and whole in its tooltip.
+    auto* panel = m_w->findChild<QWidget*>(QStringLiteral("controlPanel"));
+    QVERIFY(panel);
+    const int panelBefore = panel->minimumSizeHint().width();
+    const QString path = QStringLiteral("/tmp/") + QString(240, QLatin1Char('x')) + ".png";
+    m_w->showMessage(QStringLiteral("Cannot open %1: it is a FIFO").arg(path), true);
+    QCoreApplication::processEvents();
+    QCOMPARE(panel->minimumSizeHint().width(), panelBefore);
+    QVERIFY(m_w->findChild<QLabel*>(QStringLiteral("messageLabel"))->toolTip().contains(path));
     const QString longText = QStringLiteral(
         "Florence-2-large-ft-PromptGen-v2.0 imported from ~/Downloads/a/very/long/"
         "folder/name · 776.7 M parameters · bfloat16 (encoders float32) · row "

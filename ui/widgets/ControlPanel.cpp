@@ -234,6 +234,9 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
     m_messageLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_messageLabel->setMinimumHeight(m_messageLabel->fontMetrics().height() * 2);
     m_messageLabel->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+    // A path has no space to wrap at: cut at the panel's edge (whole in the tooltip) rather
+    // than widening the panel and squeezing the image.
+    m_messageLabel->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
 
     // The settings scroll when the window is short; Run, Cancel, Compare and the message stay
     // in view below them.
@@ -609,6 +612,7 @@ void ControlPanel::setRunState(bool canRun, bool running) {
 
 void ControlPanel::showMessage(const QString& text, bool isError) {
     m_messageLabel->setText(text);
+    m_messageLabel->setToolTip(text);
     m_messageIsError = isError;
     // A red that reads on both light and dark window backgrounds.
     const QColor error = palette().color(QPalette::Window).lightness() < 128
