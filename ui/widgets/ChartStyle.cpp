@@ -161,7 +161,7 @@ QChartView* layOutChartWithStats(QWidget* owner, QChart* chart, QWidget* stats,
     view->setObjectName(viewName);
     view->setRenderHint(QPainter::Antialiasing);
     // Small minimums so the window fits narrow and scaled screens; the chart stays readable.
-    view->setMinimumSize(200, 140);
+    view->setMinimumSize(180, 140);
     keepLegibleWhenShort(view);
     stats->setMinimumWidth(190);
     stats->setMaximumWidth(320);

@@ -237,6 +237,9 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
     // A path has no space to wrap at: cut at the panel's edge (whole in the tooltip) rather
     // than widening the panel and squeezing the image.
     m_messageLabel->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    // And at most five lines: on a short screen (2x on 1080p) a long report pushed the settings
+    // over the Run button. The rest is in the tooltip and the status bar.
+    m_messageLabel->setMaximumHeight(m_messageLabel->fontMetrics().lineSpacing() * 5 + 4);
 
     // The settings scroll when the window is short; Run, Cancel, Compare and the message stay
     // in view below them.

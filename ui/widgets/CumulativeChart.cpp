@@ -22,7 +22,7 @@ CumulativeChart::CumulativeChart(QWidget* parent) : QChartView(parent) {
     addCacheSeries(m_chart, m_axisX, m_axisY, m_series);
     setChart(m_chart); // the view owns the chart
     setRenderHint(QPainter::Antialiasing);
-    setMinimumSize(200, 140);
+    setMinimumSize(180, 140);
     keepLegibleWhenShort(this);
     applyPalette();
     clear();
