@@ -137,6 +137,11 @@ std::string precisionProbeCachePath() {
     return (base + QStringLiteral("/florence-studio/precision-probes.json")).toStdString();
 }
 
+std::string precisionProbeLockPath() {
+    const std::string cache = precisionProbeCachePath();
+    return cache.empty() ? cache : cache + ".lock";
+}
+
 namespace {
 
 std::mutex g_cacheMutex; // one read-modify-write of the file at a time in this process

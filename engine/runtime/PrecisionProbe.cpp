@@ -10,13 +10,17 @@
 #include <florence/version.h>
 
 #include <QCryptographicHash>
+#include <QDir>
 #include <QFile>
+#include <QFileInfo>
+#include <QLockFile>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -249,17 +253,55 @@ PrecisionProbe probePrecisions(const std::string& packageDir, int threads,
     return probe;
 }
 
+namespace {
+
+std::optional<PrecisionChoice> keptChoice(const std::string& cpu, const std::string& package) {
+    const std::optional<PrecisionProbe> cached = cachedPrecisionProbe(cpu, package);
+    if (!cached)
+        return std::nullopt;
+    PrecisionChoice choice = choosePrecision(*cached);
+    choice.kept = true;
+    return choice;
+}
+
+// The measuring lock (precisionProbeLockPath), waited for while `cancel` is unset; null when it
+// cannot be made (no cache folder, a read-only one): this process then measures without it. Its
+// holder dying frees it (QLockFile finds the holder gone); no age makes it stale, as a large
+// model's measuring on a busy machine takes minutes.
+std::unique_ptr<QLockFile> lockMeasuring(const std::atomic<bool>* cancel,
+                                         const std::function<void(const std::string&)>& progress) {
+    const QString path = QString::fromStdString(precisionProbeLockPath());
+    if (path.isEmpty() || !QDir().mkpath(QFileInfo(path).absolutePath()))
+        return nullptr;
+    auto lock = std::make_unique<QLockFile>(path);
+    lock->setStaleLockTime(0);
+    bool said = false;
+    while (!lock->tryLock(200)) {
+        if (lock->error() != QLockFile::LockFailedError)
+            return nullptr;
+        checkCancel(cancel);
+        if (!said && progress)
+            progress("waiting for another window or command that is measuring");
+        said = true;
+    }
+    return lock;
+}
+
+} // namespace
+
 PrecisionChoice automaticPrecision(const std::string& packageDir, int threads,
                                    const std::atomic<bool>* cancel,
                                    const std::function<void(const std::string&)>& progress) {
     setThreads(threads); // the runtime line in the key names the threads the model will use
     const std::string cpu = precisionProbeCpuKey();
     const std::string package = precisionProbePackageKey(packageDir);
-    if (const std::optional<PrecisionProbe> cached = cachedPrecisionProbe(cpu, package)) {
-        PrecisionChoice choice = choosePrecision(*cached);
-        choice.kept = true;
-        return choice;
-    }
+    if (std::optional<PrecisionChoice> kept = keptChoice(cpu, package))
+        return *kept;
+    // One process measures at a time: another window or command measuring beside this one would
+    // slow both and skew both's figures. What it kept may be this CPU and package's.
+    const std::unique_ptr<QLockFile> measuring = lockMeasuring(cancel, progress);
+    if (std::optional<PrecisionChoice> kept = keptChoice(cpu, package))
+        return *kept;
     PrecisionProbe probe = probePrecisions(packageDir, threads, cancel, progress);
     checkCancel(cancel); // set after the last check inside: nothing is kept
     PrecisionChoice choice = choosePrecision(probe);

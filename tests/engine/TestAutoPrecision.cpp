@@ -1,15 +1,23 @@
 // "Automatic" precision (<florence/auto_precision.h>): which mode the rule picks from a CPU's
 // measurements, what it says about the others, the setting's words, and the cache of
-// measurements in the user's cache folder. Torch-free: the measurements are given.
+// measurements in the user's cache folder, and one process measuring at a time. The measurements
+// are given: nothing here measures.
 #include <florence/auto_precision.h>
+#include <florence/error.h>
 #include <florence/generation_settings.h>
 #include <florence/machine.h>
+#include <florence/paths.h>
 
 #include <QtTest>
 
 #include <QFile>
+#include <QLockFile>
 #include <QProcess>
 #include <QTemporaryDir>
+
+#include <atomic>
+#include <future>
+#include <mutex>
 
 using namespace florence;
 
@@ -64,6 +72,7 @@ private slots:
     void settingWords();
     void cacheRoundTrip();
     void unreadableCacheIsNone();
+    void oneProcessMeasuresAtATime();
 };
 
 void TestAutoPrecision::choice_data() {
@@ -286,6 +295,70 @@ void TestAutoPrecision::unreadableCacheIsNone() {
     QVERIFY(old.has_value());
     QCOMPARE(old->trials.at(0).otherCores, -1.0);
     QVERIFY(!measuredUnderDifferentLoads(*old));
+    qunsetenv("XDG_CACHE_HOME");
+}
+
+// A second window (or a command) whose model is not in the cache while another process measures:
+// it waits instead of measuring beside it, then takes what the other kept; closing it while it
+// waits ends the wait. Here this test holds the lock as the other process would.
+void TestAutoPrecision::oneProcessMeasuresAtATime() {
+    QTemporaryDir home;
+    QVERIFY(home.isValid());
+    qputenv("XDG_CACHE_HOME", home.path().toUtf8());
+    const std::string model = bundledModelDir();
+    QVERIFY(QDir().mkpath(home.path() + "/florence-studio"));
+    QCOMPARE(QString::fromStdString(precisionProbeLockPath()),
+             home.path() + "/florence-studio/precision-probes.json.lock");
+    QLockFile other(QString::fromStdString(precisionProbeLockPath()));
+    other.setStaleLockTime(0);
+    QVERIFY(other.tryLock());
+
+    std::mutex m;
+    std::vector<std::string> stages;
+    const auto said = [&](const std::string& stage) {
+        std::lock_guard<std::mutex> lock(m);
+        stages.push_back(stage);
+    };
+    const auto count = [&] {
+        std::lock_guard<std::mutex> lock(m);
+        return stages.size();
+    };
+    std::atomic<bool> cancel{false};
+    std::future<PrecisionChoice> waiting =
+        std::async(std::launch::async, [&] { return automaticPrecision(model, 1, &cancel, said); });
+    QTRY_VERIFY_WITH_TIMEOUT(count() > 0, 60000);
+    // What the other process keeps when it is done: int8 for this CPU and package.
+    QVERIFY(storePrecisionProbe(
+        PrecisionProbe{precisionProbeCpuKey(),
+                       precisionProbePackageKey(model),
+                       {trial(Precision::Float32, 100, 10), trial(Precision::BFloat16, 100, 9),
+                        trial(Precision::Int8, 50, 5, 0.9995)}}));
+    QCOMPARE(waiting.wait_for(std::chrono::milliseconds(500)), std::future_status::timeout);
+    other.unlock();
+    const PrecisionChoice got = waiting.get();
+    QCOMPARE(name(got.precision), "int8");
+    QVERIFY(!got.probed);
+    QVERIFY(got.kept);
+    QCOMPARE(stages.size(), size_t(1)); // it waited and measured nothing
+    QCOMPARE(QString::fromStdString(stages[0]),
+             QString("waiting for another window or command that is measuring"));
+
+    // Cancelled while it waits (the window closed): it stops waiting, nothing measured.
+    QVERIFY(QFile::remove(QString::fromStdString(precisionProbeCachePath())));
+    QVERIFY(other.tryLock());
+    stages.clear();
+    waiting =
+        std::async(std::launch::async, [&] { return automaticPrecision(model, 1, &cancel, said); });
+    QTRY_VERIFY_WITH_TIMEOUT(count() > 0, 60000);
+    cancel = true;
+    try {
+        waiting.get();
+        QFAIL("a cancelled wait gave a choice");
+    } catch (const EngineError& e) {
+        QVERIFY2(QString(e.what()).contains("cancelled"), e.what());
+    }
+    QCOMPARE(stages.size(), size_t(1));
+    other.unlock();
     qunsetenv("XDG_CACHE_HOME");
 }
 

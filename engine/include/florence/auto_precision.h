@@ -86,6 +86,9 @@ PrecisionChoice choosePrecision(const PrecisionProbe& probe);
 
 // The cache file: <user cache folder>/florence-studio/precision-probes.json.
 std::string precisionProbeCachePath();
+// Held (QLockFile) by the process measuring; automaticPrecision waits for it, so that two windows
+// or a window and a command measure one after the other, the second reading what the first kept.
+std::string precisionProbeLockPath();
 // The probe of this CPU and package kept there, if any (an unreadable file counts as none).
 std::optional<PrecisionProbe> cachedPrecisionProbe(const std::string& cpu,
                                                    const std::string& package);
@@ -108,7 +111,9 @@ PrecisionProbe probePrecisions(const std::string& packageDir, int threads,
                                const std::function<void(const std::string&)>& progress = {});
 
 // The choice for this CPU and package: from the cache, or probed now and stored, unless the
-// loads still differed after the second measurement (measured again next time).
+// loads still differed after the second measurement (measured again next time). While another
+// process measures (precisionProbeLockPath), waits for it ("waiting for another window …" to
+// `progress`; `cancel` still ends the wait) and then takes what it kept.
 PrecisionChoice automaticPrecision(const std::string& packageDir, int threads,
                                    const std::atomic<bool>* cancel = nullptr,
                                    const std::function<void(const std::string&)>& progress = {});
