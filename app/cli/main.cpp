@@ -96,9 +96,12 @@ Commands:
   compare   The same run with and without the key/value cache, side by side:
               compare IMAGE|--image IMAGE [--task TOKEN] [--text STR] [--region X1,Y1,X2,Y2]
               [--max-new-tokens N] [--repeats N] [--model PKG] [--json] [--quiet] [--no-warmup]
+              [--prompt TEXT] [--beams N] [--precision P] [--threads N] [--ignore-eos]
+              [--no-exif-rotate]      these as for run
                                   a warm-up, then the two alternate --repeats times each
                                   (default 3; up to two more while they disagree); prints
                                   the medians, the speedup and whether the answers match
+                                  (where not, from which token and how far apart)
   import    Make a model package
               --hf DIR | --random-init tiny|base|large  [--seed N]  --out PKG
   tokenize  Print token ids as JSON:  tokenize [--model PKG] TEXT
@@ -116,6 +119,23 @@ QJsonArray idsJson(const std::vector<int64_t>& ids) {
     for (int64_t id : ids)
         arr.append(static_cast<qint64>(id));
     return arr;
+}
+
+// `COMMAND --help`: the usage's lines of that command (its line and those indented under it), or
+// the whole usage for a command it does not list.
+std::string commandUsage(const std::string& cmd) {
+    const std::string usage = kUsage;
+    const size_t begin = usage.find("\n  " + cmd + " ");
+    if (begin == std::string::npos)
+        return usage;
+    size_t end = begin + 1;
+    while ((end = usage.find("\n  ", end + 1)) != std::string::npos && usage[end + 3] == ' ') {
+    }
+    std::string lines = usage.substr(begin + 1, end == std::string::npos ? end : end - begin);
+    while (!lines.empty() && lines.back() == '\n')
+        lines.pop_back();
+    return "usage: florence-studio-cli " + cmd + " [OPTIONS]\n\n" + lines +
+           "\n\nflorence-studio-cli --help lists the other commands.\n";
 }
 
 void printJson(const QJsonObject& o) {
@@ -569,7 +589,7 @@ int main(int argc, char** argv) {
         }
         for (int i = 2; i < argc; ++i)
             if (std::string(argv[i]) == "--help" && cmd != "bench" && cmd != "batch") {
-                std::cout << kUsage;
+                std::cout << commandUsage(cmd);
                 return 0;
             }
         const int code = runCommand(cmd, argc, argv);

@@ -115,6 +115,7 @@ private slots:
     void interruptedRunSaysSo();
     void interruptedWhileMeasuringPrecisions();
     void version();
+    void commandHelp();
 };
 
 void TestCli::parseMatchesOriginal_data() {
@@ -867,6 +868,26 @@ void TestCli::version() {
     const Output o = runCli({"--version"});
     QCOMPARE(o.exitCode, 0);
     QVERIFY(o.out.startsWith("florence-studio-cli " FLORENCE_VERSION));
+}
+
+// `COMMAND --help` shows that command's lines of the usage, not every command's.
+void TestCli::commandHelp() {
+    const Output compare = runCli({"compare", "--help"});
+    QCOMPARE(compare.exitCode, 0);
+    QVERIFY2(compare.out.startsWith("usage: florence-studio-cli compare [OPTIONS]\n\n  compare "),
+             compare.out.constData());
+    for (const char* option : {"--repeats", "--beams", "--precision", "--no-warmup"})
+        QVERIFY2(compare.out.contains(option), option);
+    QVERIFY2(!compare.out.contains("--annotate") && !compare.out.contains("  import "),
+             compare.out.constData());
+    QVERIFY(compare.out.endsWith("florence-studio-cli --help lists the other commands.\n"));
+    const Output tasks = runCli({"tasks", "--help"});
+    QCOMPARE(tasks.exitCode, 0);
+    QVERIFY2(tasks.out.contains("List the 15 tasks") && !tasks.out.contains("--version") &&
+                 !tasks.out.contains("\n\n\n"),
+             tasks.out.constData());
+    const Output run = runCli({"run", "--help"});
+    QVERIFY(run.out.contains("--annotate") && !run.out.contains("--repeats"));
 }
 
 QTEST_GUILESS_MAIN(TestCli)
