@@ -24,6 +24,7 @@
 #include "presentation/Scores.h"
 #include "widgets/CompareView.h"
 #include "widgets/ControlPanel.h"
+#include "widgets/ElidingStatusBar.h"
 #include "widgets/ImageView.h"
 #include "widgets/LatencyChart.h"
 #include "widgets/ResultsPanel.h"
@@ -238,15 +239,9 @@ void MainWindow::createCentral() {
     setTabOrder(m_view, m_panel->firstInFocusChain());
     setTabOrder(m_panel->lastInFocusChain(), m_results);
 
+    // A long message ends in "…" at the bar's edge; hovering the bar shows it whole.
+    setStatusBar(new ElidingStatusBar(this));
     m_status = std::make_unique<StatusLabels>(statusBar());
-    // A long message is cut at the bar's edge: hovering the bar shows it whole while it shows.
-    connect(statusBar(), &QStatusBar::messageChanged, this, [this](const QString& text) {
-        QStatusBar* bar = statusBar();
-        int room = bar->width() - 2 * bar->fontMetrics().averageCharWidth();
-        for (const QWidget* w : {m_status->run, m_status->zoom, m_status->model})
-            room -= w->isVisible() ? w->width() : 0;
-        bar->setToolTip(bar->fontMetrics().horizontalAdvance(text) > room ? text : QString());
-    });
     connect(m_view, &ImageView::zoomChanged, this, [this](double f) { m_status->showZoom(f); });
 
     m_runView = new RunView(

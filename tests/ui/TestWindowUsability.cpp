@@ -6,6 +6,7 @@
 #include "WindowFixture.h"
 #include "controllers/EngineWorker.h"
 #include "widgets/CompareView.h"
+#include "widgets/ElidingStatusBar.h"
 #include "widgets/ImageView.h"
 #include "widgets/LatencyChart.h"
 #include <florence/paths.h>
@@ -29,6 +30,7 @@
 
 #include <cmath>
 
+using florence::ui::ElidingStatusBar;
 using florence::ui::EngineWorker;
 using florence::ui::MainWindow;
 using florence::ui::MainWindowTester;
@@ -330,8 +332,20 @@ void TestWindowUsability::aCutMessageShowsWholeOnHover() {
                              QStringLiteral(".png: not a regular file (a FIFO)");
     m_w->showMessage(longText, true);
     QCOMPARE(bar->toolTip(), longText);
+    // Drawn cut with "…", within the bar's room before the run state.
+    auto* eliding = qobject_cast<ElidingStatusBar*>(bar);
+    QVERIFY(eliding);
+    const QString shown = eliding->shownMessage();
+    QVERIFY2(shown.endsWith(QChar(0x2026)) && shown.size() < longText.size(), qPrintable(shown));
+    const QWidget* run = m_w->findChild<QWidget*>(QStringLiteral("statusRun"));
+    QVERIFY2(bar->fontMetrics().horizontalAdvance(shown) < run->x(),
+             qPrintable(QString("%1 px of message before the run state at %2")
+                            .arg(bar->fontMetrics().horizontalAdvance(shown))
+                            .arg(run->x())));
+    QVERIFY(!m_w->grab().isNull()); // painted cut
     m_w->showMessage(QStringLiteral("Ready"));
     QCOMPARE(bar->toolTip(), QString());
+    QCOMPARE(eliding->shownMessage(), QStringLiteral("Ready"));
     m_w->showMessage(longText, true);
     bar->clearMessage();
     QCOMPARE(bar->toolTip(), QString());

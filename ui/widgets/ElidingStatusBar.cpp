@@ -1,0 +1,62 @@
+#include "widgets/ElidingStatusBar.h"
+
+#include <QPainter>
+#include <QSizeGrip>
+#include <QStyle>
+#include <QStyleOption>
+
+#include <algorithm>
+
+namespace florence::ui {
+
+ElidingStatusBar::ElidingStatusBar(QWidget* parent) : QStatusBar(parent) {
+    connect(this, &QStatusBar::messageChanged, this, &ElidingStatusBar::updateToolTip);
+}
+
+QRect ElidingStatusBar::messageArea() const {
+    // QStatusBarPrivate::messageRect's bounds, left to right (the app lays out left to right).
+    int right = width() - 12;
+    for (const QWidget* w : findChildren<QWidget*>(QString(), Qt::FindDirectChildrenOnly)) {
+        if (!w->isVisible() || w->isWindow())
+            continue;
+        right = std::min(right, qobject_cast<const QSizeGrip*>(w) ? w->x() : w->x() - 2);
+    }
+    const int left = 6;
+    return QRect(left, 0, std::max(0, right - left), height());
+}
+
+QString ElidingStatusBar::shownMessage() const {
+    return fontMetrics().elidedText(currentMessage(), Qt::ElideRight, messageArea().width());
+}
+
+void ElidingStatusBar::paintEvent(QPaintEvent* event) {
+    QStatusBar::paintEvent(event);
+    updateToolTip(); // the permanent widgets' widths may have changed since the message came
+    const QString shown = shownMessage();
+    if (shown == currentMessage())
+        return;
+    // Cut: the message area painted over as the window and the bar's panel, then the message
+    // elided.
+    QPainter p(this);
+    const QRect area = messageArea();
+    p.setClipRect(area);
+    p.fillRect(area, palette().brush(backgroundRole())); // the window's, under the bar's panel
+    QStyleOption opt;
+    opt.initFrom(this);
+    style()->drawPrimitive(QStyle::PE_PanelStatusBar, &opt, &p, this);
+    p.setPen(palette().windowText().color());
+    p.drawText(area, Qt::AlignLeading | Qt::AlignVCenter | Qt::TextSingleLine, shown);
+}
+
+void ElidingStatusBar::resizeEvent(QResizeEvent* event) {
+    QStatusBar::resizeEvent(event);
+    updateToolTip();
+}
+
+void ElidingStatusBar::updateToolTip() {
+    // Hovering a cut message shows it whole; nothing for one that fits.
+    const QString message = currentMessage();
+    setToolTip(!message.isEmpty() && shownMessage() != message ? message : QString());
+}
+
+} // namespace florence::ui
