@@ -266,15 +266,17 @@ std::optional<PrecisionChoice> keptChoice(const std::string& cpu, const std::str
 
 // The measuring lock (precisionProbeLockPath), waited for while `cancel` is unset; null when it
 // cannot be made (no cache folder, a read-only one): this process then measures without it. Its
-// holder dying frees it (QLockFile finds the holder gone); no age makes it stale, as a large
-// model's measuring on a busy machine takes minutes.
+// holder dying frees it (QLockFile finds the holder gone). Measuring takes seconds to minutes
+// (6.5 on a busy AVX2 machine at base size): after half an hour the lock counts as stale, so a
+// holder QLockFile cannot see (another machine sharing the home folder, gone) is not waited for
+// without end.
 std::unique_ptr<QLockFile> lockMeasuring(const std::atomic<bool>* cancel,
                                          const std::function<void(const std::string&)>& progress) {
     const QString path = QString::fromStdString(precisionProbeLockPath());
     if (path.isEmpty() || !QDir().mkpath(QFileInfo(path).absolutePath()))
         return nullptr;
     auto lock = std::make_unique<QLockFile>(path);
-    lock->setStaleLockTime(0);
+    lock->setStaleLockTime(30 * 60 * 1000);
     bool said = false;
     while (!lock->tryLock(200)) {
         if (lock->error() != QLockFile::LockFailedError)
