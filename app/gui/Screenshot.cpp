@@ -66,10 +66,10 @@ public:
         grabAll();
     }
 
-    void fail(const char* why) {
+    void fail(const QString& why) {
         if (m_done)
             return;
-        std::fprintf(stderr, "florence-studio: %s\n", why);
+        std::fprintf(stderr, "florence-studio: %s\n", qPrintable(why));
         grabOne(m_plan.out);
         finish(1);
     }
@@ -199,8 +199,17 @@ void scheduleScreenshot(MainWindow* window, const ScreenshotPlan& plan) {
     QObject::connect(window, &MainWindow::comparisonCompleted, window, settled);
     QObject::connect(window, &MainWindow::runErrored, window,
                      [shooter] { shooter->fail("the run failed"); });
+    // From the event loop: a model or an image may fail before it runs (exit() would be lost),
+    // and the window is shown by then.
+    const auto failSoon = [window, shooter](const QString& why) {
+        QTimer::singleShot(0, window, [shooter, why] { shooter->fail(why); });
+    };
     QObject::connect(window, &MainWindow::modelFailed, window,
-                     [shooter] { shooter->fail("the model did not load"); });
+                     [failSoon] { failSoon(QStringLiteral("the model did not load")); });
+    // The run waits for the image: one that cannot open ends the shot now, not at the timeout.
+    QObject::connect(window, &MainWindow::imageFailed, window, [failSoon](const QString& message) {
+        failSoon(QStringLiteral("the image did not open: ") + message);
+    });
     QTimer::singleShot(plan.timeoutMs, window,
                        [shooter] { shooter->fail("screenshot timed out"); });
 }

@@ -35,5 +35,6 @@ struct ScreenshotPlan {
     int timeoutMs = 600'000; // gives up (and grabs what there is) after this
 };
 
-// Connects to the window's run signals; main() starts the run itself.
+// Connects to the window's model, image and run signals (call it before the model and the image
+// load); main() starts the run itself.
 void scheduleScreenshot(florence::ui::MainWindow* window, const ScreenshotPlan& plan);

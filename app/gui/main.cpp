@@ -180,14 +180,6 @@ int main(int argc, char** argv) {
         if (wh.size() == 2)
             window.resize(wh[0].toInt(), wh[1].toInt());
     }
-    if (parser.isSet(options.model))
-        window.openModelPackage(parser.value(options.model));
-    else
-        window.loadDefaultModel();
-    openStartImage(window, parser, options);
-    applyTaskOptions(window, parser, options);
-    window.show();
-
     if (parser.isSet(options.shot)) {
         ScreenshotPlan plan;
         plan.out = parser.value(options.shot);
@@ -205,7 +197,18 @@ int main(int argc, char** argv) {
         // a busy 2-core machine (a 256-token pass took 7 minutes beside a busy loop).
         if (parser.isSet(options.compare))
             plan.timeoutMs = 45 * 60'000;
+        // Before the model and the image load: either may fail at once.
         scheduleScreenshot(&window, plan);
+    }
+    if (parser.isSet(options.model))
+        window.openModelPackage(parser.value(options.model));
+    else
+        window.loadDefaultModel();
+    openStartImage(window, parser, options);
+    applyTaskOptions(window, parser, options);
+    window.show();
+
+    if (parser.isSet(options.shot)) {
         // Once the image has opened and the model has loaded: a run takes the model's settings
         // (the speed demos switch "ignore the end token" on).
         const auto start = [&window, compare = parser.isSet(options.compare)] {

@@ -153,6 +153,7 @@ private slots:
     void resumeRedoesCutSidecars();
     void sidecarFifoOrDeviceIsRefusedAtOnce();
     void damagedImagesPrintOnlyOurMessage();
+    void screenshotOfAnImageThatCannotOpenEndsAtOnce();
 
 private:
     void copyScenes(int count);
@@ -369,6 +370,28 @@ void TestFaults::damagedImagesPrintOnlyOurMessage() {
                                             ": the (BMP|TIFF|JPEG)"))
                     .size() == 1,
             o.err.constData());
+}
+
+void TestFaults::screenshotOfAnImageThatCannotOpenEndsAtOnce() {
+    // `florence-studio IMAGE --screenshot OUT.png` waits for the image to open before it runs:
+    // one that cannot (a FIFO) ends the shot with the reason, not at its ten-minute timeout.
+    const QString gui = QStringLiteral(FLORENCE_BINARY_DIR "/bin/florence-studio");
+    QVERIFY2(QFile::exists(gui), qPrintable(gui));
+    const QString fifo = m_dir + "/photo.png";
+    QCOMPARE(::mkfifo(fifo.toLocal8Bit().constData(), 0600), 0);
+    QProcess p;
+    QProcessEnvironment env = cliEnvironment();
+    env.insert("QT_QPA_PLATFORM", "offscreen");
+    for (const char* dir : {"HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"})
+        env.insert(dir, m_dir + "/home");
+    p.setProcessEnvironment(env);
+    p.start(gui, {"--image", fifo, "--screenshot", m_dir + "/shot.png"});
+    const Output o = finishProcess(p, 300000);
+    QVERIFY2(o.exitCode == 1, o.err.constData());
+    QVERIFY2(o.err.contains("the image did not open") && o.err.contains("photo.png") &&
+                 o.err.contains("FIFO"),
+             o.err.constData());
+    QVERIFY(QFile::exists(m_dir + "/shot.png")); // the window as it was, with the message
 }
 
 QTEST_GUILESS_MAIN(TestFaults)
