@@ -3,6 +3,7 @@
 // runtime lines, precision notes, status messages) elide or wrap instead of widening the window.
 #include "MainWindow.h"
 #include "Theme.h"
+#include "widgets/ClampedLabel.h"
 #include "widgets/ControlPanel.h"
 #include "widgets/ElidedLabel.h"
 
@@ -28,6 +29,7 @@
 
 #include <memory>
 
+using florence::ui::ClampedLabel;
 using florence::ui::ElidedLabel;
 using florence::ui::MainWindow;
 
@@ -78,6 +80,7 @@ private slots:
     void machineTextsDoNotWidenTheWindow();
     void settingsFitTheirPanelOnSmallScreens();
     void elidedLabelElidesAndKeepsItsText();
+    void panelMessageEndsInAnEllipsisWhenCut();
     void wheelOverSettingsScrollsInsteadOfChanging();
 
 private:
@@ -276,6 +279,43 @@ void TestLayout::elidedLabelElidesAndKeepsItsText() {
     QCOMPARE(label->text(), text);
     label->resize(label->sizeHint());
     QCOMPARE(label->shownText(), text);
+}
+
+void TestLayout::panelMessageEndsInAnEllipsisWhenCut() {
+    // The panel's message shows five lines at most: a longer one (Automatic precision's reasons,
+    // a deep path) ends in "…" on the fifth, never a line cut in half, and shows whole in the
+    // tooltip; a path wraps anywhere instead of running past the edge.
+    m_w->resize(1280, 680);
+    auto* label = m_w->findChild<ClampedLabel*>(QStringLiteral("messageLabel"));
+    QVERIFY(label);
+    QString reasons = QStringLiteral("Automatic precision: bfloat16, an answer of 32 tokens takes "
+                                     "0.79x float32's time on this CPU, logits cosine 1.0000");
+    for (int i = 0; i < 6; ++i)
+        reasons += QStringLiteral("; other programs' load changed while the precisions were "
+                                  "measured (0.1 to 1.0 cores busy), so the pick may be off");
+    m_w->showMessage(reasons);
+    QCoreApplication::processEvents();
+    const QFontMetrics metrics(label->font());
+    const int width = label->contentsRect().width();
+    const QStringList shown = label->text().split(QLatin1Char('\n'));
+    QCOMPARE(shown.size(), 5);
+    QVERIFY2(shown.last().endsWith(QChar(0x2026)), qPrintable(label->text()));
+    for (const QString& line : shown)
+        QVERIFY2(metrics.horizontalAdvance(line) <= width, qPrintable(line));
+    QVERIFY(label->height() >= 5 * metrics.lineSpacing()); // room for all five
+    QCOMPARE(label->toolTip(), reasons);
+    QCOMPARE(m_w->messageText(), reasons);
+    // A path with no space to wrap at: on several lines, all of it there when it fits in five.
+    const QString path = QStringLiteral("/tmp/") + QString(120, QLatin1Char('x')) + ".png";
+    m_w->showMessage(QStringLiteral("Cannot open %1: it is a FIFO").arg(path), true);
+    QCoreApplication::processEvents();
+    QVERIFY2(label->text().count(QLatin1Char('\n')) >= 1 && !label->text().contains(QChar(0x2026)),
+             qPrintable(label->text()));
+    QCOMPARE(QString(label->text()).remove(QLatin1Char('\n')).remove(QLatin1Char(' ')),
+             QStringLiteral("Cannot open %1: it is a FIFO").arg(path).remove(QLatin1Char(' ')));
+    // A short one as it is.
+    m_w->showMessage(QStringLiteral("Ready"));
+    QCOMPARE(label->text(), QStringLiteral("Ready"));
 }
 
 void TestLayout::wheelOverSettingsScrollsInsteadOfChanging() {

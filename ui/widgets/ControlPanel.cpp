@@ -1,4 +1,5 @@
 #include "widgets/ControlPanel.h"
+#include "widgets/ClampedLabel.h"
 
 #include <florence/tasks.h>
 
@@ -230,16 +231,14 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
     buttons->addWidget(m_cancelButton, 1);
     buttons->addWidget(m_compareButton, 1);
 
-    m_messageLabel = wrappingLabel(this, "messageLabel");
+    // At most five lines, the last ending in "…" when there is more (whole in the tooltip): on
+    // a short screen (2x on 1080p) a long report pushed the settings over the Run button. A
+    // path wraps anywhere rather than widening the panel and squeezing the image.
+    m_messageLabel = new ClampedLabel(5, this);
+    m_messageLabel->setObjectName(QStringLiteral("messageLabel"));
     m_messageLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_messageLabel->setMinimumHeight(m_messageLabel->fontMetrics().height() * 2);
     m_messageLabel->setAlignment(Qt::AlignLeft | Qt::AlignTop);
-    // A path has no space to wrap at: cut at the panel's edge (whole in the tooltip) rather
-    // than widening the panel and squeezing the image.
-    m_messageLabel->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
-    // And at most five lines: on a short screen (2x on 1080p) a long report pushed the settings
-    // over the Run button. The rest is in the tooltip and the status bar.
-    m_messageLabel->setMaximumHeight(m_messageLabel->fontMetrics().lineSpacing() * 5 + 4);
 
     // The settings scroll when the window is short; Run, Cancel, Compare and the message stay
     // in view below them.
@@ -614,8 +613,7 @@ void ControlPanel::setRunState(bool canRun, bool running) {
 }
 
 void ControlPanel::showMessage(const QString& text, bool isError) {
-    m_messageLabel->setText(text);
-    m_messageLabel->setToolTip(text);
+    m_messageLabel->setFullText(text);
     m_messageIsError = isError;
     // A red that reads on both light and dark window backgrounds.
     const QColor error = palette().color(QPalette::Window).lightness() < 128
@@ -627,12 +625,12 @@ void ControlPanel::showMessage(const QString& text, bool isError) {
 }
 
 QString ControlPanel::message() const {
-    return m_messageLabel->text();
+    return m_messageLabel->fullText();
 }
 
 void ControlPanel::changeEvent(QEvent* event) {
     if (event->type() == QEvent::PaletteChange && m_messageLabel)
-        showMessage(m_messageLabel->text(), m_messageIsError);
+        showMessage(m_messageLabel->fullText(), m_messageIsError);
     QWidget::changeEvent(event);
 }
 

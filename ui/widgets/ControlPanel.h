@@ -31,6 +31,8 @@ class QSpinBox;
 
 namespace florence::ui {
 
+class ClampedLabel;
+
 class ControlPanel : public QWidget {
     Q_OBJECT
 
@@ -153,7 +155,7 @@ private:
     QPushButton* m_runButton = nullptr;
     QPushButton* m_cancelButton = nullptr;
     QPushButton* m_compareButton = nullptr;
-    QLabel* m_messageLabel = nullptr;
+    ClampedLabel* m_messageLabel = nullptr;
     bool m_messageIsError = false;
     std::optional<QRectF> m_region;
     std::optional<QStringList> m_trainedTasks;
