@@ -704,8 +704,8 @@ void MainWindow::loadDefaultModel() {
     m_modelCtl->openBundled();
 }
 
-void MainWindow::openModelPackage(const QString& dir) {
-    m_modelCtl->open(dir);
+bool MainWindow::openModelPackage(const QString& dir) {
+    return m_modelCtl->open(dir);
 }
 
 bool MainWindow::isModelReady() const {

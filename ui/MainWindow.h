@@ -123,7 +123,8 @@ public slots:
     bool openImageFile(const QString& path);
     bool openImageData(const QImage& image, const QString& name);
     bool openMimeData(const QMimeData* mime);
-    void openModelPackage(const QString& dir);
+    // false when the folder is refused at once (not a model package: the message says why).
+    bool openModelPackage(const QString& dir);
     void loadDefaultModel();
     void setTask(const QString& token);
     void setTaskText(const QString& text);

@@ -200,9 +200,9 @@ int main(int argc, char** argv) {
         // Before the model and the image load: either may fail at once.
         scheduleScreenshot(&window, plan);
     }
-    if (parser.isSet(options.model))
-        window.openModelPackage(parser.value(options.model));
-    else
+    // A --model folder that is not a model package: its error stays in the panel and the bundled
+    // model loads, rather than a window with no model whose Run fails.
+    if (!parser.isSet(options.model) || !window.openModelPackage(parser.value(options.model)))
         window.loadDefaultModel();
     openStartImage(window, parser, options);
     applyTaskOptions(window, parser, options);

@@ -75,7 +75,7 @@ static QString copyBundledPackage(const QString& to,
 void TestWindowModels::badModelFolderKeepsCurrentModel() {
     const QString name = m_w->modelInfo().name();
     QSignalSpy failed(m_w.get(), &MainWindow::modelFailed);
-    m_w->openModelPackage(m_tmp.path()); // no manifest.json
+    QVERIFY(!m_w->openModelPackage(m_tmp.path())); // no manifest.json: refused at once
     QCOMPARE(failed.count(), 1);
     QVERIFY(m_w->messageText().contains("manifest"));
     QVERIFY(m_w->isModelReady());

@@ -80,9 +80,9 @@ void ModelController::openBundled() {
     open(dir);
 }
 
-void ModelController::open(const QString& dir) {
+bool ModelController::open(const QString& dir) {
     if (dir.isEmpty())
-        return;
+        return false;
     // Read the manifest here first: a wrong folder is reported at once, and the current model
     // stays loaded.
     Manifest m;
@@ -95,7 +95,7 @@ void ModelController::open(const QString& dir) {
         // Point the combo back at the model that is still loaded.
         if (m_ready)
             select(m_info.dir, m_info.name());
-        return;
+        return false;
     }
     emit switching();
     select(dir, QString::fromStdString(m.name));
@@ -111,6 +111,7 @@ void ModelController::open(const QString& dir) {
         },
         Qt::QueuedConnection);
     emit stateChanged();
+    return true;
 }
 
 void ModelController::onLoading(const QString& dir) {

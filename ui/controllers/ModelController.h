@@ -26,7 +26,9 @@ public:
     ModelController(ModelCatalog* catalog, ControlPanel* panel, QLabel* status,
                     EngineWorker* worker, QObject* parent = nullptr);
 
-    void open(const QString& dir);
+    // Starts loading the package in `dir`; false when it is refused at once (no readable
+    // manifest: message() says why, and the model in use stays).
+    bool open(const QString& dir);
     void openBundled();
     bool isReady() const { return m_ready; }
     // A package is being loaded: a run now would use the old model and its defaults.
