@@ -58,14 +58,8 @@ std::string differenceText(const CompareResult& r) {
     std::string s = "no (from token " + std::to_string(split->token + 1);
     if (split->cachedProbability < 0 || split->uncachedProbability < 0)
         return s + ": one answer ends there)";
-    // As the window prints them: two significant digits below 10%.
-    const auto percent = [](double p) {
-        char text[32];
-        std::snprintf(text, sizeof text, p < 0.1 ? "%.2g%%" : "%.0f%%", 100 * p);
-        return std::string(text);
-    };
-    s += ": " + percent(split->cachedProbability) + " with the cache, " +
-         percent(split->uncachedProbability) + " without";
+    s += ": " + formatPercent(split->cachedProbability) + " with the cache, " +
+         formatPercent(split->uncachedProbability) + " without";
     if (!split->greedy) {
         char scores[96];
         std::snprintf(scores, sizeof scores, "; beam scores %.3f and %.3f", split->cachedScore,

@@ -64,4 +64,10 @@ std::string formatMs(double ms) {
     return text;
 }
 
+std::string formatPercent(double p) {
+    char text[32];
+    std::snprintf(text, sizeof text, p < 0.1 ? "%.2g%%" : "%.0f%%", 100 * p);
+    return text;
+}
+
 } // namespace florence

@@ -19,6 +19,8 @@ private slots:
     void stepSummary();
     void milliseconds_data();
     void milliseconds();
+    void percents_data();
+    void percents();
 };
 
 void TestStats::percentiles_data() {
@@ -75,6 +77,24 @@ void TestStats::milliseconds() {
     QFETCH(double, ms);
     QFETCH(QString, text);
     QCOMPARE(QString::fromStdString(formatMs(ms)), text);
+}
+
+void TestStats::percents_data() {
+    QTest::addColumn<double>("p");
+    QTest::addColumn<QString>("text");
+    QTest::newRow("likely") << 0.412 << "41%";
+    QTest::newRow("at 10%") << 0.1 << "10%";
+    QTest::newRow("below 10%") << 0.0523 << "5.2%";
+    QTest::newRow("random weights") << 0.000142 << "0.014%";
+    QTest::newRow("certain") << 1.0 << "100%";
+    QTest::newRow("none") << 0.0 << "0%";
+}
+
+// The Compare split's probabilities, as the window and the CLI both print them.
+void TestStats::percents() {
+    QFETCH(double, p);
+    QFETCH(QString, text);
+    QCOMPARE(QString::fromStdString(formatPercent(p)), text);
 }
 
 QTEST_GUILESS_MAIN(TestStats)

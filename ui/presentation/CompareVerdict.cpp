@@ -47,10 +47,8 @@ QString headlineFor(const CompareVerdict& v, const CompareOutcome& o) {
     return s;
 }
 
-// "41%", "5.2%", "0.014%" (random weights spread a token's probability over 51 000).
 QString percent(double p) {
-    return p >= 0.1 ? QObject::tr("%1%").arg(100 * p, 0, 'f', 0)
-                    : QObject::tr("%1%").arg(QString::number(100 * p, 'g', 2));
+    return QString::fromStdString(florence::formatPercent(p));
 }
 
 } // namespace

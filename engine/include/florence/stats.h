@@ -47,4 +47,8 @@ StepStats summarizeSteps(const std::vector<double>& stepMs);
 // "0.57 ms", "12.1 ms", "30.71 s": two decimals below 10 ms, seconds from 10 s on.
 std::string formatMs(double ms);
 
+// A probability (0..1) as a percentage: "41%", "5.2%", "0.014%": whole percents from 10% on,
+// two significant digits below (random weights spread a token's probability over 51 000).
+std::string formatPercent(double p);
+
 } // namespace florence
