@@ -3,6 +3,7 @@
 #include <florence/auto_precision.h>
 #include <florence/generation_settings.h>
 
+#include <QDateTime>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -166,6 +167,7 @@ QJsonObject toJson(const PrecisionProbe& probe) {
     return QJsonObject{{"cpu", QString::fromStdString(probe.cpu)},
                        {"package", QString::fromStdString(probe.package)},
                        {"remeasured", probe.remeasured},
+                       {"measured_at_ms", double(QDateTime::currentMSecsSinceEpoch())},
                        {"trials", trials}};
 }
 
@@ -179,7 +181,11 @@ std::optional<PrecisionProbe> cachedPrecisionProbe(const std::string& cpu,
         if (o.value("cpu").toString().toStdString() != cpu ||
             o.value("package").toString().toStdString() != package)
             continue;
-        PrecisionProbe probe{cpu, package, {}, o.value("remeasured").toBool()};
+        PrecisionProbe probe{cpu,
+                             package,
+                             {},
+                             o.value("remeasured").toBool(),
+                             int64_t(o.value("measured_at_ms").toDouble())};
         for (const QJsonValue& tv : o.value("trials").toArray()) {
             const QJsonObject t = tv.toObject();
             PrecisionTrial trial;

@@ -10,6 +10,7 @@
 #include <florence/version.h>
 
 #include <QCryptographicHash>
+#include <QDateTime>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -255,12 +256,19 @@ PrecisionProbe probePrecisions(const std::string& packageDir, int threads,
 
 namespace {
 
-std::optional<PrecisionChoice> keptChoice(const std::string& cpu, const std::string& package) {
+// What the cache holds for this CPU and package: a steady probe (its modes measured under the
+// same load), or one whose loads differed if it was stored from `unsteadySinceMs` on (by the
+// process this one waited for; its reason says the pick may be off), else none.
+std::optional<PrecisionChoice> cachedChoice(const std::string& cpu, const std::string& package,
+                                            int64_t unsteadySinceMs) {
     const std::optional<PrecisionProbe> cached = cachedPrecisionProbe(cpu, package);
     if (!cached)
         return std::nullopt;
+    const bool steady = !measuredUnderDifferentLoads(*cached);
+    if (!steady && (unsteadySinceMs < 0 || cached->measuredAtMs < unsteadySinceMs))
+        return std::nullopt;
     PrecisionChoice choice = choosePrecision(*cached);
-    choice.kept = true;
+    choice.kept = steady;
     return choice;
 }
 
@@ -297,19 +305,24 @@ PrecisionChoice automaticPrecision(const std::string& packageDir, int threads,
     setThreads(threads); // the runtime line in the key names the threads the model will use
     const std::string cpu = precisionProbeCpuKey();
     const std::string package = precisionProbePackageKey(packageDir);
-    if (std::optional<PrecisionChoice> kept = keptChoice(cpu, package))
+    if (std::optional<PrecisionChoice> kept = cachedChoice(cpu, package, -1))
         return *kept;
     // One process measures at a time: another window or command measuring beside this one would
-    // slow both and skew both's figures. What it kept may be this CPU and package's.
+    // slow both and skew both's figures. What it stored may be this CPU and package's: taken
+    // even when its loads differed, as measuring again now would meet the same desktop, and
+    // the windows then agree.
+    const int64_t asked = QDateTime::currentMSecsSinceEpoch();
     const std::unique_ptr<QLockFile> measuring = lockMeasuring(cancel, progress);
-    if (std::optional<PrecisionChoice> kept = keptChoice(cpu, package))
-        return *kept;
+    if (std::optional<PrecisionChoice> stored = cachedChoice(cpu, package, asked))
+        return *stored;
     PrecisionProbe probe = probePrecisions(packageDir, threads, cancel, progress);
     checkCancel(cancel); // set after the last check inside: nothing is kept
     PrecisionChoice choice = choosePrecision(probe);
     choice.probed = true;
-    // Measured while other programs' load kept changing: not kept, measured again next time.
-    choice.kept = !measuredUnderDifferentLoads(probe) && storePrecisionProbe(probe);
+    // Measured while other programs' load kept changing: stored for a process waiting now, not
+    // kept (the next start measures again).
+    const bool stored = storePrecisionProbe(probe);
+    choice.kept = stored && !measuredUnderDifferentLoads(probe);
     return choice;
 }
 

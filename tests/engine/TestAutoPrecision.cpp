@@ -358,6 +358,41 @@ void TestAutoPrecision::oneProcessMeasuresAtATime() {
     }
     QCOMPARE(stages.size(), size_t(1));
     other.unlock();
+
+    // The other process measured while other programs' load kept changing: it stores that for
+    // the one waiting, which takes it (the windows agree, nothing is measured twice) without
+    // keeping it; a later start, waiting for nobody, measures again.
+    const PrecisionProbe unsteady{precisionProbeCpuKey(),
+                                  precisionProbePackageKey(model),
+                                  {loaded(trial(Precision::Float32, 100, 10), 0.1),
+                                   loaded(trial(Precision::BFloat16, 100, 9), 1.0),
+                                   loaded(trial(Precision::Int8, 50, 5, 0.9995), 0.1)},
+                                  true};
+    QVERIFY(other.tryLock());
+    stages.clear();
+    cancel = false;
+    waiting =
+        std::async(std::launch::async, [&] { return automaticPrecision(model, 1, &cancel, said); });
+    QTRY_VERIFY_WITH_TIMEOUT(count() > 0, 60000);
+    QVERIFY(storePrecisionProbe(unsteady));
+    other.unlock();
+    const PrecisionChoice borrowed = waiting.get();
+    QCOMPARE(name(borrowed.precision), "int8");
+    QVERIFY(!borrowed.probed && !borrowed.kept);
+    QVERIFY2(borrowed.reason.find("measured again next time") != std::string::npos,
+             borrowed.reason.c_str());
+    QCOMPARE(stages.size(), size_t(1));
+    // Not taken by a process that did not wait for it: this one waits for the lock instead.
+    QVERIFY(other.tryLock());
+    stages.clear();
+    waiting =
+        std::async(std::launch::async, [&] { return automaticPrecision(model, 1, &cancel, said); });
+    QTRY_VERIFY_WITH_TIMEOUT(count() > 0, 60000);
+    QCOMPARE(QString::fromStdString(stages.at(0)),
+             QString("waiting for another window or command that is measuring"));
+    cancel = true;
+    QVERIFY_THROWS_EXCEPTION(EngineError, waiting.get());
+    other.unlock();
     qunsetenv("XDG_CACHE_HOME");
 }
 

@@ -165,8 +165,10 @@ void TestAutoPrecisionUi::workerMeasuresOnceThenLoadsThePick() {
     QVERIFY2(info.automaticReason.startsWith("Automatic precision: " + info.precision()),
              qPrintable(info.automaticReason));
     QCOMPARE(info.precisionOptions.size(), size_t(3));
-    // Kept unless the load still differed after the second round (AutoPrecision.cpp).
-    const bool kept = QFile::exists(cache.path() + "/florence-studio/precision-probes.json");
+    // Kept unless the load still differed after the second round (AutoPrecision.cpp; then stored
+    // for a window waiting now, but measured again at the next load, and the reason says so).
+    const bool kept = QFile::exists(cache.path() + "/florence-studio/precision-probes.json") &&
+                      !info.automaticReason.contains("measured again next time");
     QVERIFY(kept || remeasured);
     worker.loadModel(dir, Precision::Float32, true);
     QCOMPARE(loaded.count(), 2);

@@ -53,6 +53,7 @@ struct PrecisionProbe {
     std::string package; // precisionProbePackageKey(): the model and its files
     std::vector<PrecisionTrial> trials; // float32 first
     bool remeasured = false; // every mode was measured twice, their loads having differed
+    int64_t measuredAtMs = 0; // when it was stored (ms since the epoch; 0: before this was kept)
 };
 
 // The modes' loads may differ by this much (in cores) before the probe measures them all once
@@ -89,11 +90,13 @@ std::string precisionProbeCachePath();
 // Held (QLockFile) by the process measuring; automaticPrecision waits for it, so that two windows
 // or a window and a command measure one after the other, the second reading what the first kept.
 std::string precisionProbeLockPath();
-// The probe of this CPU and package kept there, if any (an unreadable file counts as none).
+// The probe of this CPU and package kept there, if any (an unreadable file counts as none),
+// also one measured under changing loads (measuredUnderDifferentLoads), which
+// automaticPrecision takes only from a process it waited for.
 std::optional<PrecisionProbe> cachedPrecisionProbe(const std::string& cpu,
                                                    const std::string& package);
-// Adds or replaces the probe of its CPU and package; returns false when the file cannot be
-// written (the choice then holds for this process only).
+// Adds or replaces the probe of its CPU and package, stamped with the time; returns false when
+// the file cannot be written (the choice then holds for this process only).
 bool storePrecisionProbe(const PrecisionProbe& probe);
 
 // The keys. The CPU's: its model name, the instruction sets the kernels use,
@@ -113,7 +116,8 @@ PrecisionProbe probePrecisions(const std::string& packageDir, int threads,
 // The choice for this CPU and package: from the cache, or probed now and stored, unless the
 // loads still differed after the second measurement (measured again next time). While another
 // process measures (precisionProbeLockPath), waits for it ("waiting for another window …" to
-// `progress`; `cancel` still ends the wait) and then takes what it kept.
+// `progress`; `cancel` still ends the wait) and then takes what it stored, even a probe whose
+// loads differed (not kept: the next start measures again), rather than measuring once more.
 PrecisionChoice automaticPrecision(const std::string& packageDir, int threads,
                                    const std::atomic<bool>* cancel = nullptr,
                                    const std::function<void(const std::string&)>& progress = {});
