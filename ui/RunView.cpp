@@ -121,6 +121,16 @@ void RunView::setPhase(const QString& phase) {
 }
 
 void RunView::cancelling() {
+    if (!m_run->hasStarted()) {
+        // Still queued behind a model's loading (Automatic precision measuring can take a
+        // minute): ended now, as the engine will report it when it gets there (stale by then).
+        const CancelledBeforeStart c =
+            cancelledBeforeStart(m_run->activeRunId(), m_run->kind(), m_run->task());
+        onRunFinished(c.run);
+        if (c.compare)
+            onCompareFinished(*c.compare);
+        return;
+    }
     m_w.status->setText(tr("Cancelling…"));
 }
 
@@ -151,6 +161,7 @@ void RunView::end(const QString& status, bool cancelled) {
 void RunView::onRunStarted(quint64 runId) {
     if (!m_run->isActive(runId))
         return;
+    m_run->markStarted();
     if (m_waitsForEncoders) // the engine ran the encoders' rest first: part of this run's wait
         m_waitedMs = double(m_sinceStart.nsecsElapsed()) / 1e6;
     // A single run keeps the phase started() or setPhase() gave.

@@ -52,6 +52,8 @@ public:
     // What the model does now, while the run has no token yet (nothing once it has).
     void setPhase(const QString& phase);
     bool awaitingFirstToken() const;
+    // Cancel pressed: a run the engine has not taken up yet (queued behind a model's loading)
+    // ends at once; one it runs ends at its next step, when the engine reports it.
     void cancelling();
     // Ends the run in flight from the window's side (e.g. another image was opened).
     void end(const QString& status, bool cancelled);

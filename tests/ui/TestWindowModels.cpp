@@ -45,6 +45,7 @@ private slots:
     void loadProgressShown();
     void oldModelReleasedOnlyForAPackageThatPassedItsChecks();
     void closeDuringASlowModelLoadStopsIt();
+    void cancelWhileAModelLoadsEndsTheRunAtOnce();
     void aboutExplainsBundledModel();
     void speedDemoModelsListed();
     void ignoreEosFollowsTheModel();
@@ -213,6 +214,45 @@ void TestWindowModels::closeDuringASlowModelLoadStopsIt() {
     QCOMPARE(child<QComboBox>(m_w.get(), "modelCombo")
                  ->findData(florence::ui::ModelCatalog::cleanDir(slow)),
              -1);
+}
+
+void TestWindowModels::cancelWhileAModelLoadsEndsTheRunAtOnce() {
+    // The first start's caption waits for the model; with Automatic precision measuring a large
+    // model that is a minute or more. Cancel ends such a queued run at once ("Cancelling…"
+    // stayed until the load ended). A package whose files take minutes to verify stands in.
+    QVERIFY(openImage(samplePath("pier.png")));
+    const qint64 huge = qint64(256) << 30;
+    const QString slow =
+        copyBundledPackage(m_tmp.filePath("slow-cancel"), [huge](QJsonObject& files) {
+            QJsonObject vision = files["vision"].toObject();
+            vision["size"] = huge;
+            vision["sha256"] = QString(64, QLatin1Char('0'));
+            files["vision"] = vision;
+        });
+    {
+        QFile vision(slow + "/vision.pt");
+        QVERIFY(vision.open(QIODevice::ReadWrite));
+        QVERIFY(vision.resize(huge));
+    }
+    m_w->openModelPackage(slow);
+    QTRY_VERIFY_WITH_TIMEOUT(
+        child<QLabel>(m_w.get(), "statusModel")->text().contains(": verifying the files ("),
+        60'000);
+    QSignalSpy completed(m_w.get(), &MainWindow::runCompleted);
+    QVERIFY(m_w->startRun()); // as the first start's caption: queued behind the load
+    m_w->cancelRun();
+    QCOMPARE(completed.count(), 1);
+    QCOMPARE(completed.at(0).at(0).toBool(), true);
+    QVERIFY(!m_w->isRunning());
+    QCOMPARE(child<QLabel>(m_w.get(), "statusRun")->text(),
+             QStringLiteral("Cancelled before the first token"));
+    // A comparison likewise.
+    QSignalSpy compared(m_w.get(), &MainWindow::comparisonCompleted);
+    QVERIFY(m_w->startComparison());
+    m_w->cancelRun();
+    QCOMPARE(compared.count(), 1);
+    QVERIFY(!m_w->isRunning());
+    m_w->close(); // stops the load
 }
 
 void TestWindowModels::runDisabledWhileModelLoads() {

@@ -172,21 +172,11 @@ void EngineWorker::run(const RunRequest& request) {
     // A run cancelled while still queued (the user pressed Cancel, or started another run) is
     // reported as cancelled without touching the model.
     if (request.cancel && request.cancel->load()) {
-        RunOutcome out;
-        out.runId = request.runId;
-        out.task = request.task;
-        out.result.cancelled = true;
-        emit runFinished(out);
-        if (request.kind == RunKind::Compare) {
-            // The window ends a comparison on compareFinished only.
-            CompareOutcome cmp;
-            cmp.runId = request.runId;
-            cmp.cached = out;
-            cmp.uncached = out;
-            cmp.uncached.pass = 1;
-            cmp.measured.cancelled = true;
-            emit compareFinished(cmp);
-        }
+        const CancelledBeforeStart c =
+            cancelledBeforeStart(request.runId, request.kind, request.task);
+        emit runFinished(c.run);
+        if (c.compare)
+            emit compareFinished(*c.compare);
         return;
     }
     if (!m_session) {

@@ -27,6 +27,7 @@ RunRequest RunController::start(RunKind kind, const QString& task, std::string p
     m_askedRegion = askedRegion;
     m_cancel = r.cancel;
     m_resultsStarted = false;
+    m_started = false;
     m_tokensReceived = 0;
     m_lastPrompt = r.prompt;
     m_lastOptions = r.options;

@@ -44,6 +44,11 @@ public:
     void finish();
 
     bool isRunning() const { return m_activeRunId != 0; }
+    // The engine has taken the run in flight up (runStarted); before that it waits in the
+    // engine's queue, behind a model's loading or measuring.
+    void markStarted() { m_started = true; }
+    bool hasStarted() const { return m_started; }
+    quint64 activeRunId() const { return m_activeRunId; }
     bool isActive(quint64 runId) const { return runId != 0 && runId == m_activeRunId; }
     RunKind kind() const { return m_kind; }
     QString task() const { return m_task; }
@@ -96,6 +101,7 @@ private:
     QString m_imageName;
     std::shared_ptr<std::atomic<bool>> m_cancel;
     bool m_resultsStarted = false;
+    bool m_started = false; // markStarted()
     int m_tokensReceived = 0;
     std::string m_lastPrompt;
     GenerationOptions m_lastOptions;

@@ -21,4 +21,21 @@ ModelFacts ModelInfo::facts() const {
     return facts;
 }
 
+CancelledBeforeStart cancelledBeforeStart(quint64 runId, RunKind kind, const QString& task) {
+    CancelledBeforeStart c;
+    c.run.runId = runId;
+    c.run.task = task;
+    c.run.result.cancelled = true;
+    if (kind == RunKind::Compare) {
+        CompareOutcome cmp;
+        cmp.runId = runId;
+        cmp.cached = c.run;
+        cmp.uncached = c.run;
+        cmp.uncached.pass = 1;
+        cmp.measured.cancelled = true;
+        c.compare = cmp;
+    }
+    return c;
+}
+
 } // namespace florence::ui

@@ -98,6 +98,14 @@ struct CompareOutcome {
     CompareResult measured;
 };
 
+// How a run cancelled before the engine took it up ends: its outcome, and a comparison's too
+// (the window ends a comparison on its CompareOutcome only).
+struct CancelledBeforeStart {
+    RunOutcome run;
+    std::optional<CompareOutcome> compare;
+};
+CancelledBeforeStart cancelledBeforeStart(quint64 runId, RunKind kind, const QString& task);
+
 // A loaded model: its package manifest and how this process runs it.
 struct ModelInfo {
     QString dir;
