@@ -33,7 +33,7 @@ ModelController::ModelController(ModelCatalog* catalog, ControlPanel* panel, QLa
     connect(worker, &EngineWorker::modelLoadProgress, this, &ModelController::onLoadProgress);
     connect(worker, &EngineWorker::precisionMeasuring, this, [this](const QString& stage) {
         m_status->setText(
-            tr("Automatic precision, once for this model on this CPU: %1…").arg(stage));
+            tr("Automatic precision: %1 (once for this model on this CPU)…").arg(stage));
     });
     connect(worker, &EngineWorker::modelLoaded, this, &ModelController::onLoaded);
     connect(worker, &EngineWorker::modelFailed, this, &ModelController::onFailed);
