@@ -149,7 +149,8 @@ FolderJobParams batchJob(const Args& a, bool* jsonl) {
     try {
         job.formats = parseSidecarFormats(parts.join(',').toStdString());
     } catch (const florence::Error& e) {
-        throw UsageError(std::string("--format: ") + e.what());
+        // The engine lists its own formats; the command line takes jsonl as well.
+        throw UsageError(std::string("--format: ") + e.what() + " (and jsonl here)");
     }
     if (job.formats == 0 && !*jsonl)
         throw UsageError("--format names nothing to write");

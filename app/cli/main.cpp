@@ -97,7 +97,7 @@ Commands:
               compare IMAGE|--image IMAGE [--task TOKEN] [--text STR] [--region X1,Y1,X2,Y2]
               [--max-new-tokens N] [--repeats N] [--model PKG] [--json] [--quiet] [--no-warmup]
               [--prompt TEXT] [--beams N] [--precision P] [--threads N] [--ignore-eos]
-              [--no-exif-rotate]      these as for run
+              [--no-exif-rotate]  as for run
                                   a warm-up, then the two alternate --repeats times each
                                   (default 3; up to two more while they disagree); prints
                                   the medians, the speedup and whether the answers match
@@ -167,6 +167,9 @@ std::vector<std::string> runImagePaths(Args& a) {
     }
     if (paths.empty() && !a.has("pixel-values"))
         throw UsageError("run needs --image FILE (or --images DIR, or --pixel-values FILE)");
+    if (!paths.empty() && a.has("pixel-values"))
+        throw UsageError("--pixel-values is the image already preprocessed: give it or --image, "
+                         "not both");
     if (paths.size() > 1 && (a.has("pixel-values") || a.has("annotate") || a.has("coco")))
         throw UsageError("--pixel-values, --annotate and --coco take a single image");
     return paths;

@@ -507,6 +507,12 @@ void TestCli::badArguments_data() {
         << QStringList{"run", "--image", pier, "--colour", "red"} << 2 << "unknown option --colour";
     QTest::newRow("unknown task") << QStringList{"run", "--image", pier, "--task", "<FOO>"} << 1
                                   << "unknown task";
+    QTest::newRow("image and pixel values")
+        << QStringList{"run", "--image", pier, "--pixel-values", "p.safetensors"} << 2
+        << "give it or --image, not both";
+    QTest::newRow("unknown batch format")
+        << QStringList{"batch", "--dir", kSamples, "--format", "txt,xml"} << 2
+        << "formats are txt, json, coco and caption (and jsonl here)";
     // A task's input is checked against the flags before the model loads, in the flags' words.
     QTest::newRow("missing text")
         << QStringList{"run", "--image", pier, "--task", "<CAPTION_TO_PHRASE_GROUNDING>"} << 2
