@@ -400,6 +400,17 @@ void TestCli::modelsListsTheSpeedDemos() {
     QVERIFY2(lines[1].contains("models/speed-demo-base\tFlorence-2-base"), qPrintable(lines[1]));
     QVERIFY2(lines[2].contains("models/speed-demo-large\tFlorence-2-large"), qPrintable(lines[2]));
     QCOMPARE(runCli({"models", "extra"}).exitCode, 2);
+    // Their settings are Compare's: greedy, 256 tokens, every one generated (Florence-2's 3 beams
+    // and 1024 tokens kept a comparison at base size busy for tens of minutes).
+    for (const QString& line : {lines[1], lines[2]}) {
+        QFile manifest(line.section('\t', 0, 0) + "/manifest.json");
+        QVERIFY2(manifest.open(QIODevice::ReadOnly), qPrintable(manifest.fileName()));
+        const QJsonObject generation =
+            QJsonDocument::fromJson(manifest.readAll()).object()["generation"].toObject();
+        QCOMPARE(generation["num_beams"].toInt(), 1);
+        QCOMPARE(generation["max_new_tokens"].toInt(), 256);
+        QVERIFY(generation["ignore_eos"].toBool());
+    }
 }
 
 void TestCli::batchOfImages() {

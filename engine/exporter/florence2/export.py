@@ -269,6 +269,11 @@ def export_architecture(config: dict, out: str, size: str, seed: int) -> None:
         manifest["format_version"] = GENERATED_FORMAT_VERSION
         manifest["generated_parameters"] = {"seed": seed, "parameters": generated}
         manifest["generation"]["ignore_eos"] = True
+        # Compare's settings by default: greedy, 256 tokens. Florence-2's own (3 beams, 1024
+        # tokens, every one generated here) made a comparison at base size run for tens of
+        # minutes, its uncached passes recomputing a 1024-token answer at every step.
+        manifest["generation"]["num_beams"] = 1
+        manifest["generation"]["max_new_tokens"] = 256
         manifest["trained_tasks"] = []
         manifest["purpose"] = ("Random weights at Florence-2's real size: answers are noise. For "
                                "timing and Compare only.")
