@@ -51,6 +51,7 @@ private slots:
     void cancelledPassSaysHowFarItGot();
     void noVerdictShowsNoRatio();
     void shortChartsKeepTheirTickLabels();
+    void narrowChartsKeepTheirTickLabelsWhole();
 };
 
 void TestCharts::niceScaleIsBounded_data() {
@@ -243,6 +244,37 @@ void TestCharts::shortChartsKeepTheirTickLabels() {
     QTRY_COMPARE(titlesShown(), 0);
     view.resize(900, 420);
     QTRY_COMPARE(titlesShown(), 2);
+}
+
+void TestCharts::narrowChartsKeepTheirTickLabelsWhole() {
+    // A narrow chart (a small window, 2x scaling) with 1000 tokens: Qt Charts cut "1000" to
+    // "1…" and two-digit labels to "…" where seven labels did not fit between their ticks. It
+    // shows fewer ticks instead, each label whole, and the six intervals again when wide.
+    QChartView view;
+    auto* chart = new QChart();
+    QValueAxis* x = nullptr;
+    QValueAxis* y = nullptr;
+    setUpLatencyChart(chart, x, y);
+    view.setChart(chart);
+    keepLegibleWhenShort(&view);
+    view.resize(240, 300);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    setNiceRange(x, 1000, true);
+    const QFontMetrics metrics(x->labelsFont());
+    const auto labelsFit = [&] {
+        const double labels = axisTickCount(x);
+        const int widest = metrics.horizontalAdvance(QString::number(x->max(), 'f', 0));
+        return labels * widest <= chart->plotArea().width();
+    };
+    QTRY_VERIFY2(labelsFit(), qPrintable(QString("%1 labels of %2 px in %3 px")
+                                             .arg(axisTickCount(x))
+                                             .arg(metrics.horizontalAdvance("1000"))
+                                             .arg(chart->plotArea().width())));
+    QVERIFY(axisTickCount(x) >= 2);
+    QCOMPARE(x->max(), 1000.0); // the range still holds every token
+    view.resize(900, 300);
+    QTRY_COMPARE(axisTickCount(x), 6.0); // 0, 200, ... 1000
 }
 
 QTEST_MAIN(TestCharts)

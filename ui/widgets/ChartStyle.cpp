@@ -7,6 +7,7 @@
 #include <QChart>
 #include <QChartView>
 #include <QEvent>
+#include <QFontMetrics>
 #include <QHBoxLayout>
 #include <QLegend>
 #include <QLineSeries>
@@ -95,8 +96,20 @@ NiceScale niceScale(double maxValue, bool integer, int maxTicks) {
     return n;
 }
 
+namespace {
+
+// What setNiceRange was asked for, and how many ticks fitTickLabels lets the axis have.
+const char* const kAskedMax = "florenceAskedMax";
+const char* const kAskedInteger = "florenceAskedInteger";
+const char* const kMaxTicks = "florenceMaxTicks";
+
+} // namespace
+
 void setNiceRange(QValueAxis* axis, double maxValue, bool integer) {
-    const NiceScale n = niceScale(maxValue, integer);
+    axis->setProperty(kAskedMax, maxValue);
+    axis->setProperty(kAskedInteger, integer);
+    const QVariant fit = axis->property(kMaxTicks);
+    const NiceScale n = niceScale(maxValue, integer, fit.isValid() ? fit.toInt() : 6);
     // Qt Charts lays out the ticks of every intermediate state synchronously, at a cost that
     // grows with the square of their number: a 12 s range with the 0.2 ms step of a 1 ms range
     // is tens of thousands of labels and freezes the window for minutes. So the axis never
@@ -121,12 +134,38 @@ double axisTickCount(const QValueAxis* axis) {
     return (axis->max() - axis->min()) / interval + 1;
 }
 
+void fitTickLabels(QChart* chart) {
+    const double width = chart->plotArea().width();
+    if (width <= 0)
+        return;
+    for (QAbstractAxis* a : chart->axes(Qt::Horizontal)) {
+        auto* axis = qobject_cast<QValueAxis*>(a);
+        if (!axis || !axis->property(kAskedMax).isValid())
+            continue;
+        const double asked = axis->property(kAskedMax).toDouble();
+        const bool integer = axis->property(kAskedInteger).toBool();
+        // The widest label is the last one's at most ticks; two characters apart.
+        const NiceScale most = niceScale(asked, integer);
+        const QFontMetrics metrics(axis->labelsFont());
+        const int label = metrics.horizontalAdvance(QString::number(most.max, 'f', most.decimals)) +
+                          2 * metrics.averageCharWidth();
+        const int fit = std::clamp(int(width / std::max(1, label)) - 1, 1, 6);
+        if (axis->property(kMaxTicks).toInt() == fit)
+            continue;
+        axis->setProperty(kMaxTicks, fit);
+        setNiceRange(axis, asked, integer);
+    }
+}
+
 namespace {
 
 class ShortChartFit : public QObject {
 public:
     explicit ShortChartFit(QChartView* view) : QObject(view), m_view(view) {
         view->installEventFilter(this);
+        // The tick labels follow the plot's width (its axes' labels and the legend move it).
+        if (QChart* chart = view->chart())
+            connect(chart, &QChart::plotAreaChanged, this, [chart] { fitTickLabels(chart); });
     }
 
     bool eventFilter(QObject* watched, QEvent* event) override {

@@ -51,9 +51,16 @@ void setNiceRange(QValueAxis* axis, double maxValue, bool integer);
 // How many tick labels the axis lays out in its current state.
 double axisTickCount(const QValueAxis* axis);
 
+// Fewer ticks on the chart's horizontal axes where their labels would not fit between them at
+// the plot's width (Qt Charts cuts them to "1…" or "…": a narrow window, 2x scaling): as many
+// as fit, at most niceScale's. setNiceRange keeps to it; keepLegibleWhenShort calls it as the
+// plot's width changes.
+void fitTickLabels(QChart* chart);
+
 // A chart short enough that Qt Charts would cut its horizontal tick labels and title to "..."
 // (1280x720, 2x scaling on a 1080p screen) hides that axis's title while it is that short, which
-// leaves the labels room; taller again, the title comes back.
+// leaves the labels room; taller again, the title comes back. Narrow, it keeps its tick labels
+// whole (fitTickLabels).
 void keepLegibleWhenShort(QChartView* view);
 constexpr int kShortChartHeight = 230;
 
