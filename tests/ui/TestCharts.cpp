@@ -273,8 +273,14 @@ void TestCharts::narrowChartsKeepTheirTickLabelsWhole() {
                                              .arg(chart->plotArea().width())));
     QVERIFY(axisTickCount(x) >= 2);
     QCOMPARE(x->max(), 1000.0); // the range still holds every token
+    // The legend ("cached", "uncached") shrinks its font rather than being cut.
+    std::array<QLineSeries*, 2> series{};
+    addCacheSeries(chart, x, y, series);
+    view.resize(200, 300);
+    QTRY_VERIFY(chart->legend()->font().pointSizeF() < view.font().pointSizeF());
     view.resize(900, 300);
     QTRY_COMPARE(axisTickCount(x), 6.0); // 0, 200, ... 1000
+    QTRY_COMPARE(chart->legend()->font().pointSizeF(), view.font().pointSizeF());
 }
 
 QTEST_MAIN(TestCharts)

@@ -183,6 +183,25 @@ private:
         // The tick labels tell it is tokens; "0 2 4 6" cut to "... ... ..." tells nothing.
         for (QAbstractAxis* axis : chart->axes(Qt::Horizontal))
             axis->setTitleVisible(!compact);
+        fitLegend(chart);
+    }
+
+    // A legend wider than the chart is cut ("uncac…" at 2x beside the History panel): its
+    // font shrinks to fit, down to 70% of the window's.
+    void fitLegend(QChart* chart) {
+        QLegend* legend = chart->legend();
+        if (!legend->isVisible())
+            return;
+        QFont font = m_view->font();
+        const QFontMetrics metrics(font);
+        int needed = 0;
+        for (const QAbstractSeries* s : chart->series())
+            needed += metrics.horizontalAdvance(s->name()) + 3 * metrics.height(); // marker, gaps
+        const int room = m_view->width() - 4 * metrics.averageCharWidth();
+        if (needed > room && needed > 0 && font.pointSizeF() > 0)
+            font.setPointSizeF(font.pointSizeF() * std::max(0.7, double(room) / needed));
+        if (legend->font() != font)
+            legend->setFont(font);
     }
 
     QChartView* m_view;
