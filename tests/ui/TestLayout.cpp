@@ -5,6 +5,7 @@
 #include "Theme.h"
 #include "widgets/ClampedLabel.h"
 #include "widgets/ControlPanel.h"
+#include "widgets/ElidedComboBox.h"
 #include "widgets/ElidedLabel.h"
 
 #include <florence/paths.h>
@@ -30,6 +31,7 @@
 #include <memory>
 
 using florence::ui::ClampedLabel;
+using florence::ui::ElidedComboBox;
 using florence::ui::ElidedLabel;
 using florence::ui::MainWindow;
 
@@ -80,6 +82,7 @@ private slots:
     void machineTextsDoNotWidenTheWindow();
     void settingsFitTheirPanelOnSmallScreens();
     void elidedLabelElidesAndKeepsItsText();
+    void comboBoxesElideTheirItem();
     void panelMessageEndsInAnEllipsisWhenCut();
     void wheelOverSettingsScrollsInsteadOfChanging();
 
@@ -279,6 +282,25 @@ void TestLayout::elidedLabelElidesAndKeepsItsText() {
     QCOMPARE(label->text(), text);
     label->resize(label->sizeHint());
     QCOMPARE(label->shownText(), text);
+}
+
+void TestLayout::comboBoxesElideTheirItem() {
+    // The model and precision boxes end a long item in "…" where the panel is narrow (the model
+    // box read "Florence-2-base · random weights (sp"), and show it whole when there is room.
+    for (const char* name : {"modelCombo", "precisionCombo"})
+        QVERIFY2(m_w->findChild<ElidedComboBox*>(QString::fromLatin1(name)), name);
+    QWidget host;
+    auto* box = new ElidedComboBox(&host);
+    const QString item =
+        QStringLiteral("Florence-2-base · random weights (speed demo: answers are noise)");
+    box->addItem(item);
+    box->resize(160, box->sizeHint().height());
+    host.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&host));
+    QVERIFY2(box->shownText().endsWith(QChar(0x2026)), qPrintable(box->shownText()));
+    QVERIFY(!box->grab().isNull());
+    box->resize(box->fontMetrics().horizontalAdvance(item) + 80, box->height());
+    QCOMPARE(box->shownText(), item);
 }
 
 void TestLayout::panelMessageEndsInAnEllipsisWhenCut() {

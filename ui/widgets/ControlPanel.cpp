@@ -1,5 +1,6 @@
 #include "widgets/ControlPanel.h"
 #include "widgets/ClampedLabel.h"
+#include "widgets/ElidedComboBox.h"
 
 #include <florence/tasks.h>
 
@@ -99,7 +100,7 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
     setObjectName(QStringLiteral("controlPanel"));
 
     auto* modelBox = new QGroupBox(tr("Model"), this);
-    m_modelCombo = new QComboBox(modelBox);
+    m_modelCombo = new ElidedComboBox(modelBox);
     m_modelCombo->setObjectName(QStringLiteral("modelCombo"));
     m_modelCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_modelCombo->setMinimumContentsLength(20);
@@ -172,7 +173,7 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
     m_cacheCheck->setChecked(m_defaults.useCache);
     m_cacheCheck->setToolTip(tr("Off: the whole prefix runs through the decoder at every step"));
     createIgnoreEosCheck(genBox);
-    m_precisionCombo = new QComboBox(genBox);
+    m_precisionCombo = new ElidedComboBox(genBox);
     m_precisionCombo->setObjectName(QStringLiteral("precisionCombo"));
     // Its items gain measured costs after the first load ("bfloat16 (1.7x slower here)"): sized
     // to contents, it widened the settings past a 1280x720 window's panel.
