@@ -73,6 +73,22 @@ static QString copyBundledPackage(const QString& to,
     return to;
 }
 
+// A copy of the bundled package whose vision.pt is 256 GB (sparse: nothing is written); hashing
+// it takes minutes, so its load stays at verifying the files until stopped. "" on failure.
+static QString slowPackage(const QString& to) {
+    const qint64 huge = qint64(256) << 30;
+    const QString slow = copyBundledPackage(to, [huge](QJsonObject& files) {
+        QJsonObject vision = files["vision"].toObject();
+        vision["size"] = huge;
+        vision["sha256"] = QString(64, QLatin1Char('0'));
+        files["vision"] = vision;
+    });
+    QFile vision(slow + "/vision.pt");
+    if (!vision.open(QIODevice::ReadWrite) || !vision.resize(huge))
+        return {};
+    return slow;
+}
+
 void TestWindowModels::badModelFolderKeepsCurrentModel() {
     const QString name = m_w->modelInfo().name();
     QSignalSpy failed(m_w.get(), &MainWindow::modelFailed);
@@ -166,22 +182,10 @@ void TestWindowModels::oldModelReleasedOnlyForAPackageThatPassedItsChecks() {
 }
 
 void TestWindowModels::closeDuringASlowModelLoadStopsIt() {
-    // A package whose vision.pt is 256 GB (sparse: nothing is written); hashing it would take
-    // minutes. Closing the window stops the load, which ends at once with "cancelled": the
-    // wait below fails if it does not stop.
-    const qint64 huge = qint64(256) << 30;
-    const QString slow =
-        copyBundledPackage(m_tmp.filePath("slow-package"), [huge](QJsonObject& files) {
-            QJsonObject vision = files["vision"].toObject();
-            vision["size"] = huge;
-            vision["sha256"] = QString(64, QLatin1Char('0'));
-            files["vision"] = vision;
-        });
-    {
-        QFile vision(slow + "/vision.pt");
-        QVERIFY(vision.open(QIODevice::ReadWrite));
-        QVERIFY(vision.resize(huge));
-    }
+    // A package whose files take minutes to verify. Closing the window stops the load, which
+    // ends at once with "cancelled": the wait below fails if it does not stop.
+    const QString slow = slowPackage(m_tmp.filePath("slow-package"));
+    QVERIFY(!slow.isEmpty());
     QSignalSpy failed(m_w.get(), &MainWindow::modelFailed);
     m_w->openModelPackage(slow);
     // The engine thread has started on it, and says so.
@@ -221,19 +225,8 @@ void TestWindowModels::cancelWhileAModelLoadsEndsTheRunAtOnce() {
     // model that is a minute or more. Cancel ends such a queued run at once ("Cancelling…"
     // stayed until the load ended). A package whose files take minutes to verify stands in.
     QVERIFY(openImage(samplePath("pier.png")));
-    const qint64 huge = qint64(256) << 30;
-    const QString slow =
-        copyBundledPackage(m_tmp.filePath("slow-cancel"), [huge](QJsonObject& files) {
-            QJsonObject vision = files["vision"].toObject();
-            vision["size"] = huge;
-            vision["sha256"] = QString(64, QLatin1Char('0'));
-            files["vision"] = vision;
-        });
-    {
-        QFile vision(slow + "/vision.pt");
-        QVERIFY(vision.open(QIODevice::ReadWrite));
-        QVERIFY(vision.resize(huge));
-    }
+    const QString slow = slowPackage(m_tmp.filePath("slow-cancel"));
+    QVERIFY(!slow.isEmpty());
     m_w->openModelPackage(slow);
     QTRY_VERIFY_WITH_TIMEOUT(
         child<QLabel>(m_w.get(), "statusModel")->text().contains(": verifying the files ("),
