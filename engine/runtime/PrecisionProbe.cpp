@@ -277,7 +277,10 @@ std::optional<PrecisionChoice> cachedChoice(const std::string& cpu, const std::s
 // holder dying frees it (QLockFile finds the holder gone). Measuring takes seconds to minutes
 // (6.5 on a busy AVX2 machine at base size): after half an hour the lock counts as stale, so a
 // holder QLockFile cannot see (another machine sharing the home folder, gone) is not waited for
-// without end.
+// without end. A holder that lives but does not go on (stopped with Ctrl+Z, hung) keeps its lock
+// however old: after kMaxWait this process measures beside it, and says so.
+constexpr auto kMaxWait = std::chrono::minutes(10);
+
 std::unique_ptr<QLockFile> lockMeasuring(const std::atomic<bool>* cancel,
                                          const std::function<void(const std::string&)>& progress) {
     const QString path = QString::fromStdString(precisionProbeLockPath());
@@ -285,11 +288,18 @@ std::unique_ptr<QLockFile> lockMeasuring(const std::atomic<bool>* cancel,
         return nullptr;
     auto lock = std::make_unique<QLockFile>(path);
     lock->setStaleLockTime(30 * 60 * 1000);
+    const auto start = std::chrono::steady_clock::now();
     bool said = false;
     while (!lock->tryLock(200)) {
         if (lock->error() != QLockFile::LockFailedError)
             return nullptr;
         checkCancel(cancel);
+        if (std::chrono::steady_clock::now() - start > kMaxWait) {
+            if (progress)
+                progress("measuring here too: the other window or command has not finished "
+                         "in 10 minutes");
+            return nullptr;
+        }
         if (!said && progress)
             progress("waiting for another window or command that is measuring");
         said = true;
@@ -305,13 +315,14 @@ PrecisionChoice automaticPrecision(const std::string& packageDir, int threads,
     setThreads(threads); // the runtime line in the key names the threads the model will use
     const std::string cpu = precisionProbeCpuKey();
     const std::string package = precisionProbePackageKey(packageDir);
+    // Before the cache is read: a probe stored from then on was measured while this one looked.
+    const int64_t asked = QDateTime::currentMSecsSinceEpoch();
     if (std::optional<PrecisionChoice> kept = cachedChoice(cpu, package, -1))
         return *kept;
     // One process measures at a time: another window or command measuring beside this one would
     // slow both and skew both's figures. What it stored may be this CPU and package's: taken
     // even when its loads differed, as measuring again now would meet the same desktop, and
     // the windows then agree.
-    const int64_t asked = QDateTime::currentMSecsSinceEpoch();
     const std::unique_ptr<QLockFile> measuring = lockMeasuring(cancel, progress);
     if (std::optional<PrecisionChoice> stored = cachedChoice(cpu, package, asked))
         return *stored;

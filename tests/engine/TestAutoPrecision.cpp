@@ -11,6 +11,9 @@
 #include <QtTest>
 
 #include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLockFile>
 #include <QProcess>
 #include <QTemporaryDir>
@@ -323,7 +326,16 @@ void TestAutoPrecision::oneProcessMeasuresAtATime() {
         return stages.size();
     };
     std::atomic<bool> cancel{false};
-    std::future<PrecisionChoice> waiting =
+    std::future<PrecisionChoice> waiting;
+    // A check that fails returns at once: the waiting thread must end, not block the future.
+    const auto stop = qScopeGuard([&] {
+        cancel = true;
+        if (other.isLocked())
+            other.unlock();
+        if (waiting.valid())
+            waiting.wait();
+    });
+    waiting =
         std::async(std::launch::async, [&] { return automaticPrecision(model, 1, &cancel, said); });
     QTRY_VERIFY_WITH_TIMEOUT(count() > 0, 60000);
     // What the other process keeps when it is done: int8 for this CPU and package.
@@ -393,6 +405,31 @@ void TestAutoPrecision::oneProcessMeasuresAtATime() {
     cancel = true;
     QVERIFY_THROWS_EXCEPTION(EngineError, waiting.get());
     other.unlock();
+    // Nor, the lock free, when it was stored before this process looked (a start that measured
+    // under changing load, then nobody): this one measures (cancelled as it begins).
+    {
+        QFile file(QString::fromStdString(precisionProbeCachePath()));
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        QJsonObject root = QJsonDocument::fromJson(file.readAll()).object();
+        file.close();
+        QJsonArray probes = root["probes"].toArray();
+        QJsonObject old = probes.at(0).toObject();
+        old["measured_at_ms"] = 1.0;
+        probes.replace(0, old);
+        root["probes"] = probes;
+        QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        file.write(QJsonDocument(root).toJson());
+    }
+    stages.clear();
+    cancel = false;
+    const auto cancelWhenMeasuring = [&](const std::string& stage) {
+        said(stage);
+        if (stage.rfind("measuring", 0) == 0)
+            cancel = true;
+    };
+    QVERIFY_THROWS_EXCEPTION(EngineError,
+                             automaticPrecision(model, 1, &cancel, cancelWhenMeasuring));
+    QCOMPARE(QString::fromStdString(stages.at(0)), QString("measuring float32"));
     qunsetenv("XDG_CACHE_HOME");
 }
 
