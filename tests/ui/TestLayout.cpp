@@ -335,6 +335,9 @@ void TestLayout::panelMessageEndsInAnEllipsisWhenCut() {
              qPrintable(label->text()));
     QCOMPARE(QString(label->text()).remove(QLatin1Char('\n')).remove(QLatin1Char(' ')),
              QStringLiteral("Cannot open %1: it is a FIFO").arg(path).remove(QLatin1Char(' ')));
+    // Short paragraphs past the fifth: the fifth says more follows.
+    m_w->showMessage(QStringLiteral("one\ntwo\nthree\nfour\nfive\nsix\nseven"));
+    QCOMPARE(label->text(), QStringLiteral("one\ntwo\nthree\nfour\nfive") + QChar(0x2026));
     // A short one as it is.
     m_w->showMessage(QStringLiteral("Ready"));
     QCOMPARE(label->text(), QStringLiteral("Ready"));

@@ -98,18 +98,31 @@ NiceScale niceScale(double maxValue, bool integer, int maxTicks) {
 
 namespace {
 
-// What setNiceRange was asked for, and how many ticks fitTickLabels lets the axis have.
+// What setNiceRange was asked for, and the plot width fitTickLabels found for the axis.
 const char* const kAskedMax = "florenceAskedMax";
 const char* const kAskedInteger = "florenceAskedInteger";
-const char* const kMaxTicks = "florenceMaxTicks";
+const char* const kPlotWidth = "florencePlotWidth";
+
+// The most intervals whose labels fit whole in the axis's plot width: the widest label is the
+// last one's at niceScale's most ticks, two characters apart. niceScale's own most where the
+// width is not known (a vertical axis, a chart not laid out yet).
+int intervalsThatFit(const QValueAxis* axis, double maxValue, bool integer) {
+    const NiceScale most = niceScale(maxValue, integer);
+    const QVariant width = axis->property(kPlotWidth);
+    if (!width.isValid())
+        return 6;
+    const QFontMetrics metrics(axis->labelsFont());
+    const int label = metrics.horizontalAdvance(QString::number(most.max, 'f', most.decimals)) +
+                      2 * metrics.averageCharWidth();
+    return std::clamp(int(width.toDouble() / std::max(1, label)) - 1, 1, 6);
+}
 
 } // namespace
 
 void setNiceRange(QValueAxis* axis, double maxValue, bool integer) {
     axis->setProperty(kAskedMax, maxValue);
     axis->setProperty(kAskedInteger, integer);
-    const QVariant fit = axis->property(kMaxTicks);
-    const NiceScale n = niceScale(maxValue, integer, fit.isValid() ? fit.toInt() : 6);
+    const NiceScale n = niceScale(maxValue, integer, intervalsThatFit(axis, maxValue, integer));
     // Qt Charts lays out the ticks of every intermediate state synchronously, at a cost that
     // grows with the square of their number: a 12 s range with the 0.2 ms step of a 1 ms range
     // is tens of thousands of labels and freezes the window for minutes. So the axis never
@@ -140,20 +153,13 @@ void fitTickLabels(QChart* chart) {
         return;
     for (QAbstractAxis* a : chart->axes(Qt::Horizontal)) {
         auto* axis = qobject_cast<QValueAxis*>(a);
-        if (!axis || !axis->property(kAskedMax).isValid())
+        if (!axis || axis->property(kPlotWidth).toDouble() == width)
             continue;
-        const double asked = axis->property(kAskedMax).toDouble();
-        const bool integer = axis->property(kAskedInteger).toBool();
-        // The widest label is the last one's at most ticks; two characters apart.
-        const NiceScale most = niceScale(asked, integer);
-        const QFontMetrics metrics(axis->labelsFont());
-        const int label = metrics.horizontalAdvance(QString::number(most.max, 'f', most.decimals)) +
-                          2 * metrics.averageCharWidth();
-        const int fit = std::clamp(int(width / std::max(1, label)) - 1, 1, 6);
-        if (axis->property(kMaxTicks).toInt() == fit)
-            continue;
-        axis->setProperty(kMaxTicks, fit);
-        setNiceRange(axis, asked, integer);
+        // setNiceRange keeps to it from now on, whatever range it is given.
+        axis->setProperty(kPlotWidth, width);
+        if (axis->property(kAskedMax).isValid())
+            setNiceRange(axis, axis->property(kAskedMax).toDouble(),
+                         axis->property(kAskedInteger).toBool());
     }
 }
 

@@ -53,7 +53,8 @@ double axisTickCount(const QValueAxis* axis);
 
 // Fewer ticks on the chart's horizontal axes where their labels would not fit between them at
 // the plot's width (Qt Charts cuts them to "1…" or "…": a narrow window, 2x scaling): as many
-// as fit, at most niceScale's. setNiceRange keeps to it; keepLegibleWhenShort calls it as the
+// as fit, at most niceScale's. Records the width on each axis, which setNiceRange then fits
+// every range to (the labels widen as tokens stream in); keepLegibleWhenShort calls it as the
 // plot's width changes.
 void fitTickLabels(QChart* chart);
 

@@ -32,9 +32,17 @@ QStringList ClampedLabel::clampedLines(const QString& text, const QFont& font, i
         for (QTextLine line = layout.createLine(); line.isValid(); line = layout.createLine()) {
             line.setLineWidth(width);
             if (int(lines.size()) == maxLines - 1) {
-                // The last line that shows: the rest of the text, cut to fit with "…".
-                const QString rest = text.mid(offset + line.textStart()).simplified();
-                lines << metrics.elidedText(rest, Qt::ElideRight, width);
+                // The last line that shows: the rest of its paragraph, cut to fit with "…", which
+                // it ends in too when paragraphs follow.
+                const QString rest = paragraph.mid(line.textStart()).simplified();
+                const QString ellipsis(QChar(0x2026));
+                const bool more = offset + paragraph.size() < text.size();
+                QString last =
+                    metrics.elidedText(rest, Qt::ElideRight,
+                                       more ? width - metrics.horizontalAdvance(ellipsis) : width);
+                if (more && !last.endsWith(ellipsis))
+                    last += ellipsis;
+                lines << last;
                 layout.endLayout();
                 return lines;
             }
@@ -53,7 +61,8 @@ void ClampedLabel::setFullText(const QString& text) {
 }
 
 void ClampedLabel::clamp() {
-    const int width = contentsRect().width() - 2 * margin() - indent();
+    // QLabel's own text width (no frame here): a line laid out wider would wrap again.
+    const int width = contentsRect().width() - 2 * margin() - std::max(0, indent());
     const QString shown =
         width > 0 ? clampedLines(m_text, font(), width, m_maxLines).join(QLatin1Char('\n'))
                   : m_text;

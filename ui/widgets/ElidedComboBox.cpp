@@ -10,7 +10,7 @@ namespace {
 QString elided(const QComboBox* box, QStyleOptionComboBox& opt) {
     const QRect field =
         box->style()->subControlRect(QStyle::CC_ComboBox, &opt, QStyle::SC_ComboBoxEditField, box);
-    int room = field.width();
+    int room = field.width() - 2; // the style draws the label 1 px in from each side
     if (!opt.currentIcon.isNull())
         room -= opt.iconSize.width() + 4;
     return box->fontMetrics().elidedText(opt.currentText, Qt::ElideRight, room);

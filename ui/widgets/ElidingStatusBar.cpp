@@ -14,14 +14,19 @@ ElidingStatusBar::ElidingStatusBar(QWidget* parent) : QStatusBar(parent) {
 }
 
 QRect ElidingStatusBar::messageArea() const {
-    // QStatusBarPrivate::messageRect's bounds, left to right (the app lays out left to right).
-    int right = width() - 12;
+    // QStatusBarPrivate::messageRect's bounds: up to the permanent widgets and the size grip,
+    // which sit on the right (on the left right to left).
+    const bool rtl = layoutDirection() == Qt::RightToLeft;
+    int left = 6, right = width() - 12;
     for (const QWidget* w : findChildren<QWidget*>(QString(), Qt::FindDirectChildrenOnly)) {
         if (!w->isVisible() || w->isWindow())
             continue;
-        right = std::min(right, qobject_cast<const QSizeGrip*>(w) ? w->x() : w->x() - 2);
+        const int gap = qobject_cast<const QSizeGrip*>(w) ? 0 : 2;
+        if (rtl)
+            left = std::max(left, w->x() + w->width() + gap);
+        else
+            right = std::min(right, w->x() - gap);
     }
-    const int left = 6;
     return QRect(left, 0, std::max(0, right - left), height());
 }
 
