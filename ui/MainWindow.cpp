@@ -106,10 +106,14 @@ MainWindow::MainWindow(QWidget* parent)
             cancelRun();
             showMessage(tr("The run was cancelled to switch models."));
         }
+        m_runView->showModelLoading(true);
     });
     connect(m_modelCtl, &ModelController::message, this, &MainWindow::showBackgroundMessage);
     connect(m_modelCtl, &ModelController::stateChanged, this, &MainWindow::updateActions);
+    connect(m_modelCtl, &ModelController::failed, this,
+            [this] { m_runView->showModelLoading(false); });
     connect(m_modelCtl, &ModelController::ready, this, [this](const QString& name) {
+        m_runView->showModelLoading(false);
         statusBar()->showMessage(tr("Model loaded: %1").arg(name), 5000);
         // Another model's answer and comparison would pass for this one's.
         if (!m_shownModel.isEmpty() && name != m_shownModel && !isRunning()) {

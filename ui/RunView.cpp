@@ -92,6 +92,7 @@ void RunView::follow(EngineWorker* w) {
 
 void RunView::started(RunKind kind, const QString& task, const QString& phase, bool encoding) {
     m_sinceStart.start();
+    m_modelLoading = false; // the run's own line from now
     m_waitsForEncoders = encoding && kind == RunKind::Single;
     m_waitedMs = 0;
     if (kind == RunKind::Compare) {
@@ -138,7 +139,22 @@ void RunView::clear() {
     m_w.results->clear();
     m_w.latency->clear();
     m_w.compare->clear();
+    m_modelLoading = false;
     m_w.status->setText(tr("Idle"));
+}
+
+void RunView::showModelLoading(bool loading) {
+    if (m_run->isRunning())
+        return; // a run queued behind the load says what it waits for
+    if (loading) {
+        if (!m_modelLoading)
+            m_beforeLoading = m_w.status->text();
+        m_modelLoading = true;
+        m_w.status->setText(tr("Waiting for the model"));
+    } else if (m_modelLoading) {
+        m_modelLoading = false;
+        m_w.status->setText(m_beforeLoading);
+    }
 }
 
 void RunView::finish(const QString& status) {

@@ -59,6 +59,9 @@ public:
     void end(const QString& status, bool cancelled);
     // Nothing of the previous image's answer, charts or status stays.
     void clear();
+    // A model is loading (true) or ended its load (false). With no run in flight the run's line
+    // says so rather than "Idle" or the last run's end; after the load it shows that again.
+    void showModelLoading(bool loading);
 
     void onRunStarted(quint64 runId);
     void onToken(const florence::ui::TokenUpdate& update);
@@ -104,6 +107,8 @@ private:
     QElapsedTimer m_sinceStart; // since started()
     bool m_waitsForEncoders = false;
     double m_waitedMs = 0; // from started() to the engine's start, when it waited for encoders
+    bool m_modelLoading = false; // the run's line says a model loads
+    QString m_beforeLoading;     // what it said before
 };
 
 } // namespace florence::ui

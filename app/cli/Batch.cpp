@@ -249,7 +249,15 @@ int runBatch(int argc, char** argv) {
                              {"recursive", "resume", "overwrite", "jsonl", "no-cache", "quiet",
                               "no-exif-rotate", "lowercase", "append", "preview"});
     BatchOutput out;
-    const FolderJob job(batchJob(a, &out.jsonl));
+    const FolderJob job = [&] {
+        try {
+            return FolderJob(batchJob(a, &out.jsonl));
+        } catch (const ExistingResultsError& e) {
+            // Nothing was touched: the command line must say which way to go on.
+            throw UsageError(std::string(e.what()) +
+                             ": --resume skips them, --overwrite answers them again");
+        }
+    }();
     if (out.jsonl) { // every image that is not skipped gets its line, the refused ones too
         for (const auto& [path, why] : job.folder().refused()) {
             ImageOutcome refused;

@@ -327,8 +327,9 @@ void FolderBatch::checkExisting() {
         m_pending.push_back(image);
     }
     if (existing > 0 && m_job.existing == ExistingResults::Refuse)
-        throw Error(std::to_string(existing) + " of the " + std::to_string(m_images.size()) +
-                    " images already have results; resume to skip them or overwrite them");
+        throw ExistingResultsError(std::to_string(existing) + " of the " +
+                                   std::to_string(m_images.size()) +
+                                   " images already have results");
     if (m_job.existing == ExistingResults::Skip)
         m_skipped = existing;
 }

@@ -208,8 +208,9 @@ void TestBatch::resumeProcessesOnlyWhatIsMissing() {
 
     // Without --resume or --overwrite, existing results are not touched.
     const Output refused = runCli(args, 300000);
-    QCOMPARE(refused.exitCode, 1);
-    QVERIFY2(refused.err.contains("already have results"), refused.err.constData());
+    QCOMPARE(refused.exitCode, 2); // the command line must choose
+    QVERIFY2(refused.err.contains("already have results: --resume skips them, --overwrite"),
+             refused.err.constData());
 
     // --resume: the two missing answers and the failures again, nothing else.
     const Output resumed = runCli(args + QStringList{"--resume"}, 300000);
@@ -280,8 +281,9 @@ void TestBatch::captionFilesForTrainingSets() {
         kFast;
     // An existing caption file: refused unless told what to do with it.
     const Output refused = runCli(args, 300000);
-    QCOMPARE(refused.exitCode, 1);
-    QVERIFY2(refused.err.contains("already have results"), refused.err.constData());
+    QCOMPARE(refused.exitCode, 2); // the command line must choose
+    QVERIFY2(refused.err.contains("already have results: --resume skips them, --overwrite"),
+             refused.err.constData());
 
     // The preview shows the first image's file and writes nothing.
     const Output preview = runCli(args + QStringList{"--append", "--preview"}, 300000);

@@ -177,11 +177,11 @@ void TestFolderBatch::existingResults() {
     first.writeResult(a, answer, document(answer, a));
     QVERIFY(first.hasResult(a));
 
-    // Refuse (the default) names the count and the two ways on.
+    // Refuse (the default) names the count, as an error of its own (the CLI adds its flags).
     try {
         florence::FolderBatch refused(job);
         QFAIL("results that exist were not refused");
-    } catch (const florence::Error& e) {
+    } catch (const florence::ExistingResultsError& e) {
         QVERIFY2(QString(e.what()).contains("1 of the 5 images already have results"), e.what());
     }
     job.existing = florence::ExistingResults::Skip;

@@ -290,6 +290,9 @@ void TestScoresHistory::historySurvivesRestartAndRestores() {
     const QString display = list->model()->index(0, 0).data().toString();
     // Task names, not tokens, where a person reads.
     QVERIFY2(display.startsWith("Object detection · "), qPrintable(display));
+    // Which model answered, in what precision, on the line under it.
+    QCOMPARE(display.split('\n').value(1),
+             QStringLiteral("%1 · %2").arg(w->modelInfo().name(), w->modelInfo().precision()));
     QVERIFY(!list->model()->index(0, 0).data(Qt::DecorationRole).value<QImage>().isNull());
     QVERIFY2(w->shortcutsText().contains("Ctrl+H\tHistory"), qPrintable(w->shortcutsText()));
 

@@ -254,10 +254,20 @@ void TestWindowModels::runDisabledWhileModelLoads() {
     auto* run = child<QAbstractButton>(m_w.get(), "runButton");
     QVERIFY(run->isEnabled());
     QSignalSpy reloaded(m_w.get(), &MainWindow::modelReady);
+    QVERIFY(m_w->startRun());
+    QTRY_VERIFY_WITH_TIMEOUT(!m_w->isRunning(), 60'000);
+    auto* line = child<QLabel>(m_w.get(), "statusRun");
+    const QString ended = line->text();
+    QVERIFY2(ended.startsWith("Done"), qPrintable(ended));
     m_w->setPrecision(florence::Precision::BFloat16);
     QVERIFY(!run->isEnabled());
+    // The run's line says what the window waits for, not the last run's end (it read "Done:
+    // ... tokens" or "Idle" for as long as the load took)...
+    QCOMPARE(line->text(), QStringLiteral("Waiting for the model"));
     QTRY_COMPARE_WITH_TIMEOUT(reloaded.count(), 1, 60'000);
     QVERIFY(run->isEnabled());
+    // ...and once loaded, the end of the run whose answer still shows (the same model).
+    QCOMPARE(line->text(), ended);
 }
 
 void TestWindowModels::loadProgressShown() {

@@ -585,7 +585,10 @@ QVariant History::data(const QModelIndex& index, int role) const {
                              : QLocale().toString(local, QLocale::ShortFormat);
     switch (role) {
     case Qt::DisplayRole:
-        return tr("%1 · %2\n%3").arg(taskDisplayName(e.task), when, e.firstWords());
+        // Which model answered: runs of several models (a fine-tune beside the original, or
+        // another precision) look alike otherwise.
+        return tr("%1 · %2\n%3 · %4\n%5")
+            .arg(taskDisplayName(e.task), when, e.model, e.precision, e.firstWords());
     case Qt::DecorationRole:
         return e.thumbnail;
     case Qt::ToolTipRole:

@@ -71,9 +71,16 @@ unsigned applicableFormats(const std::string& task, unsigned formats);
 
 // What to do with an image whose result already exists.
 enum class ExistingResults {
-    Refuse,    // FolderBatch throws, naming how many and how to choose
+    Refuse,    // FolderBatch throws ExistingResultsError, naming how many
     Skip,      // resume: only images without a result are processed
     Overwrite, // every image is processed again and its sidecars replaced
+};
+
+// ExistingResults::Refuse met images with results: the caller says how to choose (the CLI's
+// --resume and --overwrite).
+class ExistingResultsError : public Error {
+public:
+    using Error::Error;
 };
 
 struct FolderJobParams {
