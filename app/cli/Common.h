@@ -38,6 +38,10 @@ florence::GenerationSettings generationSettings(const Args& a);
 void checkRunNumbers(const Args& a);
 // --region X1,Y1,X2,Y2 in pixels; UsageError naming the option when it is not four numbers.
 florence::Box regionOption(const Args& a);
+// A note on stderr when the --region of `task` reaches past the image `name` (w x h): the model
+// is asked about the part inside it, and the note gives that part in pixels.
+void noteClippedRegion(const florence::TaskRequest& task, const std::string& name, int width,
+                       int height);
 // The task of --task (default <CAPTION>) with --text, or the free prompt of --prompt, checked:
 // the package's own tasks are known first (its manifest is read, the model not loaded), so an
 // unknown task fails before anything loads. The region is the caller's.

@@ -144,6 +144,7 @@ int runCompare(int argc, char** argv) {
     params.request.image = std::make_shared<const RgbImage>(loadImage(image, decodeOptions(a)));
     params.request.prompt =
         buildPrompt(task, params.request.image->width, params.request.image->height);
+    noteClippedRegion(task, image, params.request.image->width, params.request.image->height);
     const std::shared_ptr<const Model> model = loadModel(a);
     params.options = runOptions(a, *model);
     params.repeats = repeats;

@@ -205,12 +205,15 @@ RunInputs loadRunInputs(Args& a, const florence::TaskRequest& task,
 
 // Prompts before the model: a task missing its input fails before anything loads.
 void buildPrompts(RunInputs& in) {
-    for (auto& req : in.requests) {
+    for (size_t i = 0; i < in.requests.size(); ++i) {
+        florence::Request& req = in.requests[i];
         // Location tokens map to the original image; with pixel values only, to the model input.
         const int w = req.image ? req.image->width : 768;
         const int h = req.image ? req.image->height : 768;
         in.sizes.emplace_back(w, h);
         req.prompt = florence::buildPrompt(in.task, w, h);
+        if (req.image)
+            florence::cli::noteClippedRegion(in.task, in.paths[i], w, h);
     }
 }
 

@@ -190,18 +190,22 @@ double binToPixel(int bin, int size) {
     return (bin + 0.5) * (size / 1000.0);
 }
 
+Box regionInImage(const Box& box, int imageWidth, int imageHeight) {
+    // Boxes dragged right-to-left or bottom-to-top arrive with swapped corners; the model wants
+    // x1 <= x2 and y1 <= y2.
+    return Box{std::clamp(std::min(box.x1, box.x2), 0.0, double(imageWidth)),
+               std::clamp(std::min(box.y1, box.y2), 0.0, double(imageHeight)),
+               std::clamp(std::max(box.x1, box.x2), 0.0, double(imageWidth)),
+               std::clamp(std::max(box.y1, box.y2), 0.0, double(imageHeight))};
+}
+
 std::string regionToLocTokens(const Box& box, int imageWidth, int imageHeight) {
     if (imageWidth <= 0 || imageHeight <= 0)
         throw TaskError("cannot place a region on an image of " + std::to_string(imageWidth) + "x" +
                         std::to_string(imageHeight) + " pixels");
     if (std::isnan(box.x1) || std::isnan(box.y1) || std::isnan(box.x2) || std::isnan(box.y2))
         throw TaskError("the region has an undefined coordinate");
-    // Boxes dragged right-to-left or bottom-to-top arrive with swapped corners; the model wants
-    // x1 <= x2 and y1 <= y2.
-    const double x1 = std::clamp(std::min(box.x1, box.x2), 0.0, double(imageWidth));
-    const double x2 = std::clamp(std::max(box.x1, box.x2), 0.0, double(imageWidth));
-    const double y1 = std::clamp(std::min(box.y1, box.y2), 0.0, double(imageHeight));
-    const double y2 = std::clamp(std::max(box.y1, box.y2), 0.0, double(imageHeight));
+    const auto [x1, y1, x2, y2] = regionInImage(box, imageWidth, imageHeight);
     if (!(x2 > x1) || !(y2 > y1))
         throw TaskError("the region is empty once clipped to the " + std::to_string(imageWidth) +
                         "x" + std::to_string(imageHeight) +

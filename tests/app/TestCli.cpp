@@ -188,6 +188,7 @@ void TestCli::everyTaskEndToEnd() {
     for (const QJsonValue& item : result["items"].toArray())
         QVERIFY(item.toObject()["score"].toDouble() > 0 &&
                 item.toObject()["score"].toDouble() <= 1);
+    QVERIFY2(!o.err.contains("reaches past"), o.err.constData()); // the region is inside
     if (!extra.isEmpty() && extra.first() == "--region")
         QVERIFY2(r["prompt"].toString().contains(QRegularExpression("(<loc_\\d+>){4}")),
                  qPrintable(r["prompt"].toString()));
@@ -288,12 +289,16 @@ void TestCli::compareJson() {
     }
     // The passes on stderr as they finish.
     QVERIFY2(o.err.contains("passes"), o.err.constData());
-    // A region task, with its region as run takes it.
+    // A region task, with its region as run takes it; one reaching past the 1000x667 image is
+    // asked about inside it, saying so.
     const Output region =
         runCli({"compare", kSamples + "/pier.png", "--task", "<REGION_TO_CATEGORY>", "--region",
-                "10,10,300,200", "--max-new-tokens", "4", "--beams", "1", "--repeats", "1",
+                "10,10,3000,200", "--max-new-tokens", "4", "--beams", "1", "--repeats", "1",
                 "--no-warmup", "--quiet", "--json"});
     QVERIFY2(region.exitCode == 0, region.err.constData());
+    QVERIFY2(region.err.contains("note: --region reaches past") &&
+                 region.err.contains("(1000x667): asking about the part inside it, 10,10,1000,200"),
+             region.err.constData());
     QCOMPARE(QJsonDocument::fromJson(region.out).object()["task"].toString(),
              QString("<REGION_TO_CATEGORY>"));
 }

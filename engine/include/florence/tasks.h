@@ -75,8 +75,10 @@ Box parseRegion(const std::string& text);
 int pixelToBin(double x, int size);
 // Bin → pixel: (bin + 0.5) * size/1000.
 double binToPixel(int bin, int size);
-// "<loc_a><loc_b><loc_c><loc_d>" for a box clipped to the image; throws TaskError when the
-// clipped box is empty.
+// The box with its corners in order (x1 <= x2, y1 <= y2) and clipped to the image, as the
+// model is asked about it; empty (x2 <= x1 or y2 <= y1) when it lies outside the image.
+Box regionInImage(const Box& box, int imageWidth, int imageHeight);
+// "<loc_a><loc_b><loc_c><loc_d>" for regionInImage(box); throws TaskError when it is empty.
 std::string regionToLocTokens(const Box& box, int imageWidth, int imageHeight);
 
 // The text fed to the model. Throws TaskError with a message saying what is missing (a task that
