@@ -155,6 +155,7 @@ FolderJobParams batchJob(const Args& a, bool* jsonl) {
     if (job.formats == 0 && !*jsonl)
         throw UsageError("--format names nothing to write");
     captionOptions(a, job);
+    job.keepHint = "pass --overwrite to replace it, or --out DIR to write elsewhere";
     job.existing = a.has("resume")      ? ExistingResults::Skip
                    : a.has("overwrite") ? ExistingResults::Overwrite
                                         : ExistingResults::Refuse;

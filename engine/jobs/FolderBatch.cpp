@@ -114,11 +114,28 @@ std::string notAFile(const std::string& path) {
     return path.empty() ? std::string() : whyNotARegularFile(path, kMaxSidecarBytes);
 }
 
+// How the COCO files this app writes begin: a file that does not is the user's, and kept. (The
+// first versions began with the annotations.)
+constexpr char kCocoStart[] =
+    "{\"info\":{\"description\":\"Florence-2 answers\",\"contributor\":\"Florence Studio\"},\n";
+constexpr char kEarlierCocoStart[] = "{\"annotations\":[";
+
+bool isOurCocoFile(const std::string& path) {
+    QFile f(qstr(path));
+    if (!f.open(QIODevice::ReadOnly))
+        return false;
+    const QByteArray head = f.read(qint64(sizeof kCocoStart));
+    return head.startsWith(kCocoStart) || head.startsWith(kEarlierCocoStart);
+}
+
 // The folder's COCO file, written as the images' COCO parts are added: ids renumbered across
 // the folder, one category per name.
 class CocoAssembly {
 public:
-    explicit CocoAssembly(QIODevice& out) : m_out(out) { m_out.write("{\"annotations\":["); }
+    explicit CocoAssembly(QIODevice& out) : m_out(out) {
+        m_out.write(kCocoStart);
+        m_out.write("\"annotations\":[");
+    }
 
     void add(const QJsonObject& coco, const QString& fileName) {
         QJsonObject entry = coco.value(QStringLiteral("images")).toArray().first().toObject();
@@ -301,6 +318,10 @@ FolderBatch::FolderBatch(FolderJobParams job) : m_job(std::move(job)) {
 void FolderBatch::checkExisting() {
     if (const std::string why = notAFile(cocoPath()); !why.empty())
         throw Error(why + "; the COCO file is never written over it");
+    if (!cocoPath().empty() && m_job.existing != ExistingResults::Overwrite &&
+        existsOrLink(cocoPath()) && !isOurCocoFile(cocoPath()))
+        throw Error(cocoPath() + " is not a COCO file of this app's, and is kept; " +
+                    m_job.keepHint);
     std::map<std::string, std::string> byBase; // sidecar base → the image that has it
     size_t existing = 0;
     for (const std::string& image : m_images) {
@@ -347,10 +368,19 @@ std::string FolderBatch::refusal(const std::string& image) const {
     // or a file that is not an answer document is the user's, and kept.
     const Sidecar s = readSidecar(json);
     if (s.kind == Sidecar::Foreign)
-        return json + " is not an answer document; choose Overwrite or another output folder";
+        return json + " is not an answer document; " + m_job.keepHint;
     if (s.kind == Sidecar::Answer && s.task != m_job.task.task)
-        return json + " holds " + (s.task.empty() ? "another task" : s.task) +
-               "'s answer; choose Overwrite or another output folder";
+        return json + " holds " + (s.task.empty() ? "another task" : s.task) + "'s answer; " +
+               m_job.keepHint;
+    if (s.kind == Sidecar::Answer)
+        return {};
+    // No answer of this task beside it: a text file in a sidecar's place is not one this run
+    // wrote (the JSON is written first), but the user's own caption or transcript.
+    const std::string caption = m_job.caption.append ? std::string() : captionPath(image);
+    for (const std::string& path : {textPath(image), caption})
+        if (!path.empty() && existsOrLink(path))
+            return path + " is not a result of this run (it has no " + json + "), and is kept; " +
+                   m_job.keepHint;
     return {};
 }
 
@@ -420,16 +450,17 @@ std::string FolderBatch::captionFileContent(const std::string& image,
 
 void FolderBatch::writeResult(const std::string& image, const ParsedAnswer& answer,
                               const QJsonObject& document) const {
-    // The text first: a run killed between the two leaves no JSON, so the image is not done.
+    // The JSON first: a run killed before the text leaves an image that is not done (its text is
+    // missing) and a text file without its JSON is never this app's, so it is not replaced.
+    const std::string json = jsonPath(image);
+    if (!json.empty())
+        writeFileAtomically(json, QJsonDocument(document).toJson(QJsonDocument::Indented));
     const std::string text = textPath(image);
     if (!text.empty())
         writeFileAtomically(text, QByteArray::fromStdString(readableText(answer.text)));
     if (!captionPath(image).empty())
         writeFileAtomically(captionPath(image),
                             QByteArray::fromStdString(captionFileContent(image, answer)));
-    const std::string json = jsonPath(image);
-    if (!json.empty())
-        writeFileAtomically(json, QJsonDocument(document).toJson(QJsonDocument::Indented));
 }
 
 void FolderBatch::writeCoco() const {

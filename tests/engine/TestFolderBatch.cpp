@@ -57,6 +57,7 @@ private slots:
     void sidecarPaths();
     void existingResults();
     void sameNameIsRefused();
+    void theUsersOwnFilesAreKept();
     void writesWholeFilesOnly();
     void textSidecarIsReadable();
     void captionText_data();
@@ -198,6 +199,64 @@ void TestFolderBatch::existingResults() {
     QCOMPARE(other.pendingImages().size(), size_t(4));
     QCOMPARE(other.refused().size(), size_t(1));
     QVERIFY(QString::fromStdString(other.refused()[0].second).contains("<OD>'s answer"));
+}
+
+void TestFolderBatch::theUsersOwnFilesAreKept() {
+    // A captioning set holds the user's own NAME.caption.txt: a text file where the run's
+    // sidecar goes, with no answer document beside it, is not this app's and is kept.
+    touch(m_dir + "/a.caption.txt", "my own caption");
+    florence::FolderJobParams job;
+    job.dir = m_dir.toStdString();
+    job.task = {"<CAPTION>", "", std::nullopt};
+    job.keepHint = "pass --overwrite";
+    for (const auto existing : {florence::ExistingResults::Refuse, florence::ExistingResults::Skip}) {
+        job.existing = existing;
+        const florence::FolderBatch batch(job);
+        QCOMPARE(batch.refused().size(), size_t(1));
+        const QString why = QString::fromStdString(batch.refused()[0].second);
+        QVERIFY2(why.contains("a.caption.txt is not a result of this run") &&
+                     why.endsWith("pass --overwrite"),
+                 qPrintable(why));
+        QCOMPARE(batch.pendingImages().size(), size_t(4));
+    }
+    job.existing = florence::ExistingResults::Overwrite; // asked for
+    QCOMPARE(florence::FolderBatch(job).pendingImages().size(), size_t(5));
+    // The answer document is written first: a run stopped before the text leaves an image that
+    // is answered again, never a text file without its document.
+    job.existing = florence::ExistingResults::Skip;
+    const std::string b = (m_dir + "/B.JPG").toStdString();
+    const florence::ParsedAnswer caption = florence::parseAnswer("<CAPTION>", "</s><s>A dog</s>", 4, 4);
+    QVERIFY(QDir().mkpath(m_dir + "/B.caption.txt")); // the text cannot be written
+    QVERIFY_THROWS_EXCEPTION(florence::Error, florence::FolderBatch(job).writeResult(
+                                                  b, caption, document(caption, b)));
+    QVERIFY(QFile::exists(m_dir + "/B.florence.json"));
+    QVERIFY(QDir().rmdir(m_dir + "/B.caption.txt"));
+    const florence::FolderBatch again(job);
+    QCOMPARE(again.refused().size(), size_t(1)); // a.png still
+    QVERIFY2(names(again.pendingImages(), m_dir).contains("B.JPG"),
+             qPrintable(names(again.pendingImages(), m_dir).join(' ')));
+
+    // The folder's COCO file: one of another program's is kept, the whole run refused...
+    job.task = {"<OD>", "", std::nullopt};
+    job.formats = florence::kCocoFile;
+    touch(m_dir + "/OD.coco.json", R"({"info": {}, "images": [], "annotations": []})");
+    try {
+        florence::FolderBatch refused(job);
+        QFAIL("another program's COCO file would be replaced");
+    } catch (const florence::Error& e) {
+        QVERIFY2(QString(e.what()).contains("OD.coco.json is not a COCO file of this app's"),
+                 e.what());
+    }
+    // ...one this app wrote, now or in its first versions, is its to replace.
+    const florence::FolderBatch overwrite = [&] {
+        job.existing = florence::ExistingResults::Overwrite;
+        return florence::FolderBatch(job);
+    }();
+    overwrite.writeCoco();
+    job.existing = florence::ExistingResults::Skip;
+    QVERIFY_THROWS_NO_EXCEPTION(florence::FolderBatch{job});
+    touch(m_dir + "/OD.coco.json", R"({"annotations":[],"images":[],"categories":[]})");
+    QVERIFY_THROWS_NO_EXCEPTION(florence::FolderBatch{job});
 }
 
 void TestFolderBatch::sameNameIsRefused() {

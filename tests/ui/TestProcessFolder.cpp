@@ -27,6 +27,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
 #include <memory>
 
 using florence::ui::FolderOutcome;
@@ -223,8 +224,19 @@ void TestProcessFolder::rerunSkipsUnlessOverwrite() {
     QVERIFY(dlg);
     QCOMPARE(runToEnd(dlg).answered, size_t(4));
     QVERIFY(QFile::remove(m_dir + "/scene_1.florence.json"));
-    // Again: only the image whose result is missing (the broken one fails again).
+    // A text file where the run's text goes, without its answer document, is the user's (a
+    // captioning set's own): kept, the image listed with why.
     FolderOutcome again = runToEnd(dlg);
+    QCOMPARE(again.answered, size_t(0));
+    const QStringList texts = QDir(m_dir).entryList({"scene_1.*.txt"}, QDir::Files);
+    QCOMPARE(texts.size(), 1);
+    QVERIFY(std::any_of(again.failures.begin(), again.failures.end(), [&](const auto& f) {
+        return f.second.contains(texts[0] + " is not a result of this run") &&
+               f.second.contains("choose Overwrite or another output folder");
+    }));
+    QVERIFY(QFile::remove(m_dir + "/" + texts[0]));
+    // Its results gone: only that image is answered again (the broken one fails again).
+    again = runToEnd(dlg);
     QCOMPARE(again.answered, size_t(1));
     QCOMPARE(again.skipped, size_t(3));
     QVERIFY(QFile::exists(m_dir + "/scene_1.florence.json"));

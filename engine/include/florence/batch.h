@@ -93,6 +93,9 @@ struct FolderJobParams {
     TaskRequest task;   // the task and its text (or region) for every image
     unsigned formats = kTextSidecar | kJsonSidecar | kCocoFile; // kCocoFile implies kJsonSidecar
     ExistingResults existing = ExistingResults::Refuse;
+    // How the caller's user keeps a file the run will not replace, ending the refusal's message
+    // ("NAME.florence.json holds <OD>'s answer; choose Overwrite or another output folder").
+    std::string keepHint = "choose Overwrite or another output folder";
     CaptionOptions caption; // for kCaptionFile
     // How the images are answered (FolderJob; FolderBatch does not read these).
     GenerationSettings settings; // applied to the model's defaults
