@@ -287,19 +287,44 @@ std::optional<bool> orientationOf(const RunInputs& in, size_t i) {
     return in.requests[i].image->orientationApplied;
 }
 
-// Writes what was asked for one answer: --annotate, --coco, and the answer itself (one JSON
-// document appended to `documents` with --json, else the Hugging Face form on one line).
-void reportAnswer(Args& a, const RunInputs& in, size_t i, const florence::Result& r,
-                  const florence::GenerationOptions& opts, const florence::Model& model,
-                  QJsonArray& documents) {
-    const auto [w, h] = in.sizes[i];
-    const florence::ParsedAnswer answer =
-        florence::parseResult(model.tokenizer(), in.task.task, r, w, h);
-    if (a.has("annotate")) {
-        if (!in.requests[i].image)
-            throw UsageError("--annotate needs --image");
-        florence::saveAnnotatedImage(*in.requests[i].image, answer, a.get("annotate"));
+// --annotate and --coco, checked before the model loads: a file name they cannot write would
+// end the run after the answer, and the image being answered is never written over.
+void checkOutputFiles(const Args& a, const RunInputs& in) {
+    const auto sameAsInput = [&](const std::string& out) {
+        const QFileInfo o(QString::fromStdString(out));
+        for (const std::string& image : in.paths) {
+            const QFileInfo i(QString::fromStdString(image));
+            if (o.exists() && i.exists() && o.canonicalFilePath() == i.canonicalFilePath())
+                return true;
+        }
+        return false;
+    };
+    for (const char* option : {"annotate", "coco"}) {
+        if (!a.has(option))
+            continue;
+        const std::string out = a.get(option);
+        if (sameAsInput(out))
+            throw UsageError(std::string("--") + option + " " + out +
+                             " is the image being answered; name another file");
+        if (std::string(option) == "annotate") {
+            if (!in.requests[0].image)
+                throw UsageError("--annotate needs --image");
+            florence::checkImageDestination(out);
+        } else if (const QFileInfo f(QString::fromStdString(out)); f.isDir()) {
+            throw florence::Error(out + ": is a folder, not a file");
+        } else if (!f.absoluteDir().exists()) {
+            throw florence::Error(out + ": the folder " + f.absolutePath().toStdString() +
+                                  " does not exist");
+        }
     }
+}
+
+// Writes --annotate and --coco for one answer (checkOutputFiles checked their names).
+void writeAnswerFiles(Args& a, const RunInputs& in, size_t i,
+                      const florence::ParsedAnswer& answer) {
+    const auto [w, h] = in.sizes[i];
+    if (a.has("annotate"))
+        florence::saveAnnotatedImage(*in.requests[i].image, answer, a.get("annotate"));
     if (a.has("coco")) {
         const std::string name =
             in.paths.empty()
@@ -307,21 +332,33 @@ void reportAnswer(Args& a, const RunInputs& in, size_t i, const florence::Result
                 : QFileInfo(QString::fromStdString(in.paths[i])).fileName().toStdString();
         writeJsonFile(a.get("coco"), florence::toCocoJson(answer, name, w, h));
     }
+}
+
+// The answer itself (one JSON document appended to `documents` with --json, else printed: a
+// --jsonl line or the Hugging Face form on one line); the parsed answer for writeAnswerFiles.
+florence::ParsedAnswer reportAnswer(Args& a, const RunInputs& in, size_t i,
+                                    const florence::Result& r,
+                                    const florence::GenerationOptions& opts,
+                                    const florence::Model& model, QJsonArray& documents) {
+    const auto [w, h] = in.sizes[i];
+    const florence::ParsedAnswer answer =
+        florence::parseResult(model.tokenizer(), in.task.task, r, w, h);
     const std::string path = in.paths.empty() ? std::string() : in.paths[i];
     if (a.has("json")) {
         documents.append(
             resultJson(path, in.requests[i].prompt, r, answer, opts, model, orientationOf(in, i)));
-        return;
+        return answer;
     }
     if (a.has("jsonl")) {
         std::cout << florence::cli::jsonLine(
             resultJson(path, in.requests[i].prompt, r, answer, opts, model, orientationOf(in, i)));
-        return;
+        return answer;
     }
     std::cout << QJsonDocument(florence::toHuggingFaceJson(answer))
                      .toJson(QJsonDocument::Compact)
                      .toStdString()
               << "\n";
+    return answer;
 }
 
 // Several images: each chunk of --batch-size images is decoded, answered and printed before the
@@ -397,6 +434,7 @@ int cmdRun(int argc, char** argv) {
     RunInputs in = loadRunInputs(a, task, std::move(paths));
 
     buildPrompts(in);
+    checkOutputFiles(a, in);
     auto model = florence::cli::loadModel(a);
     if (!in.requests[0].image) {
         in.sizes[0] = {model->manifest().imageWidth, model->manifest().imageHeight};
@@ -409,10 +447,13 @@ int cmdRun(int argc, char** argv) {
     florence::cli::installCancelHandler();
     const florence::Result result = generateOne(session, in.requests[0], opts, a.has("quiet"));
     QJsonArray documents;
-    reportAnswer(a, in, 0, result, opts, *model, documents);
+    const florence::ParsedAnswer answer = reportAnswer(a, in, 0, result, opts, *model, documents);
     if (a.has("json"))
         std::cout
             << QJsonDocument(documents[0].toObject()).toJson(QJsonDocument::Indented).toStdString();
+    // After the answer is out: a file that cannot be written (a full disk) loses no answer.
+    florence::cli::flushStdout();
+    writeAnswerFiles(a, in, 0, answer);
     if (!result.cancelled)
         return 0;
     // The answer printed is what came before Ctrl+C: said where a person reads it (the JSON says

@@ -432,12 +432,8 @@ RgbImage drawAnswer(const RgbImage& image, const ParsedAnswer& answer) {
     return out;
 }
 
-void saveImage(const RgbImage& image, const std::string& path) {
-    if (image.empty())
-        throw ImageError(path + ": there is no image to save");
-    checkBuffer(image, path);
-    const QString qpath = QString::fromStdString(path);
-    const QFileInfo info(qpath);
+void checkImageDestination(const std::string& path) {
+    const QFileInfo info(QString::fromStdString(path));
     const std::string extension = info.suffix().toLower().toStdString();
     if (extension.empty())
         throw ImageError(path + ": the file name has no extension; use .png or .jpg");
@@ -449,6 +445,14 @@ void saveImage(const RgbImage& image, const std::string& path) {
     if (!info.absoluteDir().exists())
         throw ImageError(path + ": the folder " + info.absolutePath().toStdString() +
                          " does not exist");
+}
+
+void saveImage(const RgbImage& image, const std::string& path) {
+    if (image.empty())
+        throw ImageError(path + ": there is no image to save");
+    checkBuffer(image, path);
+    checkImageDestination(path);
+    const std::string extension = QFileInfo(QString::fromStdString(path)).suffix().toLower().toStdString();
 
     const cv::Mat rgb(image.height, image.width, CV_8UC3,
                       const_cast<uint8_t*>(image.pixels.data()));

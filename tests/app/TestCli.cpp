@@ -95,6 +95,7 @@ private slots:
     void everyTaskEndToEnd_data();
     void everyTaskEndToEnd();
     void runJsonHasTimingsAndAnnotates();
+    void outputFilesAreCheckedBeforeTheRun();
     void noCacheGivesSameTokens();
     void compareJson();
     void ignoreEosGeneratesExactlyMaxNewTokens();
@@ -236,6 +237,40 @@ void TestCli::runJsonHasTimingsAndAnnotates() {
     QCOMPARE(QString::fromUtf8(greedy.err), greedyAnswer["native"]["text"].toString() + "\n");
     QVERIFY(!r["native"]["text"].toString().isEmpty());
     QVERIFY2(!streamed.contains("</s>") && !streamed.contains("<loc_"), qPrintable(streamed));
+}
+
+void TestCli::outputFilesAreCheckedBeforeTheRun() {
+    QTemporaryDir dir;
+    const QString image = dir.filePath("photo.png");
+    QVERIFY(QFile::copy(kSamples + "/pier.png", image));
+    const auto bytes = [](const QString& path) {
+        QFile f(path);
+        return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+    };
+    const QByteArray before = bytes(image);
+    const QStringList run = {"run", "--image", image, "--task", "<OD>", "--max-new-tokens", "8"};
+    // The image being answered is never drawn over (it was, exit 0)...
+    for (const char* option : {"--annotate", "--coco"}) {
+        const Output same = runCli(run + QStringList{option, dir.path() + "/./photo.png"});
+        QCOMPARE(same.exitCode, 2);
+        QVERIFY2(same.err.contains("is the image being answered; name another file"),
+                 same.err.constData());
+        QCOMPARE(bytes(image), before);
+    }
+    // ...and a name that cannot be written ends the command before the model runs (it ran, and
+    // the answer was lost at the end): one line, no answer streamed, nothing on stdout.
+    for (const QString& out : {dir.filePath("out.txt"), dir.filePath("missing/out.png")}) {
+        const Output refused = runCli(run + QStringList{"--annotate", out});
+        QCOMPARE(refused.exitCode, 1);
+        QVERIFY2(refused.err.trimmed().count('\n') == 0 && refused.err.contains(out.toUtf8()),
+                 refused.err.constData());
+        QVERIFY(refused.out.isEmpty());
+    }
+    // A file that fails as it is written comes after the answer, which is kept.
+    const Output full = runCli(run + QStringList{"--coco", "/dev/full"});
+    QCOMPARE(full.exitCode, 1);
+    QVERIFY2(full.out.startsWith("{\"<OD>\""), full.out.constData());
+    QVERIFY2(full.err.contains("/dev/full"), full.err.constData());
 }
 
 void TestCli::noCacheGivesSameTokens() {
