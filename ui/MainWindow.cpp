@@ -244,8 +244,11 @@ void MainWindow::createCentral() {
     setTabOrder(m_panel->lastInFocusChain(), m_results);
 
     // A long message ends in "…" at the bar's edge; hovering the bar shows it whole.
-    setStatusBar(new ElidingStatusBar(this));
-    m_status = std::make_unique<StatusLabels>(statusBar());
+    auto* bar = new ElidingStatusBar(this);
+    setStatusBar(bar);
+    m_status = std::make_unique<StatusLabels>(bar);
+    // The model's name is whole in the panel: in the bar it yields to the messages beside it.
+    bar->limitWidth(m_status->model, 0.3);
     connect(m_view, &ImageView::zoomChanged, this, [this](double f) { m_status->showZoom(f); });
 
     m_runView = new RunView(

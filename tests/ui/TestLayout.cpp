@@ -7,6 +7,7 @@
 #include "widgets/ControlPanel.h"
 #include "widgets/ElidedComboBox.h"
 #include "widgets/ElidedLabel.h"
+#include "widgets/ElidingStatusBar.h"
 
 #include <florence/paths.h>
 
@@ -82,6 +83,7 @@ private slots:
     void machineTextsDoNotWidenTheWindow();
     void settingsFitTheirPanelOnSmallScreens();
     void elidedLabelElidesAndKeepsItsText();
+    void statusLabelsAreWholeWhereThereIsRoom();
     void comboBoxesElideTheirItem();
     void panelMessageEndsInAnEllipsisWhenCut();
     void wheelOverSettingsScrollsInsteadOfChanging();
@@ -282,6 +284,39 @@ void TestLayout::elidedLabelElidesAndKeepsItsText() {
     QCOMPARE(label->text(), text);
     label->resize(label->sizeHint());
     QCOMPARE(label->shownText(), text);
+}
+
+void TestLayout::statusLabelsAreWholeWhereThereIsRoom() {
+    // The run's line read "Done: 4 answer tokens in 392.9 …" beside half a bar of empty space.
+    m_w->resize(1360, 900);
+    m_w->statusBar()->showMessage(
+        QStringLiteral("Image and task ready (vision encoder: 206.2 ms, text encoder: 51.4 ms)"));
+    auto* run = m_w->findChild<ElidedLabel*>(QStringLiteral("statusRun"));
+    QVERIFY(run);
+    for (const QString& text : {QStringLiteral("Done: 4 answer tokens in 392.9 ms"),
+                               QStringLiteral("Compared: outputs identical; see Cached vs "
+                                              "uncached")}) {
+        run->setText(text);
+        QCoreApplication::processEvents();
+        QVERIFY2(run->shownText() == text,
+                 qPrintable(QString("%1 in %2 px (hint %3, contents %4)")
+                                .arg(run->shownText())
+                                .arg(run->width())
+                                .arg(run->sizeHint().width())
+                                .arg(run->contentsRect().width())));
+    }
+    // A speed demo's long name leaves the message and the run's line their room (all three were
+    // cut): it takes at most a third of the bar, ending in "…".
+    auto* model = m_w->findChild<ElidedLabel*>(QStringLiteral("statusModel"));
+    model->setText(QStringLiteral("Florence-2-base · random weights (speed demo: answers are "
+                                  "noise) · 231.4 M parameters · int8"));
+    QCoreApplication::processEvents();
+    QVERIFY2(model->width() <= m_w->statusBar()->width() * 0.3 + 1, qPrintable(model->shownText()));
+    QVERIFY(model->shownText().endsWith(QChar(0x2026)));
+    QCOMPARE(run->shownText(), run->text());
+    auto* bar = qobject_cast<florence::ui::ElidingStatusBar*>(m_w->statusBar());
+    QVERIFY(bar);
+    QCOMPARE(bar->shownMessage(), bar->currentMessage());
 }
 
 void TestLayout::comboBoxesElideTheirItem() {

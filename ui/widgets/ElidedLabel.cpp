@@ -7,6 +7,7 @@
 #include <QToolTip>
 
 #include <algorithm>
+#include <cmath>
 
 namespace florence::ui {
 
@@ -20,19 +21,24 @@ QString ElidedLabel::shownText() const {
     return fontMetrics().elidedText(text(), Qt::ElideRight, contentsRect().width());
 }
 
+int ElidedLabel::wholeWidth() const {
+    // Rounded up from the unrounded advance: elidedText cuts a text whose width is a fraction
+    // of a pixel over what the rounded one gave it ("Done: 4 answer tokens in 392.9 …" with
+    // exactly its sizeHint's width).
+    return int(std::ceil(QFontMetricsF(font()).horizontalAdvance(text()))) + 1;
+}
+
 QSize ElidedLabel::minimumSizeHint() const {
     const QFontMetrics fm = fontMetrics();
     const int least = fm.horizontalAdvance(text().left(m_leastChars) + QChar(0x2026));
     const QMargins m = contentsMargins();
-    return {std::min(least, fm.horizontalAdvance(text())) + m.left() + m.right(),
+    return {std::min(least, wholeWidth()) + m.left() + m.right(),
             fm.height() + m.top() + m.bottom()};
 }
 
 QSize ElidedLabel::sizeHint() const {
-    const QFontMetrics fm = fontMetrics();
     const QMargins m = contentsMargins();
-    return {fm.horizontalAdvance(text()) + m.left() + m.right(),
-            fm.height() + m.top() + m.bottom()};
+    return {wholeWidth() + m.left() + m.right(), fontMetrics().height() + m.top() + m.bottom()};
 }
 
 bool ElidedLabel::event(QEvent* event) {

@@ -29,6 +29,8 @@ protected:
     void paintEvent(QPaintEvent* event) override;
 
 private:
+    int wholeWidth() const; // the text's width, whole
+
     int m_leastChars;
 };
 

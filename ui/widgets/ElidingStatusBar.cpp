@@ -53,7 +53,20 @@ void ElidingStatusBar::paintEvent(QPaintEvent* event) {
     p.drawText(area, Qt::AlignLeading | Qt::AlignVCenter | Qt::TextSingleLine, shown);
 }
 
+void ElidingStatusBar::limitWidth(QWidget* widget, double fraction) {
+    m_limits.append({widget, fraction});
+    applyLimits();
+}
+
+void ElidingStatusBar::applyLimits() {
+    for (const auto& [widget, fraction] : m_limits)
+        if (widget)
+            widget->setMaximumWidth(std::max(widget->minimumSizeHint().width(),
+                                             int(width() * fraction)));
+}
+
 void ElidingStatusBar::resizeEvent(QResizeEvent* event) {
+    applyLimits();
     QStatusBar::resizeEvent(event);
     updateToolTip();
 }

@@ -6,6 +6,7 @@
 //   window->statusBar()->showMessage(longText); // drawn as "Cannot open /tmp/xxxx…"
 #pragma once
 
+#include <QPointer>
 #include <QStatusBar>
 
 namespace florence::ui {
@@ -18,6 +19,9 @@ public:
 
     // The current message as drawn at the bar's width: whole, or cut with "…".
     QString shownMessage() const;
+    // `widget` (a permanent one) never takes more than `fraction` of the bar's width, leaving the
+    // rest to the messages and the other widgets (the model's long name, shown whole elsewhere).
+    void limitWidth(QWidget* widget, double fraction);
 
 protected:
     void paintEvent(QPaintEvent* event) override;
@@ -28,6 +32,9 @@ private:
     // the size grip).
     QRect messageArea() const;
     void updateToolTip();
+    void applyLimits();
+
+    QList<QPair<QPointer<QWidget>, double>> m_limits;
 };
 
 } // namespace florence::ui
