@@ -715,6 +715,29 @@ bool MainWindow::openModelPackage(const QString& dir) {
     return m_modelCtl->open(dir);
 }
 
+void MainWindow::openStartModel(const QString& dir) {
+    // The image's and the model's own messages come after the error: said again once the
+    // bundled model is in (the user took the demo's answers for their model's).
+    connect(
+        this, &MainWindow::modelFailed, this,
+        [this, dir](const QString& why) {
+            if (isModelReady())
+                return;
+            connect(
+                this, &MainWindow::modelReady, this,
+                [this, dir, why](const QString& name) {
+                    showMessage(tr("Could not open the model package %1: %2\nThe bundled model "
+                                   "(%3) is in use instead.")
+                                    .arg(QDir::toNativeSeparators(dir), why, name),
+                                true);
+                },
+                Qt::SingleShotConnection);
+            loadDefaultModel();
+        },
+        Qt::SingleShotConnection);
+    openModelPackage(dir);
+}
+
 bool MainWindow::isModelReady() const {
     return m_modelCtl->isReady();
 }

@@ -126,6 +126,9 @@ public slots:
     // false when the folder is refused at once (not a model package: the message says why).
     bool openModelPackage(const QString& dir);
     void loadDefaultModel();
+    // The model a start asks for (--model): when it is refused or fails to load, the bundled
+    // model loads in its place and the panel then says which folder failed, and why.
+    void openStartModel(const QString& dir);
     void setTask(const QString& token);
     void setTaskText(const QString& text);
     void setRegion(const QRectF& imageRect);

@@ -200,9 +200,11 @@ int main(int argc, char** argv) {
         // Before the model and the image load: either may fail at once.
         scheduleScreenshot(&window, plan);
     }
-    // A --model folder that is not a model package: its error stays in the panel and the bundled
-    // model loads, rather than a window with no model whose Run fails.
-    if (!parser.isSet(options.model) || !window.openModelPackage(parser.value(options.model)))
+    // A --model folder that is not a model package, or fails to load: the bundled model instead,
+    // rather than a window with no model whose Run fails, saying so.
+    if (parser.isSet(options.model))
+        window.openStartModel(parser.value(options.model));
+    else
         window.loadDefaultModel();
     openStartImage(window, parser, options);
     applyTaskOptions(window, parser, options);

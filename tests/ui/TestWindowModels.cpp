@@ -40,6 +40,7 @@ private slots:
     void cleanup() { m_w.reset(); }
 
     void badModelFolderKeepsCurrentModel();
+    void aStartModelThatFailsGivesTheBundledOneAndSaysSo();
     void settingsPersist();
     void runDisabledWhileModelLoads();
     void loadProgressShown();
@@ -103,6 +104,40 @@ void TestWindowModels::badModelFolderKeepsCurrentModel() {
     QSignalSpy done(m_w.get(), &MainWindow::runCompleted);
     QVERIFY(m_w->startRun());
     QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, kRunTimeoutMs);
+}
+
+void TestWindowModels::aStartModelThatFailsGivesTheBundledOneAndSaysSo() {
+    // `florence-studio --model DIR`: a folder refused at once (no manifest) and a package that
+    // fails as it loads (a damaged decoder). The bundled model loads instead, and once it has,
+    // the panel names the folder and why: the image's and the model's messages had replaced the
+    // error, and the user took the demo's answers for their model's.
+    const QString damaged = copyBundledPackage(m_tmp.filePath("damaged-start"), [](auto&) {});
+    {
+        QFile decoder(damaged + "/decoder.pt");
+        QVERIFY(decoder.open(QIODevice::ReadWrite));
+        QVERIFY(decoder.seek(decoder.size() / 2));
+        const char byte = decoder.peek(1).at(0);
+        QCOMPARE(decoder.write(QByteArray(1, char(byte ^ 0x5a))), 1);
+    }
+    for (const QString& dir : {m_tmp.filePath("not-a-package"), damaged}) {
+        QDir().mkpath(m_tmp.filePath("not-a-package"));
+        m_w.reset();
+        auto w = std::make_unique<MainWindow>();
+        w->show();
+        QSignalSpy ready(w.get(), &MainWindow::modelReady);
+        w->openStartModel(dir);
+        QVERIFY(openAndWait(w.get(), samplePath("pier.png")));
+        QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 1, 60'000);
+        QTRY_VERIFY(w->messageText().contains("is in use instead"));
+        const QString message = w->messageText();
+        QVERIFY2(message.startsWith("Could not open the model package " + dir + ": ") &&
+                     message.contains(dir.endsWith("start") ? "checksum" : "manifest") &&
+                     message.endsWith("The bundled model (" + w->modelInfo().name() +
+                                      ") is in use instead."),
+                 qPrintable(message));
+        QCOMPARE(QDir(w->modelInfo().dir).canonicalPath(),
+                 QDir(QString::fromStdString(florence::bundledModelDir())).canonicalPath());
+    }
 }
 
 void TestWindowModels::settingsPersist() {
