@@ -153,12 +153,19 @@ void checkTaskFlags(const florence::TaskInfo& task, const Args& a) {
 
 } // namespace
 
+const florence::TaskInfo& taskOption(const std::string& token) {
+    try {
+        return florence::taskInfo(token);
+    } catch (const florence::TaskError& e) {
+        throw UsageError(std::string("--task: ") + e.what()); // lists the known ones
+    }
+}
+
 florence::TaskRequest taskRequest(const Args& a) {
     florence::addPackageTasks(florence::readManifest(modelDir(a)).tasks);
     if (!a.has("prompt")) {
         const std::string task = a.get("task", "<CAPTION>");
-        // An unknown task: TaskError listing the known ones.
-        checkTaskFlags(florence::taskInfo(task), a);
+        checkTaskFlags(taskOption(task), a);
         return {task, a.get("text"), std::nullopt};
     }
     if (a.has("task") || a.has("text") || a.has("region"))

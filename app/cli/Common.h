@@ -42,6 +42,8 @@ florence::Box regionOption(const Args& a);
 // is asked about the part inside it, and the note gives that part in pixels.
 void noteClippedRegion(const florence::TaskRequest& task, const std::string& name, int width,
                        int height);
+// The task named by --task; UsageError listing the known ones when there is none such.
+const florence::TaskInfo& taskOption(const std::string& token);
 // The task of --task (default <CAPTION>) with --text, or the free prompt of --prompt, checked:
 // the package's own tasks are known first (its manifest is read, the model not loaded), so an
 // unknown task fails before anything loads. The region is the caller's.

@@ -515,7 +515,7 @@ int cmdParse(int argc, char** argv) {
     if (a.positional.size() != 1)
         throw UsageError("parse takes one TEXT argument (the generated answer)");
     const std::string task = a.get("task");
-    florence::taskInfo(task);
+    florence::cli::taskOption(task);
     int wh[2];
     for (int i = 0; i < 2; ++i) {
         const std::string& v = a.values["image-size"][i];

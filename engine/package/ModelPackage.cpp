@@ -169,11 +169,17 @@ QJsonObject manifestRoot(const std::string& dir) {
     }
     QFile file(manifestPath(dir));
     if (!file.exists()) {
-        const bool hf = QFileInfo::exists(QDir(info.filePath()).filePath("config.json"));
+        const QDir folder(info.filePath());
+        // A package's own modules without their manifest: a damaged package, which importing
+        // would not mend.
+        const bool package = folder.exists("decoder.pt") || folder.exists("vision.pt");
+        const bool hf = !package && folder.exists("config.json");
         throw PackageError("model folder " + dir + " lacks manifest.json" +
-                           (hf ? ": it looks like a Hugging Face checkpoint; import it first "
-                                 "(florence-studio-cli import --hf DIR --out PKG)"
-                               : ": not a Florence Studio model package"));
+                           (package ? ": the package is damaged (its modules are there); copy or "
+                                      "import it again"
+                            : hf    ? ": it looks like a Hugging Face checkpoint; import it first "
+                                      "(florence-studio-cli import --hf DIR --out PKG)"
+                                    : ": not a Florence Studio model package"));
     }
     // A manifest is a few KB; a regular file only (a FIFO or /dev/zero would block or never
     // end), read up to a bound.
@@ -182,10 +188,15 @@ QJsonObject manifestRoot(const std::string& dir) {
         detail::readRegularFile(manifestPath(dir).toStdString(), 4 << 20, &readError);
     if (!readError.empty())
         throw PackageError(readError);
+    if (text.trimmed().isEmpty())
+        fail(dir, "is empty");
     QJsonParseError err;
     const QJsonDocument doc = QJsonDocument::fromJson(text, &err);
-    if (doc.isNull() || !doc.isObject())
-        fail(dir, "is not valid JSON (" + err.errorString().toStdString() + ")");
+    if (doc.isNull())
+        fail(dir, "is not valid JSON (" + err.errorString().toStdString() + " at byte " +
+                      std::to_string(err.offset) + ")");
+    if (!doc.isObject())
+        fail(dir, "holds a JSON array, not the object of a package's manifest");
     const QJsonObject root = doc.object();
     return root;
 }

@@ -532,7 +532,7 @@ void TestCli::packageTasksAndFreePrompt() {
              QStringLiteral("Question: what is it?"));
     // Without --model PKG the bundled package has no such task.
     const Output unknown = runCli({"run", "--image", pier, "--task", "<GENERATE_TAGS>"});
-    QCOMPARE(unknown.exitCode, 1);
+    QCOMPARE(unknown.exitCode, 2);
     QVERIFY(unknown.err.contains("unknown task"));
 
     // A free prompt is sent as it is, task tokens included, and answered as text.
@@ -556,8 +556,11 @@ void TestCli::badArguments_data() {
     QTest::newRow("unknown command") << QStringList{"fly"} << 2 << "unknown command 'fly'";
     QTest::newRow("unknown option")
         << QStringList{"run", "--image", pier, "--colour", "red"} << 2 << "unknown option --colour";
-    QTest::newRow("unknown task") << QStringList{"run", "--image", pier, "--task", "<FOO>"} << 1
-                                  << "unknown task";
+    QTest::newRow("unknown task") << QStringList{"run", "--image", pier, "--task", "<FOO>"} << 2
+                                  << "--task: unknown task";
+    QTest::newRow("parse: unknown task")
+        << QStringList{"parse", "--task", "<FOO>", "--image-size", "10", "10", "x"} << 2
+        << "--task: unknown task";
     QTest::newRow("image and pixel values")
         << QStringList{"run", "--image", pier, "--pixel-values", "p.safetensors"} << 2
         << "give it or --image, not both";

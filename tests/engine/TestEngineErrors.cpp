@@ -25,8 +25,15 @@ void TestEngine::badPackages_data() {
                                                     << "of another shape";
     QTest::newRow("manifest not json") << "garbage-manifest"
                                        << "manifest.json: is not valid JSON";
+    QTest::newRow("manifest empty") << "empty-manifest"
+                                    << "manifest.json: is empty";
+    QTest::newRow("manifest an array") << "array-manifest"
+                                       << "manifest.json: holds a JSON array, not the object";
     QTest::newRow("empty folder") << "empty"
-                                  << "lacks manifest.json";
+                                  << "lacks manifest.json: not a Florence Studio model package";
+    // Its modules without their manifest: damaged, not a checkpoint to import.
+    QTest::newRow("manifest removed") << "rm-manifest"
+                                      << "lacks manifest.json: the package is damaged";
 }
 
 void TestEngine::badPackages() {
@@ -48,6 +55,8 @@ void TestEngine::badPackages() {
         copyDir(good, pkg);
         if (damage == "rm-decoder") {
             QVERIFY(QFile::remove(pkg + "/decoder.pt"));
+        } else if (damage == "rm-manifest") {
+            QVERIFY(QFile::remove(pkg + "/manifest.json"));
         } else if (damage == "truncate-decoder") {
             QFile f(pkg + "/decoder.pt");
             QVERIFY(f.resize(f.size() / 2));
@@ -74,6 +83,10 @@ void TestEngine::badPackages() {
             else if (damage == "shared-shape")
                 text.replace("\"decoder.embed_tokens.weight\"",
                              "\"decoder.layernorm_embedding.weight\"");
+            else if (damage == "empty-manifest")
+                text = " \n";
+            else if (damage == "array-manifest")
+                text = "[1, 2, 3]";
             else
                 text = "{ not json";
             QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
