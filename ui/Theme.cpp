@@ -5,6 +5,8 @@
 #include <QPainterPath>
 #include <QPalette>
 #include <QPixmap>
+#include <QProxyStyle>
+#include <QStyleOption>
 #include <QStyle>
 #include <QStyleFactory>
 
@@ -49,6 +51,32 @@ QPalette darkPalette() {
     return p;
 }
 
+// Fusion in the dark palette, with check boxes and radio buttons that show: Fusion outlines them
+// in the window colour darkened, which on a dark window is the colour of their fill ("Scores on
+// image" was a dark square on a dark panel).
+class DarkStyle : public QProxyStyle {
+public:
+    DarkStyle() : QProxyStyle(QStyleFactory::create(QStringLiteral("Fusion"))) {}
+
+    void drawPrimitive(PrimitiveElement element, const QStyleOption* option, QPainter* painter,
+                       const QWidget* widget) const override {
+        QProxyStyle::drawPrimitive(element, option, painter, widget);
+        if (element != PE_IndicatorCheckBox && element != PE_IndicatorRadioButton)
+            return;
+        painter->save();
+        painter->setRenderHint(QPainter::Antialiasing, element == PE_IndicatorRadioButton);
+        const bool enabled = option->state & State_Enabled;
+        painter->setPen(QPen(option->palette.color(QPalette::Mid).lighter(enabled ? 135 : 100), 1));
+        painter->setBrush(Qt::NoBrush);
+        const QRectF r = QRectF(option->rect).adjusted(0.5, 0.5, -0.5, -0.5);
+        if (element == PE_IndicatorRadioButton)
+            painter->drawEllipse(r.adjusted(0.5, 0.5, -0.5, -0.5));
+        else
+            painter->drawRoundedRect(r, 1, 1);
+        painter->restore();
+    }
+};
+
 } // namespace
 
 QString themeName(Theme theme) {
@@ -83,7 +111,7 @@ void applyTheme(Theme theme) {
         QApplication::setPalette(QApplication::style()->standardPalette());
         break;
     case Theme::Dark:
-        QApplication::setStyle(QStringLiteral("Fusion"));
+        QApplication::setStyle(new DarkStyle);
         QApplication::setPalette(darkPalette());
         break;
     }

@@ -25,6 +25,7 @@
 #include <QStandardItemModel>
 #include <QStandardPaths>
 #include <QStatusBar>
+#include <QStyleOption>
 #include <QTemporaryDir>
 #include <QWheelEvent>
 #include <QtTest>
@@ -84,6 +85,7 @@ private slots:
     void settingsFitTheirPanelOnSmallScreens();
     void elidedLabelElidesAndKeepsItsText();
     void statusLabelsAreWholeWhereThereIsRoom();
+    void checkBoxesShowInTheDarkTheme();
     void comboBoxesElideTheirItem();
     void panelMessageEndsInAnEllipsisWhenCut();
     void wheelOverSettingsScrollsInsteadOfChanging();
@@ -284,6 +286,32 @@ void TestLayout::elidedLabelElidesAndKeepsItsText() {
     QCOMPARE(label->text(), text);
     label->resize(label->sizeHint());
     QCOMPARE(label->shownText(), text);
+}
+
+void TestLayout::checkBoxesShowInTheDarkTheme() {
+    // Fusion outlines a check box in the window's colour darkened: on the dark theme's window
+    // that is its fill's colour, and "Scores on image" was a dark square on a dark panel. Its
+    // edge must stand out from both the panel around it and its own fill.
+    florence::ui::applyTheme(florence::ui::Theme::Dark);
+    QWidget host;
+    host.setAutoFillBackground(true);
+    auto* box = new QCheckBox(QStringLiteral("Scores on image"), &host);
+    box->move(10, 10);
+    box->adjustSize();
+    host.resize(200, 60);
+    host.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&host));
+    QStyleOptionButton option;
+    option.initFrom(box);
+    const QRect indicator = box->style()->subElementRect(QStyle::SE_CheckBoxIndicator, &option, box);
+    const QImage shot = box->grab().toImage();
+    florence::ui::applyTheme(florence::ui::Theme::System);
+    const auto gray = [](QRgb c) { return qGray(c); };
+    const int edge = gray(shot.pixel(indicator.left(), indicator.center().y()));
+    const int fill = gray(shot.pixel(indicator.center()));
+    const int panel = gray(host.palette().color(QPalette::Window).rgb());
+    QVERIFY2(std::abs(edge - fill) >= 30 && std::abs(edge - panel) >= 30,
+             qPrintable(QString("edge %1, fill %2, panel %3").arg(edge).arg(fill).arg(panel)));
 }
 
 void TestLayout::statusLabelsAreWholeWhereThereIsRoom() {

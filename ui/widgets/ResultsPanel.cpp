@@ -183,8 +183,7 @@ ResultsPanel::ResultsPanel(QWidget* parent) : QWidget(parent) {
     m_rawToggle = new QToolButton(this);
     m_rawToggle->setObjectName(QStringLiteral("rawToggle"));
     m_rawToggle->setText(tr("Raw tokens"));
-    m_rawToggle->setCheckable(true);
-    m_rawToggle->setAutoRaise(true);
+    m_rawToggle->setCheckable(true); // framed like the buttons beside it: flat, they read as labels
     m_rawToggle->setToolTip(tr("Show the text exactly as generated, with the model's special and "
                                "location tokens"));
     connect(m_rawToggle, &QToolButton::toggled, m_text, &QWidget::setVisible);
@@ -226,7 +225,6 @@ void ResultsPanel::addHeaderActions(const QList<QAction*>& actions) {
         auto* b = new QToolButton(this);
         b->setDefaultAction(a);
         b->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-        b->setAutoRaise(true);
         m_header->addWidget(b);
     }
 }
