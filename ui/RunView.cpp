@@ -25,13 +25,6 @@ namespace {
 // window sluggish while it generates.
 constexpr int kRefreshMs = 40;
 
-QString itemCountText(const ParsedAnswer& a) {
-    if (a.type == AnswerType::PureText)
-        return QObject::tr("text answer");
-    const int n = static_cast<int>(a.items.size());
-    return n == 1 ? QObject::tr("1 item") : QObject::tr("%1 items").arg(n);
-}
-
 } // namespace
 
 RunView::RunView(RunController* run, const Widgets& widgets, QObject* parent)

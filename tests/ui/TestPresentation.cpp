@@ -18,6 +18,7 @@ class TestPresentation : public QObject {
 private slots:
     void cleanAnswerTextDropsModelTokens_data();
     void cleanAnswerTextDropsModelTokens();
+    void itemCountSaysWhatTheTableHolds();
     void niceTicks_data();
     void niceTicks();
     void compareVerdictWording_data();
@@ -51,6 +52,21 @@ void TestPresentation::cleanAnswerTextDropsModelTokens() {
     QFETCH(QString, raw);
     QFETCH(QString, clean);
     QCOMPARE(QString::fromStdString(florence::ui::cleanAnswerText(raw.toStdString())), clean);
+}
+
+void TestPresentation::itemCountSaysWhatTheTableHolds() {
+    using florence::ui::itemCountText;
+    QCOMPARE(itemCountText(florence::parseAnswer("<CAPTION>", "</s><s>A dog.</s>", 10, 10)),
+             QString("text answer"));
+    QCOMPARE(itemCountText(florence::parseAnswer(
+                 "<OD>", "</s><s>dog<loc_1><loc_1><loc_9><loc_9></s>", 10, 10)),
+             QString("1 item"));
+    // Detection that found nothing but wrote words (a random model): "0 items" sat above the
+    // table's row of that text.
+    QCOMPARE(itemCountText(florence::parseAnswer("<OD>", "</s><s>recycling canoe</s>", 10, 10)),
+             QString("no items, text only"));
+    QCOMPARE(itemCountText(florence::parseAnswer("<OD>", "</s><s></s>", 10, 10)),
+             QString("no items"));
 }
 
 void TestPresentation::niceTicks_data() {

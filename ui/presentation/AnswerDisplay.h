@@ -25,6 +25,11 @@ std::string cleanAnswerText(const std::string& text);
 // dragged: an answer without geometry becomes one box item there, labelled with the answer.
 ParsedAnswer displayAnswer(const ParsedAnswer& answer, const std::optional<Box>& askedRegion);
 
+// How much the answer holds, as the results' summary says it: "text answer", "1 item", "4 items",
+// or, for a task that finds things but found none, "no items, text only" when the model wrote
+// text instead (the table then holds that text's row).
+QString itemCountText(const ParsedAnswer& answer);
+
 // What a person calls a task: "Object detection" for "<OD>"; an unknown token as it is.
 QString taskDisplayName(const QString& token);
 
