@@ -275,11 +275,17 @@ QJsonObject failureJson(const florence::ImageOutcome& outcome) {
 }
 
 void flushStdout() {
+    // Said once: the stream stays failed, and a second flush (the one every command ends with)
+    // would add "(a write failed)" without the reason the first gave.
+    static bool reported = false;
+    if (reported)
+        return;
     errno = 0;
     std::cout.flush();
     if (std::cout.good())
         return;
     const int err = errno;
+    reported = true;
     throw florence::Error("cannot write to standard output (" +
                           std::string(err != 0 ? std::strerror(err) : "a write failed") + ")");
 }

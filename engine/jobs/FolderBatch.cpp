@@ -310,8 +310,12 @@ FolderBatch::FolderBatch(FolderJobParams job) : m_job(std::move(job)) {
     m_images = m_job.files.empty() ? listImages(m_job.dir, m_job.recursive) : m_job.files;
     if (m_images.empty())
         throw Error("folder " + m_job.dir + " holds no images (PNG, JPEG, BMP, TIFF, WebP)");
-    if (!m_job.outDir.empty() && !QDir().mkpath(qstr(m_job.outDir)))
-        throw Error("cannot make the output folder " + m_job.outDir);
+    if (!m_job.outDir.empty()) {
+        if (const std::string why = whyNotWritableFolder(m_job.outDir); !why.empty())
+            throw Error("cannot write results to " + m_job.outDir + ": " + why);
+        if (!QDir().mkpath(qstr(m_job.outDir)))
+            throw Error("cannot make the output folder " + m_job.outDir);
+    }
     checkExisting();
 }
 

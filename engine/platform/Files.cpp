@@ -76,6 +76,19 @@ QByteArray readSmallFile(const std::string& path, int64_t maxBytes) {
     return bytes;
 }
 
+std::string whyNotWritableFolder(const std::string& path) {
+    QFileInfo at(QDir::cleanPath(QFileInfo(QString::fromStdString(path)).absoluteFilePath()));
+    while (!at.exists() && !at.isSymLink() && !at.isRoot())
+        at = QFileInfo(at.absolutePath()); // the folder it would be made in
+    const std::string name = at.absoluteFilePath().toStdString();
+    if (!at.isDir())
+        return name + " is not a folder";
+    errno = 0;
+    if (::access(at.absoluteFilePath().toLocal8Bit().constData(), W_OK | X_OK) != 0)
+        return name + ": " + std::strerror(errno != 0 ? errno : EACCES);
+    return {};
+}
+
 std::string whyNotARegularFile(const std::string& path, int64_t maxBytes) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0)

@@ -150,6 +150,7 @@ private slots:
     void cocoOnDeviceOrFullDisk();
     void batchOnFullDiskKeepsEveryResult();
     void batchOnTinyTmpfs();
+    void readOnlyOutputIsSaidFirst();
     void resumeRedoesCutSidecars();
     void sidecarFifoOrDeviceIsRefusedAtOnce();
     void damagedImagesPrintOnlyOurMessage();
@@ -200,6 +201,8 @@ void TestFaults::stdoutOnFullDevice() {
     QVERIFY2(o.exitCode == 1, o.err.constData());
     QVERIFY2(o.err.contains("standard output") && o.err.contains("No space left"),
              o.err.constData());
+    // Said once, with its reason (batch said it again as "(a write failed)").
+    QVERIFY2(o.err.count("cannot write to standard output") == 1, o.err.constData());
 }
 
 void TestFaults::cocoOnDeviceOrFullDisk() {
@@ -285,6 +288,36 @@ void TestFaults::batchOnTinyTmpfs() {
         QVERIFY2(o.err.contains(name.toLocal8Bit()), o.err.constData());
     }
     QVERIFY2(missing > 0, "the tmpfs was not full after all");
+}
+
+void TestFaults::readOnlyOutputIsSaidFirst() {
+    // An output folder on a read-only mount (root only): batch said "cannot make the output
+    // folder" with no reason, import ran minutes of scripting and then named its temporary
+    // folder. Both now refuse at once, saying why.
+    if (geteuid() != 0)
+        QSKIP("mounting a tmpfs needs root");
+    const QString unshare = QStandardPaths::findExecutable("unshare");
+    if (unshare.isEmpty())
+        QSKIP("unshare is not installed");
+    copyScenes(1);
+    const QString mnt = m_dir + "/ro";
+    QVERIFY(QDir().mkpath(mnt));
+    const QString script = "mount -t tmpfs -o ro,size=64k tmpfs \"$1\" || exit 97\n"
+                           "shift; \"$@\"\n";
+    for (const QStringList& command :
+         {QStringList{kCli, "batch", "--dir", m_dir + "/imgs", "--task", "<OD>", "--out",
+                      mnt + "/results"},
+          QStringList{kCli, "import", "--random-init", "base", "--out", mnt + "/pkg"}}) {
+        const Output o = runWith(unshare, QStringList{"-m", "sh", "-c", script, "sh", mnt} + command,
+                                 {});
+        if (o.exitCode == 97 || o.err.startsWith("unshare: ") || o.err.contains("\nunshare: "))
+            QSKIP(qPrintable("no tmpfs can be mounted here (a container or a chroot): " +
+                             QString::fromLocal8Bit(o.err).trimmed()));
+        QVERIFY2(o.exitCode == 1, o.err.constData());
+        QVERIFY2(o.err.contains((mnt + ": Read-only file system").toLocal8Bit()) &&
+                     !o.err.contains(".export-") && o.err.trimmed().count('\n') == 0,
+                 o.err.constData());
+    }
 }
 
 void TestFaults::resumeRedoesCutSidecars() {

@@ -65,6 +65,7 @@ private slots:
     void failedWriteKeepsTheOldFile_data();
     void failedWriteKeepsTheOldFile();
     void notAFileIsNeverWrittenOver();
+    void outputFolderThatCannotBeWrittenIsSaidFirst();
     void readsOnlySmallRegularFiles_data();
     void readsOnlySmallRegularFiles();
     void cutSidecarIsAnsweredAgain_data();
@@ -115,6 +116,33 @@ void TestFiles::failedWriteKeepsTheOldFile() {
     // Room again: the same write succeeds.
     florence::writeFileAtomically(path.toStdString(), QByteArray(bytes, 'x'));
     QCOMPARE(readAll(path).size(), bytes);
+}
+
+void TestFiles::outputFolderThatCannotBeWrittenIsSaidFirst() {
+    // An output folder is checked before a long run, naming what is in the way: batch said
+    // "cannot make the output folder" with no reason, import named its own temporary folder.
+    QCOMPARE(QString::fromStdString(florence::whyNotWritableFolder(m_dir.toStdString())),
+             QString());
+    QCOMPARE(QString::fromStdString(
+                 florence::whyNotWritableFolder((m_dir + "/not/yet/made").toStdString())),
+             QString()); // made in m_dir
+    QFile file(m_dir + "/a-file");
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.close();
+    QCOMPARE(QString::fromStdString(
+                 florence::whyNotWritableFolder((m_dir + "/a-file/out").toStdString())),
+             m_dir + "/a-file is not a folder");
+    // A folder this process may not write in (as root every folder is writable but a read-only
+    // mount's, which test_faults' read-only tmpfs covers).
+    if (::geteuid() != 0) {
+        QVERIFY(QDir().mkpath(m_dir + "/locked"));
+        QVERIFY(QFile::setPermissions(m_dir + "/locked", QFileDevice::ReadOwner | QFileDevice::ExeOwner));
+        QCOMPARE(QString::fromStdString(
+                     florence::whyNotWritableFolder((m_dir + "/locked/out").toStdString())),
+                 m_dir + "/locked: Permission denied");
+        QFile::setPermissions(m_dir + "/locked", QFileDevice::ReadOwner | QFileDevice::WriteOwner |
+                                                     QFileDevice::ExeOwner);
+    }
 }
 
 void TestFiles::notAFileIsNeverWrittenOver() {
