@@ -233,16 +233,21 @@ static std::shared_ptr<const florence::Model> loadModelUnlessCancelled(const Arg
     } else {
         // Measured once per CPU and package (a few seconds, each precision loaded in turn),
         // then read from the user's cache folder.
+        // --quiet: what was measured before goes unsaid; a measurement now (seconds to minutes)
+        // is still said as it goes, and so is a precision that does not hold.
+        const bool quiet = a.has("quiet");
         const florence::PrecisionChoice choice =
             florence::automaticPrecision(dir, lo.threads, &g_cancel, [&](const std::string& stage) {
                 std::cerr << "automatic precision, once for this CPU and model: " << stage << "\n";
             });
         lo.precision = choice.precision;
-        std::cerr << "note: " << choice.reason << " ("
-                  << (choice.probed ? "measured now" : "measured before");
-        if (choice.kept)
-            std::cerr << "; kept in " << florence::precisionProbeCachePath();
-        std::cerr << ")\n";
+        if (!quiet || choice.probed) {
+            std::cerr << "note: " << choice.reason << " ("
+                      << (choice.probed ? "measured now" : "measured before");
+            if (choice.kept)
+                std::cerr << "; kept in " << florence::precisionProbeCachePath();
+            std::cerr << ")\n";
+        }
     }
     std::shared_ptr<const florence::Model> model = florence::Model::load(dir, lo);
     if (!model->precisionNote().empty())

@@ -700,7 +700,8 @@ void TestCli::automaticPrecisionIsMeasuredOnceAndSaid() {
     const QStringList args{"run",     "--image", kSamples + "/scenes/scene_00.png",
                            "--beams", "1",       "--max-new-tokens",
                            "4",       "--json",  "--quiet"};
-    const auto runWith = [&](const QStringList& extra, const QString& envPrecision) {
+    const auto runWith = [&](const QStringList& extra, const QString& envPrecision,
+                             bool quiet = true) {
         QProcess p;
         QProcessEnvironment env = cliEnvironment();
         env.insert("XDG_CACHE_HOME", cache.path());
@@ -708,7 +709,10 @@ void TestCli::automaticPrecisionIsMeasuredOnceAndSaid() {
         if (!envPrecision.isEmpty())
             env.insert("FLORENCE_PRECISION", envPrecision);
         p.setProcessEnvironment(env);
-        p.start(kCli, args + extra);
+        QStringList all = args + extra;
+        if (!quiet)
+            all.removeAll("--quiet");
+        p.start(kCli, all);
         return finishProcess(p, 300000);
     };
     static const QRegularExpression said(
@@ -766,13 +770,19 @@ void TestCli::automaticPrecisionIsMeasuredOnceAndSaid() {
         QVERIFY(t["other_cores"].isDouble() && t["other_cores"].toDouble() >= 0);
     }
 
-    // Measured once: the second run reads the figures and picks the same.
-    const Output second = runWith({"--precision", "auto"}, QString());
+    // Measured once: the second run reads the figures and picks the same, saying so...
+    const Output second = runWith({"--precision", "auto"}, QString(), false);
     QVERIFY2(second.exitCode == 0, second.err.constData());
     const QString secondErr = QString::fromUtf8(second.err);
     QVERIFY2(!secondErr.contains("measuring"), qPrintable(secondErr));
     QVERIFY2(secondErr.contains("measured before"), qPrintable(secondErr));
     QCOMPARE(said.match(secondErr).captured(1), picked.captured(1));
+    // ...but not with --quiet (the first run, which measured, said it with --quiet too).
+    const Output quiet = runWith({"--precision", "auto"}, QString());
+    QVERIFY2(quiet.exitCode == 0, quiet.err.constData());
+    QVERIFY2(quiet.err.isEmpty(), quiet.err.constData());
+    const QJsonObject quietAnswer = QJsonDocument::fromJson(quiet.out).object();
+    QCOMPARE(quietAnswer["generation"]["precision"].toString(), picked.captured(1));
 
     // A fixed precision, from the flag or the environment, measures and says nothing.
     for (const auto& [extra, env] : {std::pair<QStringList, QString>{{"--precision", "int8"}, ""},
