@@ -305,6 +305,13 @@ void TestProcessFolder::formIsCheckedAndRemembered() {
     // Results in another folder, JSON only: remembered for the next dialog.
     task->setCurrentIndex(task->findData("<CAPTION>"));
     QVERIFY(!child<QLineEdit>(dlg, "folderTextEdit")->isEnabled());
+    // A format the task's answers lack shows unticked as well as greyed (ticked, it read as "will
+    // be written"); the tick comes back with a task that has it.
+    auto* coco = child<QCheckBox>(dlg, "formatCocoCheck");
+    QVERIFY(!coco->isEnabled() && !coco->isChecked());
+    task->setCurrentIndex(task->findData("<OD>"));
+    QVERIFY(coco->isEnabled() && coco->isChecked());
+    task->setCurrentIndex(task->findData("<CAPTION>"));
     florence::FolderJobParams job;
     QString why;
     dlg->jobFromForm(&job, &why);

@@ -27,6 +27,36 @@ namespace florence::ui {
 
 namespace {
 
+// A format the chosen task's answers do not have (COCO for captions) shows unticked and greyed:
+// ticked and greyed read as "will be written". The user's tick comes back with a task that has
+// it, and is what the settings keep.
+void showFormat(QCheckBox* box, bool applies) {
+    const QVariant before = box->property("formatApplies");
+    const bool applied = !before.isValid() || before.toBool();
+    if (applied && !applies) {
+        box->setProperty("formatWanted", box->isChecked());
+        box->setChecked(false);
+    } else if (!applied && applies) {
+        box->setChecked(box->property("formatWanted").toBool());
+    }
+    box->setProperty("formatApplies", applies);
+    box->setEnabled(applies);
+}
+
+void setWantedFormat(QCheckBox* box, bool wanted) {
+    const QVariant applies = box->property("formatApplies");
+    if (!applies.isValid() || applies.toBool())
+        box->setChecked(wanted);
+    else
+        box->setProperty("formatWanted", wanted);
+}
+
+bool wantedFormat(const QCheckBox* box) {
+    const QVariant applies = box->property("formatApplies");
+    return !applies.isValid() || applies.toBool() ? box->isChecked()
+                                                  : box->property("formatWanted").toBool();
+}
+
 // A line edit with a Browse… button beside it.
 QWidget* withBrowse(QWidget* parent, QLineEdit* edit, QPushButton* browse) {
     auto* row = new QWidget(parent);
@@ -61,10 +91,10 @@ ProcessFolderDialog::ProcessFolderDialog(EngineWorker* worker, QWidget* parent)
     m_recursive->setChecked(p.recursive);
     (p.besideImages ? m_beside : m_elsewhere)->setChecked(true);
     m_outFolder->setText(p.outFolder);
-    m_formatText->setChecked(p.formats & kTextSidecar);
-    m_formatJson->setChecked(p.formats & kJsonSidecar);
-    m_formatCoco->setChecked(p.formats & kCocoFile);
-    m_formatCaption->setChecked(p.formats & kCaptionFile);
+    setWantedFormat(m_formatText, p.formats & kTextSidecar);
+    setWantedFormat(m_formatJson, p.formats & kJsonSidecar);
+    setWantedFormat(m_formatCoco, p.formats & kCocoFile);
+    setWantedFormat(m_formatCaption, p.formats & kCaptionFile);
     connect(worker, &EngineWorker::folderProgress, this, &ProcessFolderDialog::onProgress);
     connect(worker, &EngineWorker::folderImageStarted, this, &ProcessFolderDialog::onImageStarted);
     connect(worker, &EngineWorker::folderFinished, this, &ProcessFolderDialog::onFinished);
@@ -301,9 +331,9 @@ void ProcessFolderDialog::updateForm() {
     // Only the formats this task's answers have.
     const unsigned applies =
         applicableFormats(task, kTextSidecar | kJsonSidecar | kCocoFile | kCaptionFile);
-    m_formatText->setEnabled(applies & kTextSidecar);
-    m_formatCoco->setEnabled(applies & kCocoFile);
-    m_formatCaption->setEnabled(applies & kCaptionFile);
+    showFormat(m_formatText, applies & kTextSidecar);
+    showFormat(m_formatCoco, applies & kCocoFile);
+    showFormat(m_formatCaption, applies & kCaptionFile);
     m_captionBox->setVisible(m_formatCaption->isChecked());
     m_captionBox->setEnabled(applies & kCaptionFile);
     updateCaptionPreview();
@@ -323,10 +353,10 @@ void ProcessFolderDialog::browse(QLineEdit* edit, const QString& caption) {
 }
 
 unsigned ProcessFolderDialog::chosenFormats() const {
-    return (m_formatText->isChecked() ? kTextSidecar : 0u) |
-           (m_formatJson->isChecked() ? kJsonSidecar : 0u) |
-           (m_formatCoco->isChecked() ? kCocoFile : 0u) |
-           (m_formatCaption->isChecked() ? kCaptionFile : 0u);
+    return (wantedFormat(m_formatText) ? kTextSidecar : 0u) |
+           (wantedFormat(m_formatJson) ? kJsonSidecar : 0u) |
+           (wantedFormat(m_formatCoco) ? kCocoFile : 0u) |
+           (wantedFormat(m_formatCaption) ? kCaptionFile : 0u);
 }
 
 bool ProcessFolderDialog::jobFromForm(FolderJobParams* job, QString* error) const {
