@@ -716,25 +716,29 @@ bool MainWindow::openModelPackage(const QString& dir) {
 }
 
 void MainWindow::openStartModel(const QString& dir) {
-    // The image's and the model's own messages come after the error: said again once the
-    // bundled model is in (the user took the demo's answers for their model's).
-    connect(
-        this, &MainWindow::modelFailed, this,
-        [this, dir](const QString& why) {
-            if (isModelReady())
-                return;
-            connect(
-                this, &MainWindow::modelReady, this,
-                [this, dir, why](const QString& name) {
-                    showMessage(tr("Could not open the model package %1: %2\nThe bundled model "
-                                   "(%3) is in use instead.")
-                                    .arg(QDir::toNativeSeparators(dir), why, name),
-                                true);
-                },
-                Qt::SingleShotConnection);
-            loadDefaultModel();
-        },
-        Qt::SingleShotConnection);
+    // Only this start's load is watched: the connections end with its outcome (a later package
+    // that fails must not bring the bundled model back). The error is said once the bundled
+    // model is in: the image's and the model's messages come after it and would replace it.
+    auto* watch = new QObject(this);
+    auto why = std::make_shared<QString>(); // set once the start model has failed
+    connect(m_modelCtl, &ModelController::ready, watch, [this, watch, dir, why](const QString& name) {
+        if (!why->isEmpty())
+            showMessage(tr("Could not open the model package %1: %2\nThe bundled model (%3) is "
+                           "in use instead.")
+                            .arg(QDir::toNativeSeparators(dir), *why, name),
+                        true);
+        watch->deleteLater();
+    });
+    connect(m_modelCtl, &ModelController::failed, watch, [this, watch, why](const QString& text) {
+        if (!why->isEmpty() || isModelReady()) { // the bundled model failed too
+            watch->deleteLater();
+            return;
+        }
+        *why = text;
+        loadDefaultModel();
+        if (!m_modelCtl->isLoading()) // no bundled model to load: its own message says so
+            watch->deleteLater();
+    });
     openModelPackage(dir);
 }
 

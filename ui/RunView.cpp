@@ -132,13 +132,17 @@ void RunView::clear() {
     m_w.results->clear();
     m_w.latency->clear();
     m_w.compare->clear();
-    m_modelLoading = false;
     m_w.status->setText(tr("Idle"));
+    if (m_modelLoading) { // an image opened while a model loads: "Idle" once it is in
+        m_beforeLoading = m_w.status->text();
+        m_w.status->setText(tr("Waiting for the model"));
+    }
 }
 
 void RunView::showModelLoading(bool loading) {
+    m_loadPending = loading;
     if (m_run->isRunning())
-        return; // a run queued behind the load says what it waits for
+        return; // a run queued behind the load says what it waits for; finish() comes back here
     if (loading) {
         if (!m_modelLoading)
             m_beforeLoading = m_w.status->text();
@@ -156,6 +160,8 @@ void RunView::finish(const QString& status) {
     m_w.results->endPending(status);
     m_run->finish();
     m_w.status->setText(status);
+    if (m_loadPending) // cancelled for a model's load, or before its start: that load goes on
+        showModelLoading(true);
     emit runEnded();
 }
 
@@ -222,9 +228,13 @@ void RunView::refresh() {
     m_w.compare->refresh();
     if (m_run->isRunning() && m_run->kind() == RunKind::Single)
         m_w.status->setText(tr("Generating… %1 decoding steps").arg(m_run->tokensReceived()));
+    // A label streams in before its box: "no items, text only" would flicker until it comes.
+    const ParsedAnswer& sofar = m_run->shownAnswer();
+    const QString count = sofar.type != AnswerType::PureText && sofar.items.empty()
+                              ? tr("no items yet")
+                              : itemCountText(sofar);
     m_w.results->setSummary(
-        tr("%1 · generating… · %2")
-            .arg(taskDisplayName(m_run->answerTask()), itemCountText(m_run->shownAnswer())));
+        tr("%1 · generating… · %2").arg(taskDisplayName(m_run->answerTask()), count));
 }
 
 void RunView::showFinalAnswer() {

@@ -107,7 +107,8 @@ private:
     QElapsedTimer m_sinceStart; // since started()
     bool m_waitsForEncoders = false;
     double m_waitedMs = 0; // from started() to the engine's start, when it waited for encoders
-    bool m_modelLoading = false; // the run's line says a model loads
+    bool m_loadPending = false;  // a model is loading
+    bool m_modelLoading = false; // the run's line says so
     QString m_beforeLoading;     // what it said before
 };
 

@@ -6,9 +6,9 @@
 #include <QPalette>
 #include <QPixmap>
 #include <QProxyStyle>
-#include <QStyleOption>
 #include <QStyle>
 #include <QStyleFactory>
+#include <QStyleOption>
 
 #include <optional>
 
@@ -52,8 +52,7 @@ QPalette darkPalette() {
 }
 
 // Fusion in the dark palette, with check boxes and radio buttons that show: Fusion outlines them
-// in the window colour darkened, which on a dark window is the colour of their fill ("Scores on
-// image" was a dark square on a dark panel).
+// in the window colour darkened, which on a dark window is the colour of their fill.
 class DarkStyle : public QProxyStyle {
 public:
     DarkStyle() : QProxyStyle(QStyleFactory::create(QStringLiteral("Fusion"))) {}
@@ -62,6 +61,9 @@ public:
                        const QWidget* widget) const override {
         QProxyStyle::drawPrimitive(element, option, painter, widget);
         if (element != PE_IndicatorCheckBox && element != PE_IndicatorRadioButton)
+            return;
+        // Fusion's keyboard-focus edge (the highlight colour) shows as it is.
+        if ((option->state & State_HasFocus) && (option->state & State_KeyboardFocusChange))
             return;
         painter->save();
         painter->setRenderHint(QPainter::Antialiasing, element == PE_IndicatorRadioButton);

@@ -159,8 +159,8 @@ std::string num(double v, const char* fmt) {
 }
 
 // A step cannot read its bytes faster than memory delivers them: one that seems to was measured
-// against a bandwidth another program held down (the bench measures it twice, keeping the
-// higher), or its bytes stayed in a cache larger than the weights.
+// against a bandwidth another program held down (with bfloat16 or int8 measured, the bench
+// measures it twice and keeps the higher), or its bytes stayed in a cache.
 std::string underFloorNote(double stepMs, double floorMs) {
     return stepMs < 0.95 * floorMs
                ? " - under the floor: the bandwidth measured low (another program reading "

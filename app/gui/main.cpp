@@ -3,6 +3,7 @@
 #include "Screenshot.h"
 #include "Settings.h"
 #include "Theme.h"
+#include "history/History.h"
 
 #include <florence/paths.h>
 #include <florence/process.h>
@@ -12,10 +13,12 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 #include <QIcon>
 #include <QPalette>
 #include <QRectF>
+#include <QTemporaryDir>
 
 #include <cstdio>
 #include <memory>
@@ -174,6 +177,13 @@ int main(int argc, char** argv) {
     if (const QString note = florence::ui::Settings::setAsideIfUnusable(); !note.isEmpty())
         std::fprintf(stderr, "florence-studio: %s\n", qPrintable(note));
 
+    // A screenshot runs its tasks on a copy of the history: the user's keeps only their runs.
+    QTemporaryDir shotHistory;
+    if (parser.isSet(options.shot) && shotHistory.isValid()) {
+        const QString copy = shotHistory.filePath(QStringLiteral("history.json"));
+        QFile::copy(florence::ui::History::defaultPath(), copy); // none yet: a new one
+        florence::ui::History::setDefaultPath(copy);
+    }
     florence::ui::MainWindow window;
     if (parser.isSet(options.size)) {
         const QStringList wh = parser.value(options.size).split(QLatin1Char('x'));

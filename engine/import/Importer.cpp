@@ -31,8 +31,11 @@ void runImport(const ImportJobParams& job, const ImportProgress& progress,
         throw ImportError("no output folder given for the imported model");
     if (job.hfDir.empty() == job.randomInit.empty())
         throw ImportError("give either a Hugging Face folder or a random-init size");
-    // Before minutes of scripting and checking: the package is written beside --out.
-    if (const std::string why = whyNotWritableFolder(job.outDir); !why.empty())
+    // Before minutes of scripting and checking: the package is written beside --out, then
+    // renamed to it.
+    const std::string besideOut =
+        QFileInfo(QString::fromStdString(job.outDir)).absolutePath().toStdString();
+    if (const std::string why = whyNotWritableFolder(besideOut); !why.empty())
         throw ImportError("cannot write the package to " + job.outDir + ": " + why);
     // A hub name ("microsoft/Florence-2-base") is its snapshot in the Hugging Face cache.
     const std::string hfDir = job.hfDir.empty() ? std::string() : resolveCheckpoint(job.hfDir);

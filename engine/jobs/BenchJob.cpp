@@ -330,8 +330,8 @@ BenchResult runBenchJob(const BenchParams& params, const BenchHooks& hooks) {
             report.bf16 = measureReduced(session, req, c, reference, Precision::BFloat16, progress);
         if (c.int8)
             report.int8 = measureReduced(session, req, c, reference, Precision::Int8, progress);
-        // Once more after them: another program reading memory during the first measurement
-        // made a floor the steps then beat. The machine reads at least as fast as it ever did.
+        // Once more after them, keeping the higher: another program reading memory during one
+        // measurement gives a floor the steps beat. The machine reads as fast as it ever did.
         report.bandwidth = std::max(report.bandwidth, measureReadBandwidth());
     }
     return report;

@@ -376,10 +376,10 @@ std::string FolderBatch::refusal(const std::string& image) const {
     if (s.kind == Sidecar::Answer && s.task != m_job.task.task)
         return json + " holds " + (s.task.empty() ? "another task" : s.task) + "'s answer; " +
                m_job.keepHint;
-    if (s.kind == Sidecar::Answer)
+    if (s.kind == Sidecar::Answer || s.kind == Sidecar::Cut) // a cut one: this app was writing
         return {};
-    // No answer of this task beside it: a text file in a sidecar's place is not one this run
-    // wrote (the JSON is written first), but the user's own caption or transcript.
+    // No answer document beside it: a text file in a sidecar's place is not one this app wrote
+    // (the document is written first), but the user's own caption or transcript.
     const std::string caption = m_job.caption.append ? std::string() : captionPath(image);
     for (const std::string& path : {textPath(image), caption})
         if (!path.empty() && existsOrLink(path))

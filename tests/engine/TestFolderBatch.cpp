@@ -231,6 +231,13 @@ void TestFolderBatch::theUsersOwnFilesAreKept() {
                                                   b, caption, document(caption, b)));
     QVERIFY(QFile::exists(m_dir + "/B.florence.json"));
     QVERIFY(QDir().rmdir(m_dir + "/B.caption.txt"));
+    // A document cut in half beside its text (a copy that did not finish) is this app's: the
+    // image is answered again, its text with it.
+    florence::writeFileAtomically((m_dir + "/B.caption.txt").toStdString(), "A dog");
+    florence::writeFileAtomically((m_dir + "/B.florence.json").toStdString(), "{\"format\": \"flo");
+    QVERIFY2(names(florence::FolderBatch(job).pendingImages(), m_dir).contains("B.JPG"),
+             "a cut document beside its text was refused");
+    QVERIFY(QFile::remove(m_dir + "/B.florence.json") && QFile::remove(m_dir + "/B.caption.txt"));
     const florence::FolderBatch again(job);
     QCOMPARE(again.refused().size(), size_t(1)); // a.png still
     QVERIFY2(names(again.pendingImages(), m_dir).contains("B.JPG"),

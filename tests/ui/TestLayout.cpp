@@ -305,11 +305,12 @@ void TestLayout::checkBoxesShowInTheDarkTheme() {
     option.initFrom(box);
     const QRect indicator = box->style()->subElementRect(QStyle::SE_CheckBoxIndicator, &option, box);
     const QImage shot = box->grab().toImage();
+    const QRgb panelColour = host.palette().color(QPalette::Window).rgb(); // the dark one
     florence::ui::applyTheme(florence::ui::Theme::System);
     const auto gray = [](QRgb c) { return qGray(c); };
     const int edge = gray(shot.pixel(indicator.left(), indicator.center().y()));
     const int fill = gray(shot.pixel(indicator.center()));
-    const int panel = gray(host.palette().color(QPalette::Window).rgb());
+    const int panel = gray(panelColour);
     QVERIFY2(std::abs(edge - fill) >= 30 && std::abs(edge - panel) >= 30,
              qPrintable(QString("edge %1, fill %2, panel %3").arg(edge).arg(fill).arg(panel)));
 }
@@ -334,7 +335,7 @@ void TestLayout::statusLabelsAreWholeWhereThereIsRoom() {
                                 .arg(run->contentsRect().width())));
     }
     // A speed demo's long name leaves the message and the run's line their room (all three were
-    // cut): it takes at most a third of the bar, ending in "…".
+    // cut): it takes at most 30% of the bar, ending in "…".
     auto* model = m_w->findChild<ElidedLabel*>(QStringLiteral("statusModel"));
     model->setText(QStringLiteral("Florence-2-base · random weights (speed demo: answers are "
                                   "noise) · 231.4 M parameters · int8"));

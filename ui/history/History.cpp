@@ -17,6 +17,7 @@
 #include <QJsonDocument>
 #include <QLocale>
 #include <QLockFile>
+#include <QRegularExpression>
 #include <QStandardPaths>
 #include <QTimer>
 
@@ -348,9 +349,22 @@ History::History(QString path, int maxEntries, QObject* parent)
     setObjectName(QStringLiteral("history"));
 }
 
+namespace {
+QString& defaultPathOverride() {
+    static QString path;
+    return path;
+}
+} // namespace
+
 QString History::defaultPath() {
+    if (!defaultPathOverride().isEmpty())
+        return defaultPathOverride();
     return QDir(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation))
         .filePath(QStringLiteral("history.json"));
+}
+
+void History::setDefaultPath(const QString& path) {
+    defaultPathOverride() = path;
 }
 
 // What the history file holds: its entries' documents, or why it cannot be used.
@@ -587,8 +601,10 @@ QVariant History::data(const QModelIndex& index, int role) const {
     case Qt::DisplayRole:
         // Which model answered: runs of several models (a fine-tune beside the original, or
         // another precision) look alike otherwise.
-        return tr("%1 · %2\n%3 · %4\n%5")
-            .arg(taskDisplayName(e.task), when, e.model, e.precision, e.firstWords());
+        return tr("%1 · %2\n%3\n%4")
+            .arg(taskDisplayName(e.task), when,
+                 QStringList{e.model, e.precision}.filter(QRegularExpression(".")).join(" · "),
+                 e.firstWords());
     case Qt::DecorationRole:
         return e.thumbnail;
     case Qt::ToolTipRole:

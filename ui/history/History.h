@@ -111,8 +111,12 @@ public:
 
     explicit History(QString path, int maxEntries = kMaxHistoryEntries, QObject* parent = nullptr);
 
-    // history.json in the app's data folder (QStandardPaths::AppDataLocation).
+    // history.json in the app's data folder (QStandardPaths::AppDataLocation), unless
+    // setDefaultPath named another file for this process.
     static QString defaultPath();
+    // Windows made from now on keep their history in `path` ("" goes back to the data folder's):
+    // the app's --screenshot runs tasks on a copy, leaving the user's history as it was.
+    static void setDefaultPath(const QString& path);
     QString path() const { return m_path; }
 
     // Follows the file from now on: runs another window records (or a history it clears) show

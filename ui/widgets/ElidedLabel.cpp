@@ -22,9 +22,8 @@ QString ElidedLabel::shownText() const {
 }
 
 int ElidedLabel::wholeWidth() const {
-    // Rounded up from the unrounded advance: elidedText cuts a text whose width is a fraction
-    // of a pixel over what the rounded one gave it ("Done: 4 answer tokens in 392.9 …" with
-    // exactly its sizeHint's width).
+    // The unrounded advance, rounded up, and a pixel for the last glyph's overhang: elidedText
+    // cuts a text whose width is a fraction of a pixel over the room it has.
     return int(std::ceil(QFontMetricsF(font()).horizontalAdvance(text()))) + 1;
 }
 
