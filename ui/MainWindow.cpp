@@ -721,14 +721,15 @@ void MainWindow::openStartModel(const QString& dir) {
     // model is in: the image's and the model's messages come after it and would replace it.
     auto* watch = new QObject(this);
     auto why = std::make_shared<QString>(); // set once the start model has failed
-    connect(m_modelCtl, &ModelController::ready, watch, [this, watch, dir, why](const QString& name) {
-        if (!why->isEmpty())
-            showMessage(tr("Could not open the model package %1: %2\nThe bundled model (%3) is "
-                           "in use instead.")
-                            .arg(QDir::toNativeSeparators(dir), *why, name),
-                        true);
-        watch->deleteLater();
-    });
+    connect(
+        m_modelCtl, &ModelController::ready, watch, [this, watch, dir, why](const QString& name) {
+            if (!why->isEmpty())
+                showMessage(tr("Could not open the model package %1: %2\nThe bundled model (%3) is "
+                               "in use instead.")
+                                .arg(QDir::toNativeSeparators(dir), *why, name),
+                            true);
+            watch->deleteLater();
+        });
     connect(m_modelCtl, &ModelController::failed, watch, [this, watch, why](const QString& text) {
         if (!why->isEmpty() || isModelReady()) { // the bundled model failed too
             watch->deleteLater();

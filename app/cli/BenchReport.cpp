@@ -247,9 +247,10 @@ void printComparisonTable(const BenchResult& r) {
         const double floorMs = r.floorMs(b);
         line(n + ": first token / median step",
              formatMs(b.firstTokenMs) + " / " + formatMs(b.medianStepMs));
-        line(n + ": bandwidth floor per step",
-             formatMs(floorMs) + " (" + num(b.stepBytes / 1048576.0, "%.0f MiB") + ", " +
-                 num(b.medianStepMs / floorMs, "%.2fx floor") + ")" + underFloorNote(b.medianStepMs, floorMs));
+        line(n + ": bandwidth floor per step", formatMs(floorMs) + " (" +
+                                                   num(b.stepBytes / 1048576.0, "%.0f MiB") + ", " +
+                                                   num(b.medianStepMs / floorMs, "%.2fx floor") +
+                                                   ")" + underFloorNote(b.medianStepMs, floorMs));
         if (r.python)
             line(n + " / python fp32: step, first token",
                  num(b.medianStepMs / r.python->medianStepMs, "%.2fx") + ", " +

@@ -452,7 +452,8 @@ void saveImage(const RgbImage& image, const std::string& path) {
         throw ImageError(path + ": there is no image to save");
     checkBuffer(image, path);
     checkImageDestination(path);
-    const std::string extension = QFileInfo(QString::fromStdString(path)).suffix().toLower().toStdString();
+    const std::string extension =
+        QFileInfo(QString::fromStdString(path)).suffix().toLower().toStdString();
 
     const cv::Mat rgb(image.height, image.width, CV_8UC3,
                       const_cast<uint8_t*>(image.pixels.data()));

@@ -53,6 +53,26 @@ Output runWith(const QString& program, const QStringList& args, const RunSetup& 
     return finishProcess(p, timeoutMs);
 }
 
+// `sh -c SCRIPT sh ARGS...` in a mount namespace of its own, where SCRIPT may mount a tmpfs
+// (exiting 97 when it cannot). `skip` says why it cannot run here: not root, no unshare, or no
+// namespace (a container or a chroot, where unshare complains).
+Output inMountNamespace(const QString& script, const QStringList& args, QString* skip) {
+    if (geteuid() != 0) {
+        *skip = QStringLiteral("mounting a tmpfs needs root");
+        return {};
+    }
+    const QString unshare = QStandardPaths::findExecutable("unshare");
+    if (unshare.isEmpty()) {
+        *skip = QStringLiteral("unshare is not installed");
+        return {};
+    }
+    const Output o = runWith(unshare, QStringList{"-m", "sh", "-c", script, "sh"} + args, {});
+    if (o.exitCode == 97 || o.err.startsWith("unshare: ") || o.err.contains("\nunshare: "))
+        *skip = "no tmpfs can be mounted here (a container or a chroot): " +
+                QString::fromLocal8Bit(o.err).trimmed();
+    return o;
+}
+
 QByteArray readAll(const QString& path) {
     QFile f(path);
     return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
@@ -248,11 +268,6 @@ void TestFaults::batchOnFullDiskKeepsEveryResult() {
 void TestFaults::batchOnTinyTmpfs() {
     // A real full disk: a 64 KB tmpfs in a mount namespace of its own (root only). What the run
     // leaves there is copied out before the namespace goes.
-    if (geteuid() != 0)
-        QSKIP("mounting a tmpfs needs root");
-    const QString unshare = QStandardPaths::findExecutable("unshare");
-    if (unshare.isEmpty())
-        QSKIP("unshare is not installed");
     copyScenes(6);
     const QString mnt = m_dir + "/mnt", kept = m_dir + "/kept";
     QVERIFY(QDir().mkpath(mnt) && QDir().mkpath(kept));
@@ -262,17 +277,15 @@ void TestFaults::batchOnTinyTmpfs() {
                            "shift; out=\"$1\"; kept=\"$2\"; shift 2\n"
                            "\"$@\"; code=$?\n"
                            "rm -f \"$out/filler\"; cp -a \"$out/.\" \"$kept/\"; exit $code\n";
-    const QStringList args =
-        QStringList{"-m",     "sh",   "-c",       script,          "sh",    mnt,
-                    mnt,      kept,   kCli,       "batch",         "--dir", m_dir + "/imgs",
-                    "--task", "<OD>", "--format", "txt,json,coco", "--out", mnt} +
-        kFast;
-    const Output o = runWith(unshare, args, {});
-    // unshare's own complaints ("unshare failed", "cannot change root filesystem propagation"
-    // in a chroot, whose / is no mount point) mean the namespace was never made.
-    if (o.exitCode == 97 || o.err.startsWith("unshare: ") || o.err.contains("\nunshare: "))
-        QSKIP(qPrintable("no tmpfs can be mounted here (a container or a chroot): " +
-                         QString::fromLocal8Bit(o.err).trimmed()));
+    QString skip;
+    const Output o =
+        inMountNamespace(script,
+                         QStringList{mnt, mnt, kept, kCli, "batch", "--dir", m_dir + "/imgs",
+                                     "--task", "<OD>", "--format", "txt,json,coco", "--out", mnt} +
+                             kFast,
+                         &skip);
+    if (!skip.isEmpty())
+        QSKIP(qPrintable(skip));
     QVERIFY2(o.exitCode == 3 || o.exitCode == 1, o.err.constData());
     QVERIFY2(o.err.contains("No space left on device"), o.err.constData());
     // Every file left is whole; every image without a whole sidecar is named on stderr.
@@ -294,11 +307,6 @@ void TestFaults::readOnlyOutputIsSaidFirst() {
     // An output folder on a read-only mount (root only): batch said "cannot make the output
     // folder" with no reason, import ran minutes of scripting and then named its temporary
     // folder. Both now refuse at once, saying why.
-    if (geteuid() != 0)
-        QSKIP("mounting a tmpfs needs root");
-    const QString unshare = QStandardPaths::findExecutable("unshare");
-    if (unshare.isEmpty())
-        QSKIP("unshare is not installed");
     copyScenes(1);
     const QString mnt = m_dir + "/ro";
     QVERIFY(QDir().mkpath(mnt));
@@ -308,11 +316,10 @@ void TestFaults::readOnlyOutputIsSaidFirst() {
          {QStringList{kCli, "batch", "--dir", m_dir + "/imgs", "--task", "<OD>", "--out",
                       mnt + "/results"},
           QStringList{kCli, "import", "--random-init", "base", "--out", mnt + "/pkg"}}) {
-        const Output o = runWith(unshare, QStringList{"-m", "sh", "-c", script, "sh", mnt} + command,
-                                 {});
-        if (o.exitCode == 97 || o.err.startsWith("unshare: ") || o.err.contains("\nunshare: "))
-            QSKIP(qPrintable("no tmpfs can be mounted here (a container or a chroot): " +
-                             QString::fromLocal8Bit(o.err).trimmed()));
+        QString skip;
+        const Output o = inMountNamespace(script, QStringList{mnt} + command, &skip);
+        if (!skip.isEmpty())
+            QSKIP(qPrintable(skip));
         QVERIFY2(o.exitCode == 1, o.err.constData());
         QVERIFY2(o.err.contains((mnt + ": Read-only file system").toLocal8Bit()) &&
                      !o.err.contains(".export-") && o.err.trimmed().count('\n') == 0,

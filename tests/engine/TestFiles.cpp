@@ -136,7 +136,8 @@ void TestFiles::outputFolderThatCannotBeWrittenIsSaidFirst() {
     // mount's, which test_faults' read-only tmpfs covers).
     if (::geteuid() != 0) {
         QVERIFY(QDir().mkpath(m_dir + "/locked"));
-        QVERIFY(QFile::setPermissions(m_dir + "/locked", QFileDevice::ReadOwner | QFileDevice::ExeOwner));
+        QVERIFY(QFile::setPermissions(m_dir + "/locked",
+                                      QFileDevice::ReadOwner | QFileDevice::ExeOwner));
         QCOMPARE(QString::fromStdString(
                      florence::whyNotWritableFolder((m_dir + "/locked/out").toStdString())),
                  m_dir + "/locked: Permission denied");

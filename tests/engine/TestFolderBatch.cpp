@@ -209,7 +209,8 @@ void TestFolderBatch::theUsersOwnFilesAreKept() {
     job.dir = m_dir.toStdString();
     job.task = {"<CAPTION>", "", std::nullopt};
     job.keepHint = "pass --overwrite";
-    for (const auto existing : {florence::ExistingResults::Refuse, florence::ExistingResults::Skip}) {
+    for (const auto existing :
+         {florence::ExistingResults::Refuse, florence::ExistingResults::Skip}) {
         job.existing = existing;
         const florence::FolderBatch batch(job);
         QCOMPARE(batch.refused().size(), size_t(1));
@@ -225,10 +226,11 @@ void TestFolderBatch::theUsersOwnFilesAreKept() {
     // is answered again, never a text file without its document.
     job.existing = florence::ExistingResults::Skip;
     const std::string b = (m_dir + "/B.JPG").toStdString();
-    const florence::ParsedAnswer caption = florence::parseAnswer("<CAPTION>", "</s><s>A dog</s>", 4, 4);
+    const florence::ParsedAnswer caption =
+        florence::parseAnswer("<CAPTION>", "</s><s>A dog</s>", 4, 4);
     QVERIFY(QDir().mkpath(m_dir + "/B.caption.txt")); // the text cannot be written
-    QVERIFY_THROWS_EXCEPTION(florence::Error, florence::FolderBatch(job).writeResult(
-                                                  b, caption, document(caption, b)));
+    QVERIFY_THROWS_EXCEPTION(
+        florence::Error, florence::FolderBatch(job).writeResult(b, caption, document(caption, b)));
     QVERIFY(QFile::exists(m_dir + "/B.florence.json"));
     QVERIFY(QDir().rmdir(m_dir + "/B.caption.txt"));
     // A document cut in half beside its text (a copy that did not finish) is this app's: the

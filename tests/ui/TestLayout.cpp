@@ -303,7 +303,8 @@ void TestLayout::checkBoxesShowInTheDarkTheme() {
     QVERIFY(QTest::qWaitForWindowExposed(&host));
     QStyleOptionButton option;
     option.initFrom(box);
-    const QRect indicator = box->style()->subElementRect(QStyle::SE_CheckBoxIndicator, &option, box);
+    const QRect indicator =
+        box->style()->subElementRect(QStyle::SE_CheckBoxIndicator, &option, box);
     const QImage shot = box->grab().toImage();
     const QRgb panelColour = host.palette().color(QPalette::Window).rgb(); // the dark one
     florence::ui::applyTheme(florence::ui::Theme::System);
@@ -323,16 +324,15 @@ void TestLayout::statusLabelsAreWholeWhereThereIsRoom() {
     auto* run = m_w->findChild<ElidedLabel*>(QStringLiteral("statusRun"));
     QVERIFY(run);
     for (const QString& text : {QStringLiteral("Done: 4 answer tokens in 392.9 ms"),
-                               QStringLiteral("Compared: outputs identical; see Cached vs "
-                                              "uncached")}) {
+                                QStringLiteral("Compared: outputs identical; see Cached vs "
+                                               "uncached")}) {
         run->setText(text);
         QCoreApplication::processEvents();
-        QVERIFY2(run->shownText() == text,
-                 qPrintable(QString("%1 in %2 px (hint %3, contents %4)")
-                                .arg(run->shownText())
-                                .arg(run->width())
-                                .arg(run->sizeHint().width())
-                                .arg(run->contentsRect().width())));
+        QVERIFY2(run->shownText() == text, qPrintable(QString("%1 in %2 px (hint %3, contents %4)")
+                                                          .arg(run->shownText())
+                                                          .arg(run->width())
+                                                          .arg(run->sizeHint().width())
+                                                          .arg(run->contentsRect().width())));
     }
     // A speed demo's long name leaves the message and the run's line their room (all three were
     // cut): it takes at most 30% of the bar, ending in "…".

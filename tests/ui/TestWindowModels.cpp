@@ -74,6 +74,17 @@ static QString copyBundledPackage(const QString& to,
     return to;
 }
 
+// A copy of the bundled package with one byte of its decoder changed: it passes the manifest's
+// checks and fails its checksum as it loads. "" on failure.
+static QString damagedPackage(const QString& to) {
+    const QString damaged = copyBundledPackage(to, [](auto&) {});
+    QFile decoder(damaged + "/decoder.pt");
+    if (!decoder.open(QIODevice::ReadWrite) || !decoder.seek(decoder.size() / 2))
+        return {};
+    const char byte = decoder.peek(1).at(0);
+    return decoder.write(QByteArray(1, char(byte ^ 0x5a))) == 1 ? damaged : QString();
+}
+
 // A copy of the bundled package whose vision.pt is 256 GB (sparse: nothing is written); hashing
 // it takes minutes, so its load stays at verifying the files until stopped. "" on failure.
 static QString slowPackage(const QString& to) {
@@ -111,14 +122,8 @@ void TestWindowModels::aStartModelThatFailsGivesTheBundledOneAndSaysSo() {
     // fails as it loads (a damaged decoder). The bundled model loads instead, and once it has,
     // the panel names the folder and why: the image's and the model's messages had replaced the
     // error, and the user took the demo's answers for their model's.
-    const QString damaged = copyBundledPackage(m_tmp.filePath("damaged-start"), [](auto&) {});
-    {
-        QFile decoder(damaged + "/decoder.pt");
-        QVERIFY(decoder.open(QIODevice::ReadWrite));
-        QVERIFY(decoder.seek(decoder.size() / 2));
-        const char byte = decoder.peek(1).at(0);
-        QCOMPARE(decoder.write(QByteArray(1, char(byte ^ 0x5a))), 1);
-    }
+    const QString damaged = damagedPackage(m_tmp.filePath("damaged-start"));
+    QVERIFY(!damaged.isEmpty());
     for (const QString& dir : {m_tmp.filePath("not-a-package"), damaged}) {
         QDir().mkpath(m_tmp.filePath("not-a-package"));
         m_w.reset();
@@ -182,14 +187,8 @@ void TestWindowModels::oldModelReleasedOnlyForAPackageThatPassedItsChecks() {
         worker, &EngineWorker::modelLoading, &context,
         [&] { purposeWhileLoading << (purpose->isHidden() ? "hidden" : purpose->text()); },
         Qt::QueuedConnection);
-    const QString damaged = copyBundledPackage(m_tmp.filePath("damaged-package"), [](auto&) {});
-    {
-        QFile decoder(damaged + "/decoder.pt");
-        QVERIFY(decoder.open(QIODevice::ReadWrite));
-        QVERIFY(decoder.seek(decoder.size() / 2));
-        const char byte = decoder.peek(1).at(0);
-        QCOMPARE(decoder.write(QByteArray(1, char(byte ^ 0x5a))), 1);
-    }
+    const QString damaged = damagedPackage(m_tmp.filePath("damaged-package"));
+    QVERIFY(!damaged.isEmpty());
     auto* combo = child<QComboBox>(m_w.get(), "modelCombo");
     const int listed = combo->count();
     m_w->openModelPackage(damaged);
@@ -273,7 +272,8 @@ void TestWindowModels::cancelWhileAModelLoadsEndsTheRunAtOnce() {
     QCOMPARE(completed.at(0).at(0).toBool(), true);
     QVERIFY(!m_w->isRunning());
     // Ended; the load it waited for goes on, and the run's line says so.
-    QCOMPARE(child<QLabel>(m_w.get(), "statusRun")->text(), QStringLiteral("Waiting for the model"));
+    QCOMPARE(child<QLabel>(m_w.get(), "statusRun")->text(),
+             QStringLiteral("Waiting for the model"));
     // A comparison likewise.
     QSignalSpy compared(m_w.get(), &MainWindow::comparisonCompleted);
     QVERIFY(m_w->startComparison());

@@ -61,8 +61,8 @@ void ElidingStatusBar::limitWidth(QWidget* widget, double fraction) {
 void ElidingStatusBar::applyLimits() {
     for (const auto& [widget, fraction] : m_limits)
         if (widget)
-            widget->setMaximumWidth(std::max(widget->minimumSizeHint().width(),
-                                             int(width() * fraction)));
+            widget->setMaximumWidth(
+                std::max(widget->minimumSizeHint().width(), int(width() * fraction)));
 }
 
 void ElidingStatusBar::resizeEvent(QResizeEvent* event) {
