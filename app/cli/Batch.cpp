@@ -17,6 +17,9 @@ namespace florence::cli {
 
 namespace {
 
+// How a user keeps a file the run will not replace, in the command line's words.
+constexpr char kKeepHint[] = "pass --overwrite to replace it, or --out DIR to write elsewhere";
+
 // One line redrawn in place on a terminal: a bar, the count, images/s, the time left and the
 // current file. Silent when stderr is not a terminal (a log gets the summary at the end).
 class ProgressLine {
@@ -155,7 +158,7 @@ FolderJobParams batchJob(const Args& a, bool* jsonl) {
     if (job.formats == 0 && !*jsonl)
         throw UsageError("--format names nothing to write");
     captionOptions(a, job);
-    job.keepHint = "pass --overwrite to replace it, or --out DIR to write elsewhere";
+    job.keepHint = kKeepHint;
     job.existing = a.has("resume")      ? ExistingResults::Skip
                    : a.has("overwrite") ? ExistingResults::Overwrite
                                         : ExistingResults::Refuse;
@@ -255,8 +258,10 @@ int runBatch(int argc, char** argv) {
             return FolderJob(batchJob(a, &out.jsonl));
         } catch (const ExistingResultsError& e) {
             // Nothing was touched: the command line must say which way to go on.
-            throw UsageError(std::string(e.what()) +
-                             ": --resume skips them, --overwrite answers them again");
+            const std::string what = e.what();
+            throw UsageError(what.find(kKeepHint) != std::string::npos
+                                 ? what
+                                 : what + ": --resume skips them, --overwrite answers them again");
         }
     }();
     if (out.jsonl) { // every image that is not skipped gets its line, the refused ones too

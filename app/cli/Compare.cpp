@@ -152,8 +152,16 @@ int runCompare(int argc, char** argv) {
     params.cancel = &g_cancel;
     CompareHooks hooks;
     if (!a.has("quiet"))
-        hooks.onProgress = [](int done, int total) {
-            std::cerr << "[" << done << "/" << total << "] passes\n";
+        // Which pass ended: the warm-up, then the two kinds by turns; a count that does not move
+        // is the figures settling before the repeats asked for.
+        hooks.onProgress = [warm = params.warmup, last = 0](int done, int total) mutable {
+            const int measured = done - (warm ? 1 : 0);
+            const char* what = done == last        ? "the figures settled, no more repeats"
+                               : measured <= 0     ? "warm-up done"
+                               : measured % 2 == 1 ? "done with the cache"
+                                                   : "done without the cache";
+            last = done;
+            std::cerr << "[" << done << "/" << total << "] passes: " << what << "\n";
         };
     Session session(model);
     installCancelHandler();

@@ -324,8 +324,8 @@ void FolderBatch::checkExisting() {
         throw Error(why + "; the COCO file is never written over it");
     if (!cocoPath().empty() && m_job.existing != ExistingResults::Overwrite &&
         existsOrLink(cocoPath()) && !isOurCocoFile(cocoPath()))
-        throw Error(cocoPath() + " is not a COCO file of this app's, and is kept; " +
-                    m_job.keepHint);
+        throw ExistingResultsError(cocoPath() + " is not a COCO file of this app's, and is kept; " +
+                                   m_job.keepHint);
     std::map<std::string, std::string> byBase; // sidecar base → the image that has it
     size_t existing = 0;
     for (const std::string& image : m_images) {

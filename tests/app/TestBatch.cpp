@@ -236,6 +236,19 @@ void TestBatch::resumeProcessesOnlyWhatIsMissing() {
     for (const QJsonObject& line : jsonLines(other.out))
         QVERIFY(line.contains("error"));
     QCOMPARE(readJson(m_dir + "/scene_00.florence.json")["task"].toString(), QString("<OD>"));
+    // Nor is another program's COCO file: the run is refused before anything, as results that
+    // exist are, naming the flags.
+    QFile::remove(m_dir + "/OD.coco.json");
+    QFile theirs(m_dir + "/OD.coco.json");
+    QVERIFY(theirs.open(QIODevice::WriteOnly));
+    theirs.write(R"({"images": [], "annotations": [], "categories": []})");
+    theirs.close();
+    const Output coco = runCli(args + QStringList{"--resume"}, 300000);
+    QCOMPARE(coco.exitCode, 2);
+    QVERIFY2(coco.err.contains("OD.coco.json is not a COCO file of this app's, and is kept; pass "
+                               "--overwrite to replace it, or --out DIR") &&
+                 !coco.err.contains("--resume skips"),
+             coco.err.constData());
 
     // --overwrite: every image again.
     const Output again = runCli(args + QStringList{"--overwrite"}, 300000);

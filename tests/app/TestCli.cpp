@@ -323,7 +323,9 @@ void TestCli::compareJson() {
         QVERIFY(c["basis"].isNull() && c["speedup"].isNull());
     }
     // The passes on stderr as they finish.
-    QVERIFY2(o.err.contains("passes"), o.err.constData());
+    QVERIFY2(o.err.contains("[1/4] passes: done with the cache\n[2/4] passes: done without the "
+                            "cache\n"),
+             o.err.constData());
     // A region task, with its region as run takes it; one reaching past the 1000x667 image is
     // asked about inside it, saying so.
     const Output region =

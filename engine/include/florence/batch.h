@@ -76,8 +76,9 @@ enum class ExistingResults {
     Overwrite, // every image is processed again and its sidecars replaced
 };
 
-// ExistingResults::Refuse met images with results: the caller says how to choose (the CLI's
-// --resume and --overwrite).
+// What the run would replace and is refused: images with results under ExistingResults::Refuse
+// (the caller says how to choose: the CLI's --resume and --overwrite), or a COCO file this app
+// did not write (the message ends with FolderJobParams::keepHint).
 class ExistingResultsError : public Error {
 public:
     using Error::Error;
