@@ -310,11 +310,8 @@ void checkOutputFiles(const Args& a, const RunInputs& in) {
             if (!in.requests[0].image)
                 throw UsageError("--annotate needs --image");
             florence::checkImageDestination(out);
-        } else if (const QFileInfo f(QString::fromStdString(out)); f.isDir()) {
-            throw florence::Error(out + ": is a folder, not a file");
-        } else if (!f.absoluteDir().exists()) {
-            throw florence::Error(out + ": the folder " + f.absolutePath().toStdString() +
-                                  " does not exist");
+        } else if (const std::string why = florence::whyNotAFileDestination(out); !why.empty()) {
+            throw florence::Error(why);
         }
     }
 }

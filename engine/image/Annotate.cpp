@@ -440,11 +440,8 @@ void checkImageDestination(const std::string& path) {
     if (!cv::haveImageWriter("image." + extension))
         throw ImageError(path + ": cannot write ." + extension +
                          " images; use .png, .jpg, .bmp, .tif or .webp");
-    if (info.isDir())
-        throw ImageError(path + ": is a folder, not an image file");
-    if (!info.absoluteDir().exists())
-        throw ImageError(path + ": the folder " + info.absolutePath().toStdString() +
-                         " does not exist");
+    if (const std::string why = whyNotAFileDestination(path); !why.empty())
+        throw ImageError(why);
 }
 
 void saveImage(const RgbImage& image, const std::string& path) {

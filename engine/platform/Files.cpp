@@ -76,6 +76,15 @@ QByteArray readSmallFile(const std::string& path, int64_t maxBytes) {
     return bytes;
 }
 
+std::string whyNotAFileDestination(const std::string& path) {
+    const QFileInfo info(QString::fromStdString(path));
+    if (info.isDir())
+        return path + ": is a folder, not a file";
+    if (!info.absoluteDir().exists())
+        return path + ": the folder " + info.absolutePath().toStdString() + " does not exist";
+    return {};
+}
+
 std::string whyNotWritableFolder(const std::string& path) {
     QFileInfo at(QDir::cleanPath(QFileInfo(QString::fromStdString(path)).absoluteFilePath()));
     while (!at.exists() && !at.isSymLink() && !at.isRoot())

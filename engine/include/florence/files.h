@@ -43,6 +43,11 @@ QByteArray readSmallFile(const std::string& path, int64_t maxBytes);
 // (QSettings) and for targets that must not be replaced by a rename (a device).
 std::string whyNotARegularFile(const std::string& path, int64_t maxBytes = -1);
 
+// "" when a file can be written at `path` as far as its name goes: not a folder, in a folder
+// that exists; otherwise why not, naming it ("out.png: the folder /x does not exist"). For
+// output files named on a command line, checked before a long run.
+std::string whyNotAFileDestination(const std::string& path);
+
 // "" when files can be made in the folder `path`, or in the folder it would be made in (its
 // nearest existing parent); otherwise why not, naming that folder ("/mnt/ro: Read-only file
 // system", "… is a file, not a folder"). For an output folder, checked before a long run.
