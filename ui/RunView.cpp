@@ -29,6 +29,7 @@ constexpr int kRefreshMs = 40;
 
 RunView::RunView(RunController* run, const Widgets& widgets, QObject* parent)
     : QObject(parent), m_run(run), m_w(widgets) {
+    m_status = m_w.status->text(); // "Idle"
     m_refreshTimer = new QTimer(this);
     m_refreshTimer->setInterval(kRefreshMs);
     connect(m_refreshTimer, &QTimer::timeout, this, &RunView::refresh);
@@ -70,7 +71,7 @@ void RunView::showRecorded(const Timings& timings, double waitedMs, const QStrin
                                 .arg(taskDisplayName(m_run->answerTask()),
                                      itemCountText(m_run->shownAnswer()),
                                      formatMs(timings.totalMs + waitedMs)));
-    m_w.status->setText(status);
+    setStatus(status);
 }
 
 void RunView::follow(EngineWorker* w) {
@@ -85,7 +86,6 @@ void RunView::follow(EngineWorker* w) {
 
 void RunView::started(RunKind kind, const QString& task, const QString& phase, bool encoding) {
     m_sinceStart.start();
-    m_modelLoading = false; // the run's own line from now
     m_waitsForEncoders = encoding && kind == RunKind::Single;
     m_waitedMs = 0;
     if (kind == RunKind::Compare) {
@@ -97,8 +97,8 @@ void RunView::started(RunKind kind, const QString& task, const QString& phase, b
     }
     m_task = task;
     m_w.results->showPending(phase);
-    m_w.status->setText(kind == RunKind::Compare ? tr("Comparing: %1").arg(phase)
-                                                 : tr("%1: %2").arg(taskDisplayName(task), phase));
+    setStatus(kind == RunKind::Compare ? tr("Comparing: %1").arg(phase)
+                                       : tr("%1: %2").arg(taskDisplayName(task), phase));
     m_refreshTimer->start();
 }
 
@@ -111,7 +111,7 @@ void RunView::setPhase(const QString& phase) {
         return;
     m_w.results->showPending(phase);
     if (m_run->kind() == RunKind::Single)
-        m_w.status->setText(tr("%1: %2").arg(taskDisplayName(m_task), phase));
+        setStatus(tr("%1: %2").arg(taskDisplayName(m_task), phase));
 }
 
 void RunView::cancelling() {
@@ -125,33 +125,30 @@ void RunView::cancelling() {
             onCompareFinished(*c.compare);
         return;
     }
-    m_w.status->setText(tr("Cancelling…"));
+    setStatus(tr("Cancelling…"));
 }
 
 void RunView::clear() {
     m_w.results->clear();
     m_w.latency->clear();
     m_w.compare->clear();
-    m_w.status->setText(tr("Idle"));
-    if (m_modelLoading) { // an image opened while a model loads: "Idle" once it is in
-        m_beforeLoading = m_w.status->text();
-        m_w.status->setText(tr("Waiting for the model"));
-    }
+    setStatus(tr("Idle"));
 }
 
 void RunView::showModelLoading(bool loading) {
-    m_loadPending = loading;
-    if (m_run->isRunning())
-        return; // a run queued behind the load says what it waits for; finish() comes back here
-    if (loading) {
-        if (!m_modelLoading)
-            m_beforeLoading = m_w.status->text();
-        m_modelLoading = true;
-        m_w.status->setText(tr("Waiting for the model"));
-    } else if (m_modelLoading) {
-        m_modelLoading = false;
-        m_w.status->setText(m_beforeLoading);
-    }
+    m_modelLoading = loading;
+    showStatus();
+}
+
+void RunView::setStatus(const QString& text) {
+    m_status = text;
+    showStatus();
+}
+
+void RunView::showStatus() {
+    // A run queued behind the load says what it waits for itself.
+    m_w.status->setText(m_modelLoading && !m_run->isRunning() ? tr("Waiting for the model")
+                                                              : m_status);
 }
 
 void RunView::finish(const QString& status) {
@@ -159,9 +156,7 @@ void RunView::finish(const QString& status) {
     // Ended before its first token: the previous answer stands, saying so.
     m_w.results->endPending(status);
     m_run->finish();
-    m_w.status->setText(status);
-    if (m_loadPending) // cancelled for a model's load, or before its start: that load goes on
-        showModelLoading(true);
+    setStatus(status);
     emit runEnded();
 }
 
@@ -181,7 +176,7 @@ void RunView::onRunStarted(quint64 runId) {
         m_waitedMs = double(m_sinceStart.nsecsElapsed()) / 1e6;
     // A single run keeps the phase started() or setPhase() gave.
     if (m_run->kind() == RunKind::Compare)
-        m_w.status->setText(tr("Comparing: warming up…"));
+        setStatus(tr("Comparing: warming up…"));
 }
 
 void RunView::clearResultViews() {
@@ -206,8 +201,8 @@ void RunView::onToken(const TokenUpdate& u) {
         m_w.latency->setStages(e.preprocessMs, e.visionMs, e.textEncoderMs);
     } else {
         m_w.compare->addStep(u.pass, e.step, e.stepMs);
-        m_w.status->setText(u.pass == 0 ? tr("Comparing: KV cache on… %1 tokens").arg(e.step + 1)
-                                        : tr("Comparing: KV cache off… %1 tokens").arg(e.step + 1));
+        setStatus(u.pass == 0 ? tr("Comparing: KV cache on… %1 tokens").arg(e.step + 1)
+                              : tr("Comparing: KV cache off… %1 tokens").arg(e.step + 1));
     }
     m_dirty = true;
     emit tokenArrived(u.runId, e.step);
@@ -227,7 +222,7 @@ void RunView::refresh() {
     m_w.latency->refresh();
     m_w.compare->refresh();
     if (m_run->isRunning() && m_run->kind() == RunKind::Single)
-        m_w.status->setText(tr("Generating… %1 decoding steps").arg(m_run->tokensReceived()));
+        setStatus(tr("Generating… %1 decoding steps").arg(m_run->tokensReceived()));
     // A label streams in before its box: "no items, text only" would flicker until it comes.
     const ParsedAnswer& sofar = m_run->shownAnswer();
     const QString count = sofar.type != AnswerType::PureText && sofar.items.empty()

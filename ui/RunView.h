@@ -97,6 +97,9 @@ private:
     // The answer as the widgets show it: clean labels, items below the minimum score hidden.
     ParsedAnswer visibleAnswer() const;
     void finish(const QString& status);
+    // The run's line: `text`, or "Waiting for the model" while one loads and nothing runs.
+    void setStatus(const QString& text);
+    void showStatus();
 
     RunController* m_run;
     Widgets m_w;
@@ -107,9 +110,8 @@ private:
     QElapsedTimer m_sinceStart; // since started()
     bool m_waitsForEncoders = false;
     double m_waitedMs = 0; // from started() to the engine's start, when it waited for encoders
-    bool m_loadPending = false;  // a model is loading
-    bool m_modelLoading = false; // the run's line says so
-    QString m_beforeLoading;     // what it said before
+    bool m_modelLoading = false; // a model is loading
+    QString m_status;            // the run's line, shown unless a model loads with no run
 };
 
 } // namespace florence::ui
