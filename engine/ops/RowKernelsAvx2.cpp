@@ -98,7 +98,7 @@ struct Int8Weights {
 
 // Output column j for R (one or two) rows of x, its weights read front to back, one column
 // after the next: a product reads its weights as one sequential stream, which the hardware
-// prefetcher follows best (RowKernels.cpp). Four sums per row, so the FMAs' latency never holds
+// prefetcher follows best (RowKernels.cpp), asked for kPrefetchAhead bytes ahead as well. Four sums per row, so the FMAs' latency never holds
 // the loads back (a step chains two to four FMAs); with scales (int8 weights), each sum is
 // multiplied by its column's scale before the bias is added.
 template <class W, int R>
@@ -117,10 +117,13 @@ inline void column(const float* x, const typename W::T* w, const float* bias, co
     int64_t i = 0;
     for (; i + kSums * kStep <= k; i += kSums * kStep)
 #pragma GCC unroll 4
-        for (int a = 0; a < kSums; ++a)
+        for (int a = 0; a < kSums; ++a) {
+            _mm_prefetch(reinterpret_cast<const char*>(wj + i + a * kStep) + kPrefetchAhead,
+                     _MM_HINT_T0);
 #pragma GCC unroll 4
             for (int r = 0; r < R; ++r)
                 acc[r][a] = W::fma(wj + i + a * kStep, x + r * xs + i + a * kStep, acc[r][a]);
+        }
     for (; i + kStep <= k; i += kStep)
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r)
@@ -193,6 +196,8 @@ inline void int16Column(const Int16Input& x, int row0, const int8_t* w, const do
             lo[r] = hi[r] = _mm256_setzero_si256();
         int64_t i = b0;
         for (; i + 32 <= b1; i += 32) {
+            _mm_prefetch(reinterpret_cast<const char*>(wj + i) + kPrefetchAhead,
+                     _MM_HINT_T0);
             int16Pairs<R>(xr, x.stride, widen16(wj + i), i, lo);
             int16Pairs<R>(xr, x.stride, widen16(wj + i + 16), i + 16, hi);
         }
