@@ -46,13 +46,6 @@ struct Int16Input {
     std::vector<float> scales;   // per row
 };
 constexpr int64_t kInt16Block = 4096;
-
-// How far ahead of its loads a step kernel asks for its weights (_mm_prefetch, bytes). The
-// hardware prefetcher alone fell behind these kernels' one stream: held to AVX2 on a Zen 5 host
-// (two threads, a base decoder step's products, alternated), one row's int8 products 2.33 ->
-// 2.07 ms, three rows' 3.71 -> 2.79, float32 three rows' 10.4 -> 8.1. The AVX-512 kernels, which
-// take a cache line per load, read their stream as fast without it (RowKernels.cpp).
-constexpr int kPrefetchAhead = 4096;
 int int16Levels(int64_t k);
 void prepareInt16Input(const float* x, int rows, int64_t k, Int16Input& out);
 // Rows row0 .. row0 + rows - 1 of x (1 to 4) into y [rows, n].
