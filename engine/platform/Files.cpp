@@ -101,9 +101,8 @@ std::string whyNotWritableFolder(const std::string& path) {
 std::string whyNotARegularFile(const std::string& path, int64_t maxBytes) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0)
-        return errno == ENOENT || errno == ENOTDIR
-                   ? std::string()
-                   : path + ": cannot be examined (" + std::strerror(errno) + ")";
+        return errno == ENOENT || errno == ENOTDIR ? std::string()
+                                                   : detail::whyNotOpened(path, errno);
     if (S_ISDIR(st.st_mode))
         return path + " is a folder, not a file";
     if (S_ISFIFO(st.st_mode))

@@ -26,6 +26,35 @@ const char* kindOf(mode_t mode) {
     return "is not a regular file";
 }
 
+} // namespace
+
+std::string whyNotOpened(const std::string& path, int err) {
+    switch (err) {
+    case ENOENT: {
+        // A link whose target is gone says "does not exist" of a name the user can see.
+        char target[4096];
+        const ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
+        if (n > 0)
+            return path + " is a symbolic link to " + std::string(target, size_t(n)) +
+                   ", which does not exist";
+        return path + ": the file does not exist";
+    }
+    case ELOOP:
+        return path + " is a symbolic link that leads round in a loop, never to a file";
+    case EACCES:
+    case EPERM:
+        return path + ": you are not allowed to read it (permission denied)";
+    case ENAMETOOLONG:
+        return path + ": the name is too long for this system";
+    case ENOTDIR:
+        return path + ": a part of the path before the file's name is not a folder";
+    default:
+        return path + ": cannot be read (" + std::strerror(err) + ")";
+    }
+}
+
+namespace {
+
 // Closes the descriptor on every path out.
 struct Fd {
     int fd = -1;
@@ -50,8 +79,7 @@ int openRegularFile(const std::string& path, int64_t* size, std::string* error) 
     // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
     const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) {
-        *error = errno == ENOENT ? path + ": the file does not exist"
-                                 : path + ": cannot be read (" + std::strerror(errno) + ")";
+        *error = whyNotOpened(path, errno);
         return -1;
     }
     struct stat st {};

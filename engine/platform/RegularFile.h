@@ -22,6 +22,11 @@ namespace florence::detail {
 // FIFO between a check and the open does not help. `size` receives the file's size.
 int openRegularFile(const std::string& path, int64_t* size, std::string* error);
 
+// Why `path` could not be opened, in words, from the open's or stat's errno: a missing file, a
+// link to a missing one (naming its target), a loop of links, no permission ("path: …" or "path
+// is …").
+std::string whyNotOpened(const std::string& path, int err);
+
 // The whole file if it is a regular file of at most `maxBytes`; else empty with `error` set.
 QByteArray readRegularFile(const std::string& path, int64_t maxBytes, std::string* error);
 
