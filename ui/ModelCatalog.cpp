@@ -116,6 +116,10 @@ void ModelCatalog::dropUnlisted(const QString& dir) {
 }
 
 QString ModelCatalog::describeModel(const ModelInfo& info) {
+    return QStringLiteral("%1 · %2").arg(info.name(), describeWeights(info));
+}
+
+QString ModelCatalog::describeWeights(const ModelInfo& info) {
     const double p = static_cast<double>(info.manifest.parameterCount);
     // No-break spaces: a narrow panel wraps the line between its parts, never inside "9.9 M
     // parameters".
@@ -126,7 +130,7 @@ QString ModelCatalog::describeModel(const ModelInfo& info) {
         size = QString::number(p / 1e6, 'f', 1) + QStringLiteral("\u00A0M");
     else
         size = QString::number(info.manifest.parameterCount);
-    return QStringLiteral("%1 · %2\u00A0parameters · %3").arg(info.name(), size, info.precision());
+    return QStringLiteral("%1\u00A0parameters · %2").arg(size, info.precision());
 }
 
 QString ModelCatalog::explainModelWeights(const QString& name, const QString& source) {

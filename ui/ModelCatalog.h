@@ -60,6 +60,9 @@ public:
 
     // "florence2-tiny (random init) · 12.3 M parameters · float32"
     static QString describeModel(const ModelInfo& info);
+    // "12.3 M parameters · float32": describeModel without the name, for where the name shows
+    // beside it (the settings panel's model list).
+    static QString describeWeights(const ModelInfo& info);
     // What kind of weights these are and what answers to expect, from the manifest's name and
     // source: a demo model trained on synthetic scenes, random weights, or a real checkpoint.
     // Plain text, one or two sentences.

@@ -19,6 +19,7 @@
 #include <QLabel>
 #include <QScreen>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -83,6 +84,7 @@ private slots:
     void windowFitsSmallScreens();
     void machineTextsDoNotWidenTheWindow();
     void settingsFitTheirPanelOnSmallScreens();
+    void taskShowsWithoutScrollingOnSmallScreens();
     void elidedLabelElidesAndKeepsItsText();
     void statusLabelsAreWholeWhereThereIsRoom();
     void checkBoxesShowInTheDarkTheme();
@@ -271,6 +273,43 @@ void TestLayout::settingsFitTheirPanelOnSmallScreens() {
         QVERIFY2(problem.isEmpty(), qPrintable(problem));
     }
     florence::ui::applyTheme(florence::ui::Theme::System);
+}
+
+void TestLayout::taskShowsWithoutScrollingOnSmallScreens() {
+    // On a 1280x720 screen (or 2560x1440 at 2x) the settings panel is the image's height: the
+    // model's purpose and description must leave room for the task and its hint, not push them
+    // under the fold (the bundled model's purpose alone took five lines). The task's input
+    // below them shows too, with a few pixels to spare: fonts differ from one system to the
+    // next, so it is not asked for here.
+    auto* panel = m_w->findChild<florence::ui::ControlPanel*>();
+    QVERIFY(panel);
+    auto* scroll = panel->findChild<QScrollArea*>(QStringLiteral("controlScroll"));
+    QVERIFY(scroll && scroll->widget());
+    m_w->resize(1280, 680);
+    QTRY_COMPARE(m_w->size(), QSize(1280, 680));
+    QCoreApplication::processEvents();
+    scroll->verticalScrollBar()->setValue(0);
+    auto* purpose = m_w->findChild<QLabel*>(QStringLiteral("modelPurposeLabel"));
+    QVERIFY(purpose);
+    QVERIFY(purpose->isVisible());
+    // Cut to its lines, whole in its tooltip.
+    QVERIFY2(purpose->text().endsWith(QChar(0x2026)), qPrintable(purpose->text()));
+    QVERIFY2(purpose->toolTip().contains("import a Florence-2 checkpoint"),
+             qPrintable(purpose->toolTip()));
+    const QWidget* viewport = scroll->viewport();
+    for (const char* name : {"taskCombo", "taskHintLabel"}) {
+        auto* w = m_w->findChild<QWidget*>(QString::fromLatin1(name));
+        QVERIFY2(w, name);
+        const QRect r(w->mapTo(viewport, QPoint(0, 0)), w->size());
+        QVERIFY2(viewport->rect().contains(r),
+                 qPrintable(QString("%1 at %2,%3 %4x%5 is not whole in the panel's %6 pixels")
+                                .arg(name)
+                                .arg(r.x())
+                                .arg(r.y())
+                                .arg(r.width())
+                                .arg(r.height())
+                                .arg(viewport->height())));
+    }
 }
 
 void TestLayout::elidedLabelElidesAndKeepsItsText() {

@@ -79,11 +79,15 @@ private slots:
 
 void TestMainWindow::startsWithModelAndShowsIt() {
     QVERIFY(m_w->isModelReady());
+    // The model list names the model; the line under it what it weighs and runs in.
+    auto* models = child<QComboBox>(m_w.get(), "modelCombo");
+    QVERIFY2(models->currentText().contains("florence2-demo-shapes"),
+             qPrintable(models->currentText()));
     auto* label = child<QLabel>(m_w.get(), "modelLabel");
     QVERIFY(label);
-    QVERIFY2(label->text().contains("florence2-demo-shapes"), qPrintable(label->text()));
-    QVERIFY(label->text().contains("parameters"));
+    QVERIFY2(label->text().contains("parameters"), qPrintable(label->text()));
     QVERIFY(label->text().contains("float32"));
+    QVERIFY(label->text().contains("loaded\u00A0in"));
     auto* status = child<QLabel>(m_w.get(), "statusModel");
     QVERIFY(status->text().contains("florence2-demo-shapes"));
     auto* tasks = child<QComboBox>(m_w.get(), "taskCombo");

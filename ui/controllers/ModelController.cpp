@@ -149,7 +149,8 @@ void ModelController::onLoaded(const ModelInfo& info) {
     m_ready = true;
     m_loading = false;
     const QString desc = ModelCatalog::describeModel(info);
-    QString loaded = tr("%1\nloaded in %2").arg(desc, ms(info.loadMs));
+    // The model list above names the model: the panel's lines are what it weighs and runs in.
+    QString weights = ModelCatalog::describeWeights(info);
     QString explained =
         tr("%1\n\n%2\n\nPackage: %3")
             .arg(ModelCatalog::explainModelWeights(info), ModelCatalog::importCheckpointHint(),
@@ -159,14 +160,18 @@ void ModelController::onLoaded(const ModelInfo& info) {
         // model is named, and in a message once it is loaded.
         const QString encoders = QString::fromLatin1(precisionName(info.encoderPrecision));
         if (encoders != info.precision())
-            loaded += tr(" (encoders %1)").arg(encoders);
+            weights += tr(" (encoders %1)").arg(encoders);
         explained = tr("Precision: %1.\n\n%2").arg(info.precisionNote, explained);
     }
     if (info.automatic) {
         explained = tr("%1.\n\n%2").arg(info.automaticReason, explained);
         m_panel->setPrecisionCosts(info.precisionMode, info.precisionOptions);
     }
-    m_panel->setModelText(loaded, explained);
+    // No-break spaces: a narrow panel wraps before "loaded in 546 ms", never inside it.
+    const QString loadedIn = tr("loaded in %1").arg(ms(info.loadMs));
+    m_panel->setModelText(QStringLiteral("%1 · %2").arg(
+                              weights, QString(loadedIn).replace(QLatin1Char(' '), QChar(0xA0))),
+                          explained);
     std::optional<QStringList> trained;
     if (info.manifest.trainedTasks) {
         trained.emplace();
@@ -206,7 +211,7 @@ void ModelController::onFailed(const QString& dir, const QString& text) {
             m_info.automatic ? std::nullopt : std::optional<Precision>(m_info.precisionMode), true);
     }
     if (m_ready) {
-        m_panel->setModelText(ModelCatalog::describeModel(m_info));
+        m_panel->setModelText(ModelCatalog::describeWeights(m_info));
         m_panel->setModelPurpose(QString::fromStdString(m_info.manifest.purpose));
         if (m_info.automatic)
             m_panel->setPrecisionCosts(m_info.precisionMode, m_info.precisionOptions);

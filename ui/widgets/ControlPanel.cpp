@@ -108,8 +108,11 @@ ControlPanel::ControlPanel(QAbstractItemModel* models, QAction* run, QAction* ca
     m_modelCombo->setToolTip(tr("The model package in use; pick another to load it"));
     m_modelLabel = wrappingLabel(modelBox, "modelLabel");
     m_modelLabel->setText(tr("No model loaded"));
-    // What the model is for and what it cannot do, in plain sight under its name.
-    m_purposeLabel = wrappingLabel(modelBox, "modelPurposeLabel");
+    // What the model is for and what it cannot do, in plain sight under its name: three lines
+    // at most (the whole in its tooltip), so that the task's settings show below it on a
+    // 1280x720 screen.
+    m_purposeLabel = new ClampedLabel(3, modelBox);
+    m_purposeLabel->setObjectName(QStringLiteral("modelPurposeLabel"));
     QFont purposeFont = m_purposeLabel->font();
     purposeFont.setItalic(true);
     m_purposeLabel->setFont(purposeFont);
@@ -353,7 +356,7 @@ void ControlPanel::setTrainedTasks(const std::optional<QStringList>& tokens) {
 }
 
 void ControlPanel::setModelPurpose(const QString& text) {
-    m_purposeLabel->setText(text);
+    m_purposeLabel->setFullText(text);
     m_purposeLabel->setVisible(!text.isEmpty());
 }
 

@@ -159,7 +159,7 @@ private:
     bool m_messageIsError = false;
     std::optional<QRectF> m_region;
     std::optional<QStringList> m_trainedTasks;
-    QLabel* m_purposeLabel = nullptr;
+    ClampedLabel* m_purposeLabel = nullptr;
 };
 
 } // namespace florence::ui
