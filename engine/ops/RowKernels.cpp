@@ -238,8 +238,10 @@ FLORENCE_VNNI inline void vnniFourColumns(const VnniInput& x, int row0, const in
         const __mmask64 m = left >= 64 ? ~__mmask64(0) : (__mmask64(1) << left) - 1;
         __m512i wv[4];
 #pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c)
+        for (int c = 0; c < 4; ++c) {
+            _mm_prefetch(reinterpret_cast<const char*>(wc[c] + i) + kPrefetchAhead, _MM_HINT_T0);
             wv[c] = _mm512_maskz_loadu_epi8(m, wc[c] + i);
+        }
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
             const __m512i a = _mm512_loadu_si512(x.magnitude.data() + (row0 + r) * x.stride + i);
