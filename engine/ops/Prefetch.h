@@ -1,13 +1,33 @@
 #pragma once
-// How far ahead of their loads the decoding step's kernels ask for their weights (_mm_prefetch,
-// in bytes), one request per cache line they read. Each product's weights are one sequential
-// stream (RowKernels.cpp), yet the hardware prefetcher alone fell behind it on a Zen 5 host:
-// with AVX-512 the int8 VNNI kernel's masked loads went unprefetched and a base int8 step took
-// 8.7 ms where it takes 3.3-3.8 ms asked ahead; held to AVX2, one row's int8 products 2.33 ->
-// 2.07 ms and three rows' 3.71 -> 2.79, float32 three rows' 10.4 -> 8.1 (two threads, a base
-// decoder step's products, alternated). 2048 to 16384 bytes ahead did as well as 4096.
+// The decoding step's kernels ask for their weights kPrefetchAhead bytes ahead of their loads,
+// one request per 64 bytes they read (per 32 in the AVX2 int8 kernels, whose loop takes 32:
+// the second request finds the line on its way, which costs next to nothing). Each product's
+// weights are one sequential stream (RowKernels.cpp), yet the hardware prefetcher alone fell
+// behind it on a Zen 5 host: with AVX-512 a base int8 step took 8.7 ms where it takes 3.3-3.8 ms
+// asked ahead (likely its masked loads, which the int8 VNNI kernel takes); held to AVX2, one
+// row's int8 products 2.33 -> 2.07 ms and three rows' 3.71 -> 2.79, float32 three rows' 10.4 ->
+// 8.1 (two threads, a base decoder step's products, alternated). 2048 to 16384 bytes ahead did
+// as well as 4096.
+//
+//     prefetchAhead(wj + i); // before loading wj[i .. i + 64)
+//
+// In an anonymous namespace, as RowScale.h: each file keeps its own copy, compiled for its own
+// instructions.
+#include <cstdint>
+
 namespace florence::ops {
+namespace {
 
 constexpr int kPrefetchAhead = 4096;
 
+// The address is computed as an integer: kPrefetchAhead past the last weights lies past the end
+// of their buffer, where a pointer may not point, and a prefetch there never faults.
+// GCC's builtin (prefetcht0 here) rather than _mm_prefetch: <immintrin.h> must come after the
+// AVX-512 files' own diagnostic settings (Avx512.h).
+inline void prefetchAhead(const void* p) {
+    __builtin_prefetch(
+        reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) + kPrefetchAhead), 0, 3);
+}
+
+} // namespace
 } // namespace florence::ops

@@ -17,9 +17,9 @@ namespace {
 // reads its weights as one sequential stream. The earlier form read four columns side by side
 // (four streams, each asking for its counterpart in the next group): on a Zen 5 host with
 // AVX-512 one core read a base decoder step's weights at 15 GB/s that way and at 23 GB/s as one
-// stream, as fast as a plain sum over them; asked for kPrefetchAhead ahead (Prefetch.h). A
-// column's sums go into kSums registers per row, so the FMAs' latency never holds the loads
-// back (int8 and bfloat16 chain two to four FMAs per step).
+// stream, as fast as a plain sum over them. The kernels also ask for the stream ahead
+// (Prefetch.h). A column's sums go into kSums registers per row, so the FMAs' latency never holds
+// the loads back (int8 and bfloat16 chain two to four FMAs per step).
 constexpr int kSums = 4;
 
 // Weights as float32: 16 per step.
@@ -114,8 +114,7 @@ inline void column(const float* x, const typename W::T* w, const float* bias, co
     for (; i + kSums * kStep <= k; i += kSums * kStep)
 #pragma GCC unroll 4
         for (int a = 0; a < kSums; ++a) {
-            _mm_prefetch(reinterpret_cast<const char*>(wj + i + a * kStep) + kPrefetchAhead,
-                         _MM_HINT_T0);
+            prefetchAhead(wj + i + a * kStep);
 #pragma GCC unroll 4
             for (int r = 0; r < R; ++r)
                 acc[r][a] = W::fma(wj + i + a * kStep, x + r * xs + i + a * kStep, acc[r][a]);
@@ -203,8 +202,8 @@ FLORENCE_VNNI inline void vnniColumn(const VnniInput& x, int row0, const int8_t*
         even[r] = odd[r] = _mm512_setzero_si512();
     int64_t i = 0;
     for (; i + 128 <= k; i += 128) {
-        _mm_prefetch(reinterpret_cast<const char*>(wj + i) + kPrefetchAhead, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(wj + i) + kPrefetchAhead + 64, _MM_HINT_T0);
+        prefetchAhead(wj + i);
+        prefetchAhead(wj + i + 64);
         vnniStep<R>(x, row0, wj, k, i, even);
         vnniStep<R>(x, row0, wj, k, i + 64, odd);
     }
@@ -239,7 +238,7 @@ FLORENCE_VNNI inline void vnniFourColumns(const VnniInput& x, int row0, const in
         __m512i wv[4];
 #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) {
-            _mm_prefetch(reinterpret_cast<const char*>(wc[c] + i) + kPrefetchAhead, _MM_HINT_T0);
+            prefetchAhead(wc[c] + i);
             wv[c] = _mm512_maskz_loadu_epi8(m, wc[c] + i);
         }
 #pragma GCC unroll 4

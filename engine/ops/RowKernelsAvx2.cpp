@@ -99,7 +99,7 @@ struct Int8Weights {
 
 // Output column j for R (one or two) rows of x, its weights read front to back, one column
 // after the next: a product reads its weights as one sequential stream, which the hardware
-// prefetcher follows best (RowKernels.cpp), asked for kPrefetchAhead bytes ahead as well. Four sums
+// prefetcher follows best (RowKernels.cpp), asked for ahead as well (Prefetch.h). Four sums
 // per row, so the FMAs' latency never holds the loads back (a step chains two to four FMAs); with
 // scales (int8 weights), each sum is multiplied by its column's scale before the bias is added.
 template <class W, int R>
@@ -119,8 +119,7 @@ inline void column(const float* x, const typename W::T* w, const float* bias, co
     for (; i + kSums * kStep <= k; i += kSums * kStep)
 #pragma GCC unroll 4
         for (int a = 0; a < kSums; ++a) {
-            _mm_prefetch(reinterpret_cast<const char*>(wj + i + a * kStep) + kPrefetchAhead,
-                         _MM_HINT_T0);
+            prefetchAhead(wj + i + a * kStep);
 #pragma GCC unroll 4
             for (int r = 0; r < R; ++r)
                 acc[r][a] = W::fma(wj + i + a * kStep, x + r * xs + i + a * kStep, acc[r][a]);
@@ -197,7 +196,7 @@ inline void int16Column(const Int16Input& x, int row0, const int8_t* w, const do
             lo[r] = hi[r] = _mm256_setzero_si256();
         int64_t i = b0;
         for (; i + 32 <= b1; i += 32) {
-            _mm_prefetch(reinterpret_cast<const char*>(wj + i) + kPrefetchAhead, _MM_HINT_T0);
+            prefetchAhead(wj + i);
             int16Pairs<R>(xr, x.stride, widen16(wj + i), i, lo);
             int16Pairs<R>(xr, x.stride, widen16(wj + i + 16), i + 16, hi);
         }

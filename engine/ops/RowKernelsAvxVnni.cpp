@@ -52,7 +52,7 @@ inline void column(const AvxVnniInput& x, int row0, const int8_t* w, const doubl
     const int64_t whole = k / 32 * 32;
     int64_t i = 0;
     for (; i + 64 <= whole; i += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(wj + i) + kPrefetchAhead, _MM_HINT_T0);
+        prefetchAhead(wj + i);
         step<R>(x, row0, load(wj + i), i, even);
         step<R>(x, row0, load(wj + i + 32), i + 32, odd);
     }
