@@ -1,6 +1,8 @@
 #include "platform/RegularFile.h"
 
 #include <QCryptographicHash>
+#include <QDir>
+#include <QFileInfo>
 
 #include <algorithm>
 #include <cerrno>
@@ -31,19 +33,31 @@ const char* kindOf(mode_t mode) {
 std::string whyNotOpened(const std::string& path, int err) {
     switch (err) {
     case ENOENT: {
-        // A link whose target is gone says "does not exist" of a name the user can see.
-        char target[4096];
-        const ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
-        if (n > 0)
-            return path + " is a symbolic link to " + std::string(target, size_t(n)) +
-                   ", which does not exist";
+        // A link whose target is gone says "does not exist" of a name the user can see. Its
+        // target is relative to the link's folder; a target that is itself a link leads on.
+        char stored[4096];
+        const ssize_t n = ::readlink(path.c_str(), stored, sizeof stored - 1);
+        if (n > 0) {
+            const QString target = QString::fromLocal8Bit(stored, qsizetype(n));
+            const QString link = QString::fromLocal8Bit(path.c_str());
+            const std::string resolved =
+                QDir::cleanPath(QFileInfo(link).dir().filePath(target)).toLocal8Bit().toStdString();
+            struct stat st {};
+            if (::lstat(resolved.c_str(), &st) == 0)
+                return path + " is a symbolic link that leads, through " + resolved +
+                       ", to a file that does not exist";
+            return path + " is a symbolic link to " + resolved + ", which does not exist";
+        }
         return path + ": the file does not exist";
     }
     case ELOOP:
-        return path + " is a symbolic link that leads round in a loop, never to a file";
+        // The exporter's words for the same (engine/exporter/florence2/files.py).
+        return path + " is a link that leads back to itself (a link loop), or through too many "
+                      "links";
     case EACCES:
     case EPERM:
-        return path + ": you are not allowed to read it (permission denied)";
+        return path + ": permission denied (the file, or a folder on the way to it, is closed to "
+                      "you)";
     case ENAMETOOLONG:
         return path + ": the name is too long for this system";
     case ENOTDIR:
