@@ -22,6 +22,23 @@ QString ms(double v) {
                      : QStringLiteral("%1 ms").arg(v, 0, 'f', 0);
 }
 
+QString unbroken(QString text) {
+    return text.replace(QLatin1Char(' '), QChar(0xA0));
+}
+
+// The line under the model list, which names the model: "9.9 M parameters · int8 (encoders
+// float32) · loaded in 546 ms". No-break spaces: a narrow panel wraps between the parts, never
+// inside "loaded in 546 ms".
+QString modelLine(const ModelInfo& info) {
+    QString line = ModelCatalog::describeWeights(info);
+    // The precision the user chose does not hold everywhere on this CPU.
+    const QString encoders = QString::fromLatin1(precisionName(info.encoderPrecision));
+    if (!info.precisionNote.isEmpty() && encoders != info.precision())
+        line += QLatin1Char(' ') + unbroken(ModelController::tr("(encoders %1)").arg(encoders));
+    return line + QStringLiteral(" · ") +
+           unbroken(ModelController::tr("loaded in %1").arg(ms(info.loadMs)));
+}
+
 } // namespace
 
 ModelController::ModelController(ModelCatalog* catalog, ControlPanel* panel, QLabel* status,
@@ -149,29 +166,20 @@ void ModelController::onLoaded(const ModelInfo& info) {
     m_ready = true;
     m_loading = false;
     const QString desc = ModelCatalog::describeModel(info);
-    // The model list above names the model: the panel's lines are what it weighs and runs in.
-    QString weights = ModelCatalog::describeWeights(info);
     QString explained =
         tr("%1\n\n%2\n\nPackage: %3")
             .arg(ModelCatalog::explainModelWeights(info), ModelCatalog::importCheckpointHint(),
                  QDir::toNativeSeparators(info.dir));
     if (!info.precisionNote.isEmpty()) {
         // The precision the user chose does not hold everywhere on this CPU: say so where the
-        // model is named, and in a message once it is loaded.
-        const QString encoders = QString::fromLatin1(precisionName(info.encoderPrecision));
-        if (encoders != info.precision())
-            weights += tr(" (encoders %1)").arg(encoders);
+        // model is named (modelLine), and in a message once it is loaded.
         explained = tr("Precision: %1.\n\n%2").arg(info.precisionNote, explained);
     }
     if (info.automatic) {
         explained = tr("%1.\n\n%2").arg(info.automaticReason, explained);
         m_panel->setPrecisionCosts(info.precisionMode, info.precisionOptions);
     }
-    // No-break spaces: a narrow panel wraps before "loaded in 546 ms", never inside it.
-    const QString loadedIn = tr("loaded in %1").arg(ms(info.loadMs));
-    m_panel->setModelText(QStringLiteral("%1 · %2").arg(
-                              weights, QString(loadedIn).replace(QLatin1Char(' '), QChar(0xA0))),
-                          explained);
+    m_panel->setModelText(modelLine(info), explained);
     std::optional<QStringList> trained;
     if (info.manifest.trainedTasks) {
         trained.emplace();
@@ -211,7 +219,7 @@ void ModelController::onFailed(const QString& dir, const QString& text) {
             m_info.automatic ? std::nullopt : std::optional<Precision>(m_info.precisionMode), true);
     }
     if (m_ready) {
-        m_panel->setModelText(ModelCatalog::describeWeights(m_info));
+        m_panel->setModelText(modelLine(m_info));
         m_panel->setModelPurpose(QString::fromStdString(m_info.manifest.purpose));
         if (m_info.automatic)
             m_panel->setPrecisionCosts(m_info.precisionMode, m_info.precisionOptions);

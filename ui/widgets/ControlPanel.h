@@ -47,7 +47,8 @@ public:
     // The tasks the loaded model was trained for: unset when its package does not say, empty
     // for random weights; the task hint and the task list's tooltips say so.
     void setTrainedTasks(const std::optional<QStringList>& tokens);
-    // One line under the model list: what the model is for (empty hides it).
+    // Up to three lines under the model list (the whole in the tooltip): what the model is for
+    // (empty hides it).
     void setModelPurpose(const QString& text);
     // The loaded package's own tasks (Manifest::tasks, a fine-tune's) after the standard 15,
     // then "Custom prompt…" (the text field sent as typed); the previous package's are removed.
