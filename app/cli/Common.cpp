@@ -228,6 +228,7 @@ static std::shared_ptr<const florence::Model> loadModelUnlessCancelled(const Arg
     lo.threads = threadsOption(a);
     lo.cancel = &g_cancel;
     const std::string dir = modelDir(a);
+    bool quiet = false, measuredBefore = false;
     if (const std::optional<florence::Precision> fixed = generationSettings(a).precision) {
         lo.precision = *fixed;
     } else {
@@ -235,12 +236,13 @@ static std::shared_ptr<const florence::Model> loadModelUnlessCancelled(const Arg
         // then read from the user's cache folder.
         // --quiet: what was measured before goes unsaid; a measurement now (seconds to minutes)
         // is still said as it goes, and so is a precision that does not hold.
-        const bool quiet = a.has("quiet");
+        quiet = a.has("quiet");
         const florence::PrecisionChoice choice =
             florence::automaticPrecision(dir, lo.threads, &g_cancel, [&](const std::string& stage) {
                 std::cerr << "automatic precision, once for this CPU and model: " << stage << "\n";
             });
         lo.precision = choice.precision;
+        measuredBefore = !choice.probed;
         if (!quiet || choice.probed) {
             std::cerr << "note: " << choice.reason << " ("
                       << (choice.probed ? "measured now" : "measured before");
@@ -250,7 +252,10 @@ static std::shared_ptr<const florence::Model> loadModelUnlessCancelled(const Arg
         }
     }
     std::shared_ptr<const florence::Model> model = florence::Model::load(dir, lo);
-    if (!model->precisionNote().empty())
+    // How the precision Automatic picked runs here (int8's encoders in float32 but for their
+    // large products), said with the pick and, under --quiet, left unsaid with it. A precision
+    // the user fixed is always followed by what of it does not hold.
+    if (!model->precisionNote().empty() && !(quiet && measuredBefore))
         std::cerr << "note: " << model->precisionNote() << "\n";
     return model;
 }
