@@ -17,9 +17,6 @@ namespace florence::cli {
 
 namespace {
 
-// How a user keeps a file the run will not replace, in the command line's words.
-constexpr char kKeepHint[] = "pass --overwrite to replace it, or --out DIR to write elsewhere";
-
 // One line redrawn in place on a terminal: a bar, the count, images/s, the time left and the
 // current file. Silent when stderr is not a terminal (a log gets the summary at the end).
 class ProgressLine {
@@ -158,7 +155,9 @@ FolderJobParams batchJob(const Args& a, bool* jsonl) {
     if (job.formats == 0 && !*jsonl)
         throw UsageError("--format names nothing to write");
     captionOptions(a, job);
-    job.keepHint = kKeepHint;
+    // How a user goes on from a refusal, in the command line's words.
+    job.keepHint = "pass --overwrite to replace it, or --out DIR to write elsewhere";
+    job.existingHint = "--resume skips them, --overwrite answers them again";
     job.existing = a.has("resume")      ? ExistingResults::Skip
                    : a.has("overwrite") ? ExistingResults::Overwrite
                                         : ExistingResults::Refuse;
@@ -257,11 +256,8 @@ int runBatch(int argc, char** argv) {
         try {
             return FolderJob(batchJob(a, &out.jsonl));
         } catch (const ExistingResultsError& e) {
-            // Nothing was touched: the command line must say which way to go on.
-            const std::string what = e.what();
-            throw UsageError(what.find(kKeepHint) != std::string::npos
-                                 ? what
-                                 : what + ": --resume skips them, --overwrite answers them again");
+            // Nothing was touched; the message says which way to go on (the job's hints).
+            throw UsageError(e.what());
         }
     }();
     if (out.jsonl) { // every image that is not skipped gets its line, the refused ones too

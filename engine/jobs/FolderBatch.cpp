@@ -354,7 +354,7 @@ void FolderBatch::checkExisting() {
     if (existing > 0 && m_job.existing == ExistingResults::Refuse)
         throw ExistingResultsError(std::to_string(existing) + " of the " +
                                    std::to_string(m_images.size()) +
-                                   " images already have results");
+                                   " images already have results: " + m_job.existingHint);
     if (m_job.existing == ExistingResults::Skip)
         m_skipped = existing;
 }

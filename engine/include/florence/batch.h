@@ -77,8 +77,8 @@ enum class ExistingResults {
 };
 
 // What the run would replace and is refused: images with results under ExistingResults::Refuse
-// (the caller says how to choose: the CLI's --resume and --overwrite), or a COCO file this app
-// did not write (the message ends with FolderJobParams::keepHint).
+// (the message ends with FolderJobParams::existingHint), or a COCO file this app did not write
+// (it ends with FolderJobParams::keepHint).
 class ExistingResultsError : public Error {
 public:
     using Error::Error;
@@ -97,6 +97,9 @@ struct FolderJobParams {
     // How the caller's user keeps a file the run will not replace, ending the refusal's message
     // ("NAME.florence.json holds <OD>'s answer; choose Overwrite or another output folder").
     std::string keepHint = "choose Overwrite or another output folder";
+    // How the caller's user chooses for images that have results under ExistingResults::Refuse,
+    // ending that refusal's message ("3 of the 5 images already have results: …").
+    std::string existingHint = "skip them or answer them again";
     CaptionOptions caption; // for kCaptionFile
     // How the images are answered (FolderJob; FolderBatch does not read these).
     GenerationSettings settings; // applied to the model's defaults
