@@ -357,7 +357,7 @@ void ControlPanel::setTrainedTasks(const std::optional<QStringList>& tokens) {
 
 void ControlPanel::setModelPurpose(const QString& text) {
     m_purposeLabel->setFullText(text);
-    m_purposeLabel->setToolTip(text.isEmpty() ? QString() : wrappedTip(text));
+    m_purposeLabel->setToolTip(wrappedTip(text)); // "" stays ""
     m_purposeLabel->setVisible(!text.isEmpty());
 }
 
