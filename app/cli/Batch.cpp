@@ -217,6 +217,11 @@ FolderJobResult answerPending(const Args& a, const FolderJob& job, BatchOutput& 
     FolderJobHooks hooks;
     hooks.cancel = &g_cancel;
     hooks.onImageDone = [&](const FolderImageReport& report) {
+        if (report.outcome.error.empty() && job.params().task.region) {
+            progress.clear(); // the note takes a line of its own; the bar comes back below it
+            noteClippedRegion(job.params().task, report.outcome.path, report.outcome.width,
+                              report.outcome.height);
+        }
         const bool go = printJsonl(report, out);
         progress.show(report.progress, report.outcome.path);
         return go;

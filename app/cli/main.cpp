@@ -378,6 +378,8 @@ int runMany(Args& a, florence::TaskRequest request, const std::vector<std::strin
         std::cout << "[\n";
     florence::ImageRunHooks hooks;
     hooks.onImageDone = [&](const florence::ImageOutcome& o) {
+        if (o.error.empty())
+            florence::cli::noteClippedRegion(request, o.path, o.width, o.height);
         if (!o.error.empty()) {
             ++failed;
             std::cerr << "florence-studio-cli: error: " << o.error << "\n";

@@ -108,6 +108,7 @@ private slots:
     void interruptLeavesNoHalfWrittenFile();
     void runStreamsOneLinePerImage();
     void fileListShard();
+    void regionPastAnImageIsNotedForThatImage();
     void peakMemoryDoesNotGrowWithImages();
 
 private:
@@ -433,6 +434,27 @@ void TestBatch::fileListShard() {
     QCOMPARE(jsonLines(o.out).size(), 2);
     QCOMPARE(filesUnder(out),
              (QStringList{"scene_02.florence.json", "sub/scene_03.florence.json"}));
+}
+
+void TestBatch::regionPastAnImageIsNotedForThatImage() {
+    // One region in pixels for images of several sizes: inside the 1000x667 pier, past the
+    // 512x512 scene, which is asked about the part inside it and says so, in `run` and `batch`.
+    QVERIFY(copy(kSamples + "/pier.png", m_dir + "/pier.png"));
+    QVERIFY(copy(kScenes + "/scene_00.png", m_dir + "/scene_00.png"));
+    const QStringList task{"--task", "<REGION_TO_CATEGORY>", "--region", "10,10,800,200"};
+    const QByteArray note = "note: --region reaches past " + (m_dir + "/scene_00.png").toUtf8() +
+                            " (512x512): asking about the part inside it, 10,10,512,200\n";
+    const Output run =
+        runCli(QStringList{"run", "--images", m_dir, "--jsonl"} + task + kFast, 300000);
+    QVERIFY2(run.exitCode == 0, run.err.constData());
+    QCOMPARE(jsonLines(run.out).size(), 2);
+    QVERIFY2(run.err.contains(note), run.err.constData());
+    QCOMPARE(run.err.count("reaches past"), 1); // not for the pier
+    const Output batch =
+        runCli(QStringList{"batch", "--dir", m_dir, "--format", "json"} + task + kFast, 300000);
+    QVERIFY2(batch.exitCode == 0, batch.err.constData());
+    QVERIFY2(batch.err.contains(note), batch.err.constData());
+    QCOMPARE(batch.err.count("reaches past"), 1);
 }
 
 void TestBatch::peakMemoryDoesNotGrowWithImages() {
