@@ -3,6 +3,7 @@
 #include "AttendKernels.h"
 
 #include "Avx512.h"
+#include "Prefetch.h"
 
 #include <algorithm>
 #include <limits>
@@ -83,6 +84,8 @@ inline void addMask(float* sc, const float* mask, int64_t ms, int64_t S) {
 template <int C>
 void attend(const float* q, const float* k, int64_t ks, const float* v, int64_t vs,
             const float* mask, int64_t ms, int64_t S, int64_t d, float* sc, float* out) {
+    prefetchStart(k, ks, S, d);
+    prefetchStart(v, vs, S, d);
     const __mmask16 tail = d % 16 ? firstN(d % 16) : static_cast<__mmask16>(0xFFFF);
     auto load = [tail](const float* p, int c) {
         return c == C - 1 ? _mm512_maskz_loadu_ps(tail, p + 16 * c) : _mm512_loadu_ps(p + 16 * c);
@@ -96,6 +99,10 @@ void attend(const float* q, const float* k, int64_t ks, const float* v, int64_t 
     int64_t s = 0;
     for (; s + 4 <= S; s += 4) {
         const float* k0 = k + s * ks;
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c)
+            for (int r = 0; r < 4; ++r)
+                prefetchAhead(k0 + r * ks + 16 * c);
         __m512 a0 = _mm512_mul_ps(load(k0, 0), qv[0]);
         __m512 a1 = _mm512_mul_ps(load(k0 + ks, 0), qv[0]);
         __m512 a2 = _mm512_mul_ps(load(k0 + 2 * ks, 0), qv[0]);
@@ -133,6 +140,11 @@ void attend(const float* q, const float* k, int64_t ks, const float* v, int64_t 
         const __m512 p0 = _mm512_set1_ps(sc[s]);
         const __m512 p1 = _mm512_set1_ps(sc[s + 1]);
         const float* v0 = v + s * vs;
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) {
+            prefetchAhead(v0 + 16 * c);
+            prefetchAhead(v0 + vs + 16 * c);
+        }
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) {
             acc0[c] = _mm512_fmadd_ps(p0, load(v0, c), acc0[c]);

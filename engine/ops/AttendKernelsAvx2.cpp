@@ -3,6 +3,7 @@
 #include "AttendKernels.h"
 #include "Avx2Exp.h"
 #include "Avx2Kernels.h"
+#include "Prefetch.h"
 
 #include <immintrin.h>
 
@@ -87,6 +88,9 @@ inline void scores(const float* q, const float* k, int64_t ks, int64_t S, int64_
     int64_t s = 0;
     for (; s + 4 <= S; s += 4) {
         const float* k0 = k + s * ks;
+        for (int r = 0; r < 4; ++r)
+            for (int64_t c = 0; c < d; c += 16)
+                prefetchAhead(k0 + r * ks + c);
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         for (int64_t c = 0; c < b.full; ++c) {
             const __m256 qv = _mm256_loadu_ps(q + 8 * c);
@@ -136,6 +140,9 @@ void weightedPanel(const float* v, int64_t vs, const float* p, int64_t S, int64_
     for (int64_t s = 0; s < S; ++s) {
         const __m256 ps = _mm256_set1_ps(p[s]);
         const float* row = v + s * vs;
+#pragma GCC unroll 8
+        for (int c = 0; c < C; c += 2)
+            prefetchAhead(row + 8 * c);
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c)
             acc[c] = _mm256_fmadd_ps(ps, load(row, c), acc[c]);
@@ -454,6 +461,8 @@ void attendBlockF32Avx2(const BlockAttention& a, float* scratch) {
 void attendOneF32Avx2(const float* q, const float* k, int64_t kStride, const float* v,
                       int64_t vStride, const float* mask, int64_t maskStride, int64_t S, int64_t d,
                       float* scratch, float* out) {
+    prefetchStart(k, kStride, S, d);
+    prefetchStart(v, vStride, S, d);
     scores(q, k, kStride, S, d, scratch);
     if (mask)
         addMask(scratch, mask, maskStride, S);
