@@ -316,10 +316,14 @@ void checkOutputFiles(const Args& a, const RunInputs& in) {
     }
 }
 
-// Writes --annotate and --coco for one answer (checkOutputFiles checked their names).
+// Writes --annotate and --coco for one answer (checkOutputFiles checked their names): the
+// answer as a person reads it, as the app draws it and the answer document's COCO part holds it
+// (no "</s>" in a first OCR line's label; a region task's answer a box on the region asked about).
 void writeAnswerFiles(Args& a, const RunInputs& in, size_t i,
-                      const florence::ParsedAnswer& answer) {
+                      const florence::ParsedAnswer& parsed) {
     const auto [w, h] = in.sizes[i];
+    const florence::ParsedAnswer answer =
+        florence::readableAnswer(parsed, florence::askedRegion(parsed, in.requests[i].prompt));
     if (a.has("annotate"))
         florence::saveAnnotatedImage(*in.requests[i].image, answer, a.get("annotate"));
     if (a.has("coco")) {

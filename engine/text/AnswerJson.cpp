@@ -270,21 +270,6 @@ QJsonObject toCocoJson(const ParsedAnswer& answer, const std::string& imageFileN
         {"images", QJsonArray{image}}, {"annotations", annotations}, {"categories", categories}};
 }
 
-namespace {
-
-// The region a region task asked about, from the prompt the model was given.
-std::optional<Box> askedRegion(const ParsedAnswer& answer, const AnswerContext& context) {
-    try {
-        if (taskInfo(answer.task).input != TaskInput::Region)
-            return std::nullopt;
-    } catch (const TaskError&) {
-        return std::nullopt; // a task of the model's own
-    }
-    return regionInPrompt(context.prompt, answer.imageWidth, answer.imageHeight);
-}
-
-} // namespace
-
 QJsonObject nativeForm(const ParsedAnswer& answer, const ParsedAnswer& readable) {
     QJsonObject native = toNativeJson(readable);
     // The task's answer type, as at the top level, even where the asked region became an item.
@@ -295,7 +280,7 @@ QJsonObject nativeForm(const ParsedAnswer& answer, const ParsedAnswer& readable)
 QJsonObject answerJson(const ParsedAnswer& answer, const Result& result,
                        const AnswerContext& context) {
     // What a person reads (native form, COCO labels); the Hugging Face form keeps the parser's.
-    const ParsedAnswer readable = readableAnswer(answer, askedRegion(answer, context));
+    const ParsedAnswer readable = readableAnswer(answer, askedRegion(answer, context.prompt));
     QJsonObject o{{"format", "florence-studio-answer"},
                   {"format_version", kAnswerJsonVersion},
                   {"task", qstr(answer.task)},
@@ -320,7 +305,8 @@ QJsonObject answerJson(const ParsedAnswer& answer, const Result& result,
         o["prompt"] = qstr(context.prompt);
     if (!context.model.empty())
         o["model"] = qstr(context.model);
-    if (answer.type != AnswerType::PureText) {
+    // With geometry: boxes, quads or polygons, or a region task's answer on the region asked.
+    if (readable.type != AnswerType::PureText) {
         const QString name = QFileInfo(qstr(context.imageFile)).fileName();
         o["coco"] = toCocoJson(readable, name.toStdString(), answer.imageWidth, answer.imageHeight);
     }

@@ -81,4 +81,14 @@ std::optional<Box> regionInPrompt(const std::string& prompt, int imageWidth, int
                binToPixel(bin(3), imageWidth), binToPixel(bin(4), imageHeight)};
 }
 
+std::optional<Box> askedRegion(const ParsedAnswer& answer, const std::string& prompt) {
+    try {
+        if (taskInfo(answer.task).input != TaskInput::Region)
+            return std::nullopt;
+    } catch (const TaskError&) {
+        return std::nullopt; // a task of the model's own
+    }
+    return regionInPrompt(prompt, answer.imageWidth, answer.imageHeight);
+}
+
 } // namespace florence

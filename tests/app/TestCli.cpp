@@ -95,6 +95,7 @@ private slots:
     void everyTaskEndToEnd_data();
     void everyTaskEndToEnd();
     void runJsonHasTimingsAndAnnotates();
+    void answerFilesHoldTheAnswerAsRead();
     void outputFilesAreCheckedBeforeTheRun();
     void noCacheGivesSameTokens();
     void compareJson();
@@ -177,7 +178,9 @@ void TestCli::everyTaskEndToEnd() {
     QVERIFY(r["huggingface"].toObject().contains(task));
     QVERIFY(r["raw_text"].toString().startsWith("</s><s>"));
     // COCO only where the answer has geometry.
-    QCOMPARE(r.contains("coco"), type != "pure_text");
+    // (a region task's answer is a box on the region asked about).
+    QCOMPARE(r.contains("coco"),
+             type != "pure_text" || (!extra.isEmpty() && extra[0] == "--region"));
     // Confidence: a log-probability per generated token, a score in (0, 1] for the answer and
     // every item.
     QCOMPARE(r["token_logprobs"].toArray().size(), ids.size() - 1);
@@ -338,6 +341,34 @@ void TestCli::compareJson() {
              region.err.constData());
     QCOMPARE(QJsonDocument::fromJson(region.out).object()["task"].toString(),
              QString("<REGION_TO_CATEGORY>"));
+}
+
+void TestCli::answerFilesHoldTheAnswerAsRead() {
+    // --coco (and --annotate, drawn from the same answer) hold what the answer document's COCO
+    // part holds: an OCR line's label without the "</s>" the original leaves on the first one,
+    // and a region task's answer as a box on the region asked about.
+    const QString scene = kSamples + "/scenes/scene_00.png";
+    const QList<QStringList> tasks{{"--task", "<OCR_WITH_REGION>"},
+                                   {"--task", "<REGION_TO_CATEGORY>", "--region", "55,69,165,174"}};
+    for (const QStringList& task : tasks) {
+        QTemporaryDir dir;
+        const QString coco = dir.path() + "/coco.json", png = dir.path() + "/out.png";
+        const Output o =
+            runCli(QStringList{"run", "--image", scene, "--beams", "1", "--max-new-tokens", "30",
+                               "--json", "--coco", coco, "--annotate", png} +
+                   task);
+        QVERIFY2(o.exitCode == 0, o.err.constData());
+        const QJsonObject r = QJsonDocument::fromJson(o.out).object();
+        QFile f(coco);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonObject c = QJsonDocument::fromJson(f.readAll()).object();
+        QCOMPARE(c["categories"], r["coco"]["categories"]);
+        QCOMPARE(c["annotations"], r["coco"]["annotations"]);
+        QCOMPARE(c["annotations"].toArray().size(), 1);
+        const QString name = c["categories"][0]["name"].toString();
+        QVERIFY2(!name.isEmpty() && !name.contains('<'), qPrintable(name));
+        QVERIFY(QFile(png).size() > 1000);
+    }
 }
 
 void TestCli::ignoreEosGeneratesExactlyMaxNewTokens() {

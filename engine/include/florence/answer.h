@@ -88,6 +88,9 @@ ParsedAnswer readableAnswer(const ParsedAnswer& answer, const std::optional<Box>
 // The box, in pixels of an image of that size, that a region task's prompt asks about (its
 // four <loc_N> tokens), or nothing when the prompt has none.
 std::optional<Box> regionInPrompt(const std::string& prompt, int imageWidth, int imageHeight);
+// The box `answer`'s task asked about, from the prompt the model was given: regionInPrompt for a
+// region task, nothing for any other (a package's own tasks included). What readableAnswer takes.
+std::optional<Box> askedRegion(const ParsedAnswer& answer, const std::string& prompt);
 
 // Parses generatedText (decoded with special tokens kept, "</s><s>car<loc_52>…</s>") for task
 // on an image of imageWidth x imageHeight pixels. An unknown task is parsed as pure text, as the
