@@ -803,9 +803,16 @@ QString MainWindow::currentTask() const {
     return m_panel->task();
 }
 
-void MainWindow::setTask(const QString& token) {
-    if (!m_panel->setTask(token))
-        showMessage(tr("Unknown task %1").arg(token), true);
+bool MainWindow::setTask(const QString& token) {
+    if (m_panel->setTask(token))
+        return true;
+    const std::optional<ModelInfo> model = m_modelCtl->loaded();
+    showMessage(model
+                    ? tr("%1 is not a task of %2; the task stays %3")
+                          .arg(token, QString::fromStdString(model->manifest.name), m_panel->task())
+                    : tr("Unknown task %1").arg(token),
+                true);
+    return false;
 }
 
 void MainWindow::setTaskText(const QString& text) {

@@ -129,7 +129,7 @@ public slots:
     // The model a start asks for (--model): when it is refused or fails to load, the bundled
     // model loads in its place and the panel then says which folder failed, and why.
     void openStartModel(const QString& dir);
-    void setTask(const QString& token);
+    bool setTask(const QString& token); // false (saying so) when the model has no such task
     void setTaskText(const QString& text);
     void setRegion(const QRectF& imageRect);
     void clearRegion();

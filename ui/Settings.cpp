@@ -7,6 +7,7 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QObject>
 #include <QSettings>
 #include <QStandardPaths>
@@ -92,18 +93,27 @@ GenerationSettings defaultGenerationSettings() {
     return g;
 }
 
+namespace {
+
+// The settings files as QSettings names them under `config` (NativeFormat on Unix: INI files,
+// the application's and the organization's fallback), without making a QSettings: its
+// constructor reads the file at once.
+QStringList settingsFiles(const QDir& config) {
+    const QString org = QCoreApplication::organizationName();
+    return {config.filePath(org + QLatin1Char('/') + QCoreApplication::applicationName() + ".conf"),
+            config.filePath(org + ".conf")};
+}
+
+QDir userConfigDir() {
+    return QDir(QStandardPaths::writableLocation(QStandardPaths::GenericConfigLocation));
+}
+
+} // namespace
+
 QString Settings::setAsideIfUnusable() {
     constexpr int64_t kMaxSettingsBytes = 4 << 20; // a few KB in practice
-    // Named as QSettings names them (NativeFormat on Unix: INI files under the user's config
-    // folder, the application's and the organization's fallback), without making a QSettings:
-    // its constructor reads the file at once.
-    const QDir config(QStandardPaths::writableLocation(QStandardPaths::GenericConfigLocation));
-    const QString org = QCoreApplication::organizationName();
-    const QStringList paths = {
-        config.filePath(org + QLatin1Char('/') + QCoreApplication::applicationName() + ".conf"),
-        config.filePath(org + ".conf")};
     QStringList notes;
-    for (const QString& path : paths) {
+    for (const QString& path : settingsFiles(userConfigDir())) {
         const std::string why = whyNotARegularFile(path.toStdString(), kMaxSettingsBytes);
         if (why.empty())
             continue;
@@ -122,8 +132,19 @@ QString Settings::setAsideIfUnusable() {
     return notes.join(QLatin1Char(' '));
 }
 
+void Settings::useCopyIn(const QString& dir) {
+    const QStringList from = settingsFiles(userConfigDir());
+    const QStringList to = settingsFiles(QDir(dir));
+    for (int i = 0; i < from.size(); ++i) {
+        QDir().mkpath(QFileInfo(to[i]).absolutePath());
+        // setAsideIfUnusable ran first: what is there is a regular file of a sane size, or none.
+        QFile::copy(from[i], to[i]);
+    }
+    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, dir);
+}
+
 bool Settings::claimFirstStart() {
-    const QDir config(QStandardPaths::writableLocation(QStandardPaths::GenericConfigLocation));
+    const QDir config = userConfigDir();
     const QString org = QCoreApplication::organizationName();
     if (!config.mkpath(org))
         return false; // nowhere to remember it: no start counts as the first

@@ -70,6 +70,10 @@ public:
     // the mark (an empty file beside the settings, created exclusively, so two windows started
     // together do not both claim it), false for every start after it, whatever is at that path.
     static bool claimFirstStart();
+    // From now on every QSettings of the process reads and writes a copy of the user's settings
+    // in `dir` (made there now): a screenshot's window changes what a run changes (recent files,
+    // folders, the task) without touching the user's. Call before any QSettings is made.
+    static void useCopyIn(const QString& dir);
 };
 
 } // namespace florence::ui

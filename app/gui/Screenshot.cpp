@@ -184,7 +184,7 @@ bool screenshotViewNamed(const QString& name, ScreenshotView* view) {
     return true;
 }
 
-void scheduleScreenshot(MainWindow* window, const ScreenshotPlan& plan) {
+ScreenshotFailure scheduleScreenshot(MainWindow* window, const ScreenshotPlan& plan) {
     // Lives as long as the window: the process ends with the last shot.
     auto shooter = std::make_shared<Shooter>(window, plan);
     const auto settled = [shooter] {
@@ -212,4 +212,5 @@ void scheduleScreenshot(MainWindow* window, const ScreenshotPlan& plan) {
     });
     QTimer::singleShot(plan.timeoutMs, window,
                        [shooter] { shooter->fail("screenshot timed out"); });
+    return failSoon;
 }

@@ -12,6 +12,8 @@
 
 #include <QString>
 
+#include <functional>
+
 namespace florence::ui {
 class MainWindow;
 }
@@ -35,6 +37,11 @@ struct ScreenshotPlan {
     int timeoutMs = 600'000; // gives up (and grabs what there is) after this
 };
 
+// Ends the screenshot from the event loop: says why on stderr, grabs the window as it is (its
+// message showing) and exits with 1.
+using ScreenshotFailure = std::function<void(const QString& why)>;
+
 // Connects to the window's model, image and run signals (call it before the model and the image
-// load); main() starts the run itself.
-void scheduleScreenshot(florence::ui::MainWindow* window, const ScreenshotPlan& plan);
+// load); main() starts the run itself, and ends the shot with the returned function when the
+// window refuses the run or the task.
+ScreenshotFailure scheduleScreenshot(florence::ui::MainWindow* window, const ScreenshotPlan& plan);

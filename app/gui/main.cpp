@@ -21,6 +21,7 @@
 #include <QTemporaryDir>
 
 #include <cstdio>
+#include <functional>
 #include <memory>
 
 namespace {
@@ -129,11 +130,31 @@ void openStartImage(florence::ui::MainWindow& window, const QCommandLineParser& 
     }
 }
 
-// --task, --text, --region, --max-new-tokens and --beams, as if chosen in the window.
+// f now if the window's model is ready, else once it is (the model asked for, or the bundled one
+// the window falls back to).
+void whenModelReady(florence::ui::MainWindow& window, const std::function<void()>& f) {
+    if (window.isModelReady())
+        f();
+    else
+        QObject::connect(&window, &florence::ui::MainWindow::modelReady, &window, f,
+                         Qt::SingleShotConnection);
+}
+
+// --task, --text, --region, --max-new-tokens and --beams, as if chosen in the window. The task
+// once the model has loaded: a package's own tasks are listed then. A task it does not have is
+// said on stderr, and ends a screenshot (failShot) rather than shooting another task.
 void applyTaskOptions(florence::ui::MainWindow& window, const QCommandLineParser& parser,
-                      const Options& o) {
+                      const Options& o, const ScreenshotFailure& failShot) {
     if (parser.isSet(o.task))
-        window.setTask(parser.value(o.task));
+        whenModelReady(window, [&window, token = parser.value(o.task), failShot] {
+            if (window.setTask(token))
+                return;
+            const QString why = QStringLiteral("--task %1: %2").arg(token, window.messageText());
+            if (failShot)
+                failShot(why);
+            else
+                std::fprintf(stderr, "florence-studio: %s\n", qPrintable(why));
+        });
     if (parser.isSet(o.text))
         window.setTaskText(parser.value(o.text));
     // Opening an image clears the region: it waits until the image has opened.
@@ -177,12 +198,14 @@ int main(int argc, char** argv) {
     if (const QString note = florence::ui::Settings::setAsideIfUnusable(); !note.isEmpty())
         std::fprintf(stderr, "florence-studio: %s\n", qPrintable(note));
 
-    // A screenshot runs its tasks on a copy of the history: the user's keeps only their runs.
-    QTemporaryDir shotHistory;
-    if (parser.isSet(options.shot) && shotHistory.isValid()) {
-        const QString copy = shotHistory.filePath(QStringLiteral("history.json"));
+    // A screenshot runs its tasks on a copy of the history and of the settings: the user's keep
+    // only their own runs, folders and choices.
+    QTemporaryDir shotState;
+    if (parser.isSet(options.shot) && shotState.isValid()) {
+        const QString copy = shotState.filePath(QStringLiteral("history.json"));
         QFile::copy(florence::ui::History::defaultPath(), copy); // none yet: a new one
         florence::ui::History::setDefaultPath(copy);
+        florence::ui::Settings::useCopyIn(shotState.filePath(QStringLiteral("config")));
     }
     florence::ui::MainWindow window;
     if (parser.isSet(options.size)) {
@@ -190,6 +213,7 @@ int main(int argc, char** argv) {
         if (wh.size() == 2)
             window.resize(wh[0].toInt(), wh[1].toInt());
     }
+    ScreenshotFailure failShot; // with --screenshot: ends it, saying why
     if (parser.isSet(options.shot)) {
         ScreenshotPlan plan;
         plan.out = parser.value(options.shot);
@@ -208,7 +232,7 @@ int main(int argc, char** argv) {
         if (parser.isSet(options.compare))
             plan.timeoutMs = 45 * 60'000;
         // Before the model and the image load: either may fail at once.
-        scheduleScreenshot(&window, plan);
+        failShot = scheduleScreenshot(&window, plan);
     }
     // A --model folder that is not a model package, or fails to load: the bundled model instead,
     // rather than a window with no model whose Run fails, saying so.
@@ -217,17 +241,17 @@ int main(int argc, char** argv) {
     else
         window.loadDefaultModel();
     openStartImage(window, parser, options);
-    applyTaskOptions(window, parser, options);
+    applyTaskOptions(window, parser, options, failShot);
     window.show();
 
     if (parser.isSet(options.shot)) {
         // Once the image has opened and the model has loaded: a run takes the model's settings
         // (the speed demos switch "ignore the end token" on).
-        const auto start = [&window, compare = parser.isSet(options.compare)] {
-            if (compare)
-                window.startComparison();
-            else
-                window.startRun();
+        // A run the window refuses (a task's text or region missing) ends the shot with the
+        // window's reason.
+        const auto start = [&window, compare = parser.isSet(options.compare), failShot] {
+            if (!(compare ? window.startComparison() : window.startRun()))
+                failShot(QStringLiteral("the run did not start: ") + window.messageText());
         };
         window.afterImageOpens([&window, start] {
             if (window.isModelReady())

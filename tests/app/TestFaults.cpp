@@ -175,6 +175,9 @@ private slots:
     void sidecarFifoOrDeviceIsRefusedAtOnce();
     void damagedImagesPrintOnlyOurMessage();
     void screenshotOfAnImageThatCannotOpenEndsAtOnce();
+    void screenshotOfARunThatCannotStartEndsAtOnce_data();
+    void screenshotOfARunThatCannotStartEndsAtOnce();
+    void screenshotLeavesTheUsersSettingsAlone();
 
 private:
     void copyScenes(int count);
@@ -432,6 +435,68 @@ void TestFaults::screenshotOfAnImageThatCannotOpenEndsAtOnce() {
                  o.err.contains("FIFO"),
              o.err.constData());
     QVERIFY(QFile::exists(m_dir + "/shot.png")); // the window as it was, with the message
+}
+
+namespace {
+
+// The app, offscreen, with its home (settings, caches) in `home`.
+Output runApp(const QStringList& args, const QString& home) {
+    const QString gui = QStringLiteral(FLORENCE_BINARY_DIR "/bin/florence-studio");
+    QProcess p;
+    QProcessEnvironment env = cliEnvironment();
+    env.insert("QT_QPA_PLATFORM", "offscreen");
+    for (const char* dir : {"HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"})
+        env.insert(dir, home);
+    p.setProcessEnvironment(env);
+    p.start(gui, args);
+    return finishProcess(p, 300000);
+}
+
+} // namespace
+
+void TestFaults::screenshotOfARunThatCannotStartEndsAtOnce_data() {
+    QTest::addColumn<QStringList>("task");
+    QTest::addColumn<QString>("said");
+    QTest::newRow("text missing") << QStringList{"--task", "<CAPTION_TO_PHRASE_GROUNDING>"}
+                                  << "the run did not start: Type a caption";
+    QTest::newRow("region missing") << QStringList{"--task", "<REGION_TO_CATEGORY>"}
+                                    << "the run did not start: ";
+    QTest::newRow("unknown task")
+        << QStringList{"--task", "<BOGUS>"}
+        << "--task <BOGUS>: <BOGUS> is not a task of florence2-demo-shapes";
+}
+
+void TestFaults::screenshotOfARunThatCannotStartEndsAtOnce() {
+    // A run the window refuses ends the shot with the window's reason (exit 1, the window
+    // grabbed with its message), where it waited for a run that never came until its timeout;
+    // an unknown task no longer shoots the default task instead.
+    QFETCH(QStringList, task);
+    QFETCH(QString, said);
+    const Output o = runApp(QStringList{"--image", kScenes + "/scene_00.png", "--screenshot",
+                                        m_dir + "/shot.png", "--max-new-tokens", "4"} +
+                                task,
+                            m_dir + "/home");
+    QVERIFY2(o.exitCode == 1, o.err.constData());
+    QVERIFY2(o.err.contains(said.toUtf8()), o.err.constData());
+    QVERIFY(QFile::exists(m_dir + "/shot.png"));
+}
+
+void TestFaults::screenshotLeavesTheUsersSettingsAlone() {
+    // The Process Folder shot runs over a temporary folder of results: the user's next dialog
+    // must not open on it (nor their recent files list what the shot opened).
+    const QString home = m_dir + "/home";
+    const QString conf = home + "/FlorenceStudio/florence-studio.conf";
+    QVERIFY(QDir().mkpath(home + "/FlorenceStudio"));
+    QFile f(conf);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("[General]\nkept=yes\n");
+    f.close();
+    const Output o = runApp({"--view", "process-folder", "--screenshot", m_dir + "/shot.png",
+                             "--max-new-tokens", "4"},
+                            home);
+    QVERIFY2(o.exitCode == 0, o.err.constData());
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QCOMPARE(f.readAll(), QByteArray("[General]\nkept=yes\n"));
 }
 
 QTEST_GUILESS_MAIN(TestFaults)
