@@ -356,7 +356,10 @@ void MainWindow::connectImages() {
     });
     connect(m_images, &WindowImage::encoded, this, [this](double visionMs, double textMs) {
         m_latency->setEncodedBeforeRun(visionMs, textMs);
-        statusBar()->showMessage(WindowImage::readyMessage(visionMs, textMs), 8000);
+        // "Image and task ready" is news before a run; one already waiting on this encoding
+        // says what it does itself, and the line would outlive it.
+        if (!m_run->isRunning())
+            statusBar()->showMessage(WindowImage::readyMessage(visionMs, textMs), 8000);
         // A run queued behind this encode goes on to the next stage.
         if (m_runView->awaitingFirstToken() && m_run->kind() == RunKind::Single)
             m_runView->setPhase(
