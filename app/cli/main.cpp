@@ -306,12 +306,17 @@ void checkOutputFiles(const Args& a, const RunInputs& in) {
         if (sameAsInput(out))
             throw UsageError(std::string("--") + option + " " + out +
                              " is the image being answered; name another file");
+        // A name that cannot be written is a wrong argument (exit 2), as the input's own name.
         if (std::string(option) == "annotate") {
             if (!in.requests[0].image)
                 throw UsageError("--annotate needs --image");
-            florence::checkImageDestination(out);
+            try {
+                florence::checkImageDestination(out);
+            } catch (const florence::ImageError& e) {
+                throw UsageError(e.what());
+            }
         } else if (const std::string why = florence::whyNotAFileDestination(out); !why.empty()) {
-            throw florence::Error(why);
+            throw UsageError(why);
         }
     }
 }

@@ -5,6 +5,7 @@
 #include "platform/RegularFile.h"
 
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 #include <QSaveFile>
 
@@ -80,8 +81,17 @@ std::string whyNotAFileDestination(const std::string& path) {
     const QFileInfo info(QString::fromStdString(path));
     if (info.isDir())
         return path + ": is a folder, not a file";
+    // What writeFileAtomically refuses when the run is over: a FIFO, a device (or a link to
+    // one), a link loop.
+    if (const std::string why = whyNotARegularFile(path); !why.empty())
+        return why;
     if (!info.absoluteDir().exists())
         return path + ": the folder " + info.absolutePath().toStdString() + " does not exist";
+    // The file is written beside its name and renamed over it: the folder must take new files.
+    errno = 0;
+    if (::access(QFile::encodeName(info.absolutePath()).constData(), W_OK | X_OK) != 0)
+        return "cannot write " + path + ": the folder " + info.absolutePath().toStdString() + ": " +
+               std::strerror(errno != 0 ? errno : EACCES);
     return {};
 }
 

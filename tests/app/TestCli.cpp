@@ -22,6 +22,7 @@
 
 #include <cmath>
 #include <csignal>
+#include <sys/stat.h>
 
 namespace {
 
@@ -261,19 +262,25 @@ void TestCli::outputFilesAreCheckedBeforeTheRun() {
         QCOMPARE(bytes(image), before);
     }
     // ...and a name that cannot be written ends the command before the model runs (it ran, and
-    // the answer was lost at the end): one line, no answer streamed, nothing on stdout.
-    for (const QString& out : {dir.filePath("out.txt"), dir.filePath("missing/out.png")}) {
+    // the answer was lost at the end): one line, no answer streamed, nothing on stdout, exit 2
+    // as for any wrong argument. A FIFO or a device (a link to one) is refused there too, not
+    // after the answer.
+    QVERIFY(::mkfifo(QFile::encodeName(dir.filePath("pipe.png")).constData(), 0600) == 0);
+    QVERIFY(QFile::link("/dev/null", dir.filePath("null.png")));
+    for (const QString& out : {dir.filePath("out.txt"), dir.filePath("missing/out.png"),
+                               dir.filePath("pipe.png"), dir.filePath("null.png")}) {
         const Output refused = runCli(run + QStringList{"--annotate", out});
-        QCOMPARE(refused.exitCode, 1);
+        QCOMPARE(refused.exitCode, 2);
         QVERIFY2(refused.err.trimmed().count('\n') == 0 && refused.err.contains(out.toUtf8()),
                  refused.err.constData());
         QVERIFY(refused.out.isEmpty());
     }
-    // A file that fails as it is written comes after the answer, which is kept.
-    const Output full = runCli(run + QStringList{"--coco", "/dev/full"});
-    QCOMPARE(full.exitCode, 1);
-    QVERIFY2(full.out.startsWith("{\"<OD>\""), full.out.constData());
-    QVERIFY2(full.err.contains("/dev/full"), full.err.constData());
+    const Output device = runCli(run + QStringList{"--coco", "/dev/full"});
+    QCOMPARE(device.exitCode, 2);
+    QVERIFY2(device.err.contains("/dev/full is a device, not a file"), device.err.constData());
+    QVERIFY(device.out.isEmpty());
+    // A file that fails as it is written (a full disk) comes after the answer, which is kept:
+    // TestFaults::cocoOnDeviceOrFullDisk.
 }
 
 void TestCli::noCacheGivesSameTokens() {

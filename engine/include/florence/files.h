@@ -43,9 +43,10 @@ QByteArray readSmallFile(const std::string& path, int64_t maxBytes);
 // (QSettings) and for targets that must not be replaced by a rename (a device).
 std::string whyNotARegularFile(const std::string& path, int64_t maxBytes = -1);
 
-// "" when a file can be written at `path` as far as its name goes: not a folder, in a folder
-// that exists; otherwise why not, naming it ("out.png: the folder /x does not exist"). For
-// output files named on a command line, checked before a long run.
+// "" when a file can be written at `path` as far as can be told before writing: not a folder,
+// a FIFO or a device, in a folder that exists and takes new files; otherwise why not, naming it
+// ("out.png: the folder /x does not exist"). For output files named on a command line, checked
+// before a long run.
 std::string whyNotAFileDestination(const std::string& path);
 
 // "" when files can be made in the folder `path`, or in the folder it would be made in (its
