@@ -74,7 +74,7 @@ completes. Images that cannot be read are listed at the end and never stop the r
   --batch-size N      images decoded and run together (default 1)
   --no-exif-rotate    answer on the pixels as stored, ignoring a photo's EXIF orientation
                       (as Florence-2's Python processor does; default: turned upright)
-  --quiet             no progress bar
+  --quiet             no progress bar, and no summary unless some image failed
 
 Results are written whole or not at all: a full disk leaves each file as it was, and the
 image is listed as failed. An empty or cut NAME.florence.json is answered again.
