@@ -204,8 +204,9 @@ ScreenshotFailure scheduleScreenshot(MainWindow* window, const ScreenshotPlan& p
     const auto failSoon = [window, shooter](const QString& why) {
         QTimer::singleShot(0, window, [shooter, why] { shooter->fail(why); });
     };
-    QObject::connect(window, &MainWindow::modelFailed, window,
-                     [failSoon] { failSoon(QStringLiteral("the model did not load")); });
+    QObject::connect(window, &MainWindow::modelFailed, window, [failSoon](const QString& why) {
+        failSoon(QStringLiteral("the model did not load: ") + why);
+    });
     // The run waits for the image: one that cannot open ends the shot now, not at the timeout.
     QObject::connect(window, &MainWindow::imageFailed, window, [failSoon](const QString& message) {
         failSoon(QStringLiteral("the image did not open: ") + message);

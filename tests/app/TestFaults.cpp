@@ -465,6 +465,10 @@ void TestFaults::screenshotOfARunThatCannotStartEndsAtOnce_data() {
     QTest::newRow("unknown task")
         << QStringList{"--task", "<BOGUS>"}
         << "--task <BOGUS>: <BOGUS> is not a task of florence2-demo-shapes";
+    // Not a run refused, but the same end: the reason, not only that the model did not load.
+    QTest::newRow("no model folder")
+        << QStringList{"--model", "/nonexistent-florence-model"}
+        << "the model did not load: model folder /nonexistent-florence-model does not exist";
 }
 
 void TestFaults::screenshotOfARunThatCannotStartEndsAtOnce() {
