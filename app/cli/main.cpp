@@ -411,7 +411,9 @@ int runMany(Args& a, florence::TaskRequest request, const std::vector<std::strin
         }
         florence::cli::flushStdout(); // a full disk stops the run (exit 1)
         if (!quiet)
-            std::cerr << "[" << o.index + 1 << "/" << paths.size() << "] images\n";
+            std::cerr << "[" << o.index + 1 << "/" << paths.size() << "] "
+                      << QFileInfo(QString::fromStdString(o.path)).fileName().toStdString()
+                      << (o.error.empty() ? "" : " (failed)") << "\n";
         return true;
     };
     florence::runImages(session, paths, request, opts, batchSize, hooks,

@@ -415,6 +415,15 @@ void TestBatch::runStreamsOneLinePerImage() {
     QCOMPARE(one.exitCode, 0);
     QCOMPARE(one.out.count('\n'), 1);
     QCOMPARE(jsonLines(one.out).size(), 1);
+    // Without --quiet, each image's progress line names it.
+    const Output named = runCli(QStringList{"run", "--image", m_dir + "/scene_02.png", "--image",
+                                            m_dir + "/broken.png", "--task", "<CAPTION>",
+                                            "--beams", "1", "--max-new-tokens", "8"},
+                                300000);
+    QCOMPARE(named.exitCode, 1);
+    QVERIFY2(named.err.contains("[1/2] scene_02.png\n") &&
+                 named.err.contains("[2/2] broken.png (failed)\n"),
+             named.err.constData());
 }
 
 void TestBatch::fileListShard() {
