@@ -267,7 +267,10 @@ void RunView::onRunFinished(const RunOutcome& o) {
                                 .arg(taskDisplayName(o.task))
                                 .arg(o.generatedTokens())
                                 .arg(itemCountText(m_run->shownAnswer()), formatMs(totalMs));
-    m_w.results->setSummary(o.cancelled() ? summary + tr(" · cancelled") : summary);
+    m_w.results->setSummary(o.cancelled() ? summary + tr(" · cancelled")
+                            : o.result.reachedTokenLimit
+                                ? summary + tr(" · stopped at the token limit")
+                                : summary);
     if (!o.cancelled())
         emit runAnswered(o);
     end(o.cancelled()

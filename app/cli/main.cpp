@@ -413,7 +413,10 @@ int runMany(Args& a, florence::TaskRequest request, const std::vector<std::strin
         if (!quiet)
             std::cerr << "[" << o.index + 1 << "/" << paths.size() << "] "
                       << QFileInfo(QString::fromStdString(o.path)).fileName().toStdString()
-                      << (o.error.empty() ? "" : " (failed)") << "\n";
+                      << (!o.error.empty()             ? " (failed)"
+                          : o.result.reachedTokenLimit ? " (stopped at the token limit)"
+                                                       : "")
+                      << "\n";
         return true;
     };
     florence::runImages(session, paths, request, opts, batchSize, hooks,
@@ -463,6 +466,9 @@ int cmdRun(int argc, char** argv) {
             << QJsonDocument(documents[0].toObject()).toJson(QJsonDocument::Indented).toStdString();
     // After the answer is out: a file that cannot be written (a full disk) loses no answer.
     florence::cli::flushStdout();
+    if (result.reachedTokenLimit)
+        std::cerr << "note: the answer stopped at the token limit (--max-new-tokens "
+                  << opts.maxNewTokens << ") and may be cut short\n";
     writeAnswerFiles(a, in, 0, answer);
     if (!result.cancelled)
         return 0;

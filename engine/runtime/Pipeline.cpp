@@ -310,6 +310,9 @@ std::vector<Result> Session::generateRows(const std::vector<Request>& requests,
                                           callbacks);
     const double decodeMs = msSince(t);
     assembleResults(impl.tokenizer, found, stages, decodeMs, msSince(start), results);
+    for (Result& r : results)
+        r.reachedTokenLimit = !r.cancelled && !options.ignoreEos &&
+                              r.generatedIds.size() >= static_cast<size_t>(settings.maxLength);
     return results;
 }
 

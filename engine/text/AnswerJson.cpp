@@ -294,6 +294,7 @@ QJsonObject answerJson(const ParsedAnswer& answer, const Result& result,
                                                                      result.tokenLogprobs.end()))},
                   {"sequence_score", result.score},
                   {"cancelled", result.cancelled},
+                  {"reached_token_limit", result.reachedTokenLimit},
                   {"timings", timingsJson(result.timings, context.loadMs)}};
     QJsonObject image{{"width", answer.imageWidth}, {"height", answer.imageHeight}};
     if (!context.imageFile.empty())

@@ -394,6 +394,18 @@ void TestCli::ignoreEosGeneratesExactlyMaxNewTokens() {
     const QJsonObject f = QJsonDocument::fromJson(forced.out).object();
     QCOMPARE(f["generated_ids"].toArray().size(), 61); // the decoder start token and 60 more
     QCOMPARE(f["generation"].toObject()["ignore_eos"].toBool(), true);
+    // Running on to the limit by request is no cut answer; stopping there before the end is,
+    // and is said (in the document, and on stderr even with --quiet).
+    QCOMPARE(n["reached_token_limit"].toBool(), false);
+    QVERIFY2(!natural.err.contains("token limit"), natural.err.constData());
+    QCOMPARE(f["reached_token_limit"].toBool(), false);
+    const Output cut = runCli(QStringList(args).replaceInStrings("60", "4"));
+    QVERIFY2(cut.exitCode == 0, cut.err.constData());
+    const QJsonObject c = QJsonDocument::fromJson(cut.out).object();
+    QCOMPARE(c["generated_ids"].toArray().size(), 5);
+    QCOMPARE(c["reached_token_limit"].toBool(), true);
+    QVERIFY2(cut.err.contains("note: the answer stopped at the token limit (--max-new-tokens 4)"),
+             cut.err.constData());
 }
 
 void TestCli::openMpThreadsSleepUnlessTheUserChose() {

@@ -284,6 +284,11 @@ void TestWindowImages::encodeOnOpenAndRunReusesIt() {
     // does not call the image ready after the answer has come.
     QVERIFY2(!m_w->statusBar()->currentMessage().startsWith("Image and task ready"),
              qPrintable(m_w->statusBar()->currentMessage()));
+    // Three tokens cut the caption short, and the answer's summary says so.
+    const QString summary = child<QLabel>(m_w.get(), "resultSummary")->text();
+    QVERIFY2(outcomes[0].result.reachedTokenLimit &&
+                 summary.endsWith(" · stopped at the token limit"),
+             qPrintable(summary));
     const double visionMs = ready.at(0).at(0).toDouble();
     QVERIFY(visionMs > 0);
     QCOMPARE(outcomes.size(), size_t(1));

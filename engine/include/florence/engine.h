@@ -178,6 +178,9 @@ struct Result {
     std::vector<float> tokenLogprobs;
     double score = 0;       // beam score of the returned hypothesis
     bool cancelled = false; // stopped by the cancel flag or the callback
+    // Stopped at GenerationOptions::maxNewTokens rather than by the model's end token (the last
+    // token is then the </s> forced there): the answer may be cut short. Not with ignoreEos.
+    bool reachedTokenLimit = false;
     Timings timings;
 };
 
