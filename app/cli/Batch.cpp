@@ -217,10 +217,14 @@ FolderJobResult answerPending(const Args& a, const FolderJob& job, BatchOutput& 
     FolderJobHooks hooks;
     hooks.cancel = &g_cancel;
     hooks.onImageDone = [&](const FolderImageReport& report) {
-        if (report.outcome.error.empty() && job.params().task.region) {
+        const std::string note =
+            report.outcome.error.empty()
+                ? clippedRegionNote(job.params().task, report.outcome.path, report.outcome.width,
+                                    report.outcome.height)
+                : std::string();
+        if (!note.empty()) {
             progress.clear(); // the note takes a line of its own; the bar comes back below it
-            noteClippedRegion(job.params().task, report.outcome.path, report.outcome.width,
-                              report.outcome.height);
+            std::cerr << note;
         }
         const bool go = printJsonl(report, out);
         progress.show(report.progress, report.outcome.path);

@@ -87,23 +87,28 @@ florence::Box regionOption(const Args& a) {
 
 void noteClippedRegion(const florence::TaskRequest& task, const std::string& name, int width,
                        int height) {
+    std::cerr << clippedRegionNote(task, name, width, height);
+}
+
+std::string clippedRegionNote(const florence::TaskRequest& task, const std::string& name, int width,
+                              int height) {
     if (!task.region)
-        return;
+        return {};
     const florence::Box& r = *task.region;
     const florence::Box in = florence::regionInImage(r, width, height);
     const auto inside = [](double v, int size) { return v >= 0 && v <= size; };
     if ((inside(r.x1, width) && inside(r.x2, width) && inside(r.y1, height) &&
          inside(r.y2, height)) ||
         !(in.x2 > in.x1) || !(in.y2 > in.y1)) // all inside, or nothing (buildPrompt refuses)
-        return;
+        return {};
     const auto num = [](double v) {
         std::ostringstream s;
         s << v;
         return s.str();
     };
-    std::cerr << "note: --region reaches past " << name << " (" << width << "x" << height
-              << "): asking about the part inside it, " << num(in.x1) << "," << num(in.y1) << ","
-              << num(in.x2) << "," << num(in.y2) << "\n";
+    return "note: --region reaches past " + name + " (" + std::to_string(width) + "x" +
+           std::to_string(height) + "): asking about the part inside it, " + num(in.x1) + "," +
+           num(in.y1) + "," + num(in.x2) + "," + num(in.y2) + "\n";
 }
 
 int threadsOption(const Args& a) {

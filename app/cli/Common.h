@@ -42,6 +42,9 @@ florence::Box regionOption(const Args& a);
 // is asked about the part inside it, and the note gives that part in pixels.
 void noteClippedRegion(const florence::TaskRequest& task, const std::string& name, int width,
                        int height);
+// That note's line ("" when there is none to give).
+std::string clippedRegionNote(const florence::TaskRequest& task, const std::string& name, int width,
+                              int height);
 // The task named by --task; UsageError listing the known ones when there is none such.
 const florence::TaskInfo& taskOption(const std::string& token);
 // The task of --task (default <CAPTION>) with --text, or the free prompt of --prompt, checked:

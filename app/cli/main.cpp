@@ -389,6 +389,9 @@ int runMany(Args& a, florence::TaskRequest request, const std::vector<std::strin
     hooks.onImageDone = [&](const florence::ImageOutcome& o) {
         if (o.error.empty())
             florence::cli::noteClippedRegion(request, o.path, o.width, o.height);
+        if (o.error.empty() && o.result.reachedTokenLimit) // said with --quiet too, as for one
+            std::cerr << "note: " << o.path << ": the answer stopped at the token limit "
+                      << "(--max-new-tokens " << opts.maxNewTokens << ") and may be cut short\n";
         if (!o.error.empty()) {
             ++failed;
             std::cerr << "florence-studio-cli: error: " << o.error << "\n";
@@ -413,10 +416,7 @@ int runMany(Args& a, florence::TaskRequest request, const std::vector<std::strin
         if (!quiet)
             std::cerr << "[" << o.index + 1 << "/" << paths.size() << "] "
                       << QFileInfo(QString::fromStdString(o.path)).fileName().toStdString()
-                      << (!o.error.empty()             ? " (failed)"
-                          : o.result.reachedTokenLimit ? " (stopped at the token limit)"
-                                                       : "")
-                      << "\n";
+                      << (o.error.empty() ? "" : " (failed)") << "\n";
         return true;
     };
     florence::runImages(session, paths, request, opts, batchSize, hooks,

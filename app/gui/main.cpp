@@ -144,11 +144,13 @@ void whenModelReady(florence::ui::MainWindow& window, const std::function<void()
 // once the model has loaded: a package's own tasks are listed then. A task it does not have is
 // said on stderr, and ends a screenshot (failShot) rather than shooting another task.
 void applyTaskOptions(florence::ui::MainWindow& window, const QCommandLineParser& parser,
-                      const Options& o, const ScreenshotFailure& failShot) {
+                      const Options& o, const ScreenshotFailure& failShot,
+                      const std::shared_ptr<bool>& taskRefused) {
     if (parser.isSet(o.task))
-        whenModelReady(window, [&window, token = parser.value(o.task), failShot] {
+        whenModelReady(window, [&window, token = parser.value(o.task), failShot, taskRefused] {
             if (window.setTask(token))
                 return;
+            *taskRefused = true;
             const QString why = QStringLiteral("--task %1: %2").arg(token, window.messageText());
             if (failShot)
                 failShot(why);
@@ -241,7 +243,10 @@ int main(int argc, char** argv) {
     else
         window.loadDefaultModel();
     openStartImage(window, parser, options);
-    applyTaskOptions(window, parser, options, failShot);
+    // Set when --task names no task of the model: a shot then runs nothing (the run would clear
+    // the window's message before the failure grabs it).
+    const auto taskRefused = std::make_shared<bool>(false);
+    applyTaskOptions(window, parser, options, failShot, taskRefused);
     window.show();
 
     if (parser.isSet(options.shot)) {
@@ -249,7 +254,10 @@ int main(int argc, char** argv) {
         // (the speed demos switch "ignore the end token" on).
         // A run the window refuses (a task's text or region missing) ends the shot with the
         // window's reason.
-        const auto start = [&window, compare = parser.isSet(options.compare), failShot] {
+        const auto start = [&window, compare = parser.isSet(options.compare), failShot,
+                            taskRefused] {
+            if (*taskRefused)
+                return;
             if (!(compare ? window.startComparison() : window.startRun()))
                 failShot(QStringLiteral("the run did not start: ") + window.messageText());
         };

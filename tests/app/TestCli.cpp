@@ -399,7 +399,9 @@ void TestCli::ignoreEosGeneratesExactlyMaxNewTokens() {
     QCOMPARE(n["reached_token_limit"].toBool(), false);
     QVERIFY2(!natural.err.contains("token limit"), natural.err.constData());
     QCOMPARE(f["reached_token_limit"].toBool(), false);
-    const Output cut = runCli(QStringList(args).replaceInStrings("60", "4"));
+    QStringList cutArgs = args;
+    cutArgs[cutArgs.indexOf("--max-new-tokens") + 1] = "4";
+    const Output cut = runCli(cutArgs);
     QVERIFY2(cut.exitCode == 0, cut.err.constData());
     const QJsonObject c = QJsonDocument::fromJson(cut.out).object();
     QCOMPARE(c["generated_ids"].toArray().size(), 5);

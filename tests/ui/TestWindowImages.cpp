@@ -286,6 +286,7 @@ void TestWindowImages::encodeOnOpenAndRunReusesIt() {
              qPrintable(m_w->statusBar()->currentMessage()));
     // Three tokens cut the caption short, and the answer's summary says so.
     const QString summary = child<QLabel>(m_w.get(), "resultSummary")->text();
+    QCOMPARE(outcomes.size(), size_t(1));
     QVERIFY2(outcomes[0].result.reachedTokenLimit &&
                  summary.endsWith(" · stopped at the token limit"),
              qPrintable(summary));

@@ -22,8 +22,9 @@ void saveAnnotatedImage(const RgbImage& image, const ParsedAnswer& answer, const
 
 // Writes an RGB image to a file (format by extension). Throws ImageError naming the file.
 void saveImage(const RgbImage& image, const std::string& path);
-// What saveImage checks of `path` before encoding: an extension it writes, not a folder, a
-// folder that exists. Throws ImageError naming the file; callers check before a long run.
+// What saveImage checks of `path` before encoding: an extension it writes, and what
+// whyNotAFileDestination checks (not a folder, FIFO or device; a folder that exists and takes
+// new files). Throws ImageError naming the file; callers check before a long run.
 void checkImageDestination(const std::string& path);
 
 } // namespace florence

@@ -178,8 +178,9 @@ struct Result {
     std::vector<float> tokenLogprobs;
     double score = 0;       // beam score of the returned hypothesis
     bool cancelled = false; // stopped by the cancel flag or the callback
-    // Stopped at GenerationOptions::maxNewTokens rather than by the model's end token (the last
-    // token is then the </s> forced there): the answer may be cut short. Not with ignoreEos.
+    // Ran to GenerationOptions::maxNewTokens (where a package with a forced end token forces
+    // </s>): the answer may be cut short. Also set when the model's own end fell exactly there;
+    // never with ignoreEos, which runs to the limit by request.
     bool reachedTokenLimit = false;
     Timings timings;
 };
