@@ -356,9 +356,12 @@ void MainWindow::connectImages() {
     });
     connect(m_images, &WindowImage::encoded, this, [this](double visionMs, double textMs) {
         m_latency->setEncodedBeforeRun(visionMs, textMs);
-        // "Image and task ready" is news before a run; one already waiting on this encoding
-        // says what it does itself, and the line would outlive it.
-        if (!m_run->isRunning())
+        // "Image and task ready" is news before a run: not while one runs (it says what it waits
+        // for itself, and the line would outlive it), nor for the prompt just answered on this
+        // image (encoded again after the run so that Run once more starts at once).
+        const bool justAnswered = m_run->hasAnswer() && m_run->answerImage() == m_image &&
+                                  m_run->lastPrompt() == promptToEncode();
+        if (!m_run->isRunning() && !justAnswered)
             statusBar()->showMessage(WindowImage::readyMessage(visionMs, textMs), 8000);
         // A run queued behind this encode goes on to the next stage.
         if (m_runView->awaitingFirstToken() && m_run->kind() == RunKind::Single)

@@ -339,6 +339,17 @@ void TestWindowImages::encodeOnOpenAndRunReusesIt() {
     QVERIFY2(outcomes[2].result.timings.featuresReused, qPrintable(events.join(' ')));
     QVERIFY(outcomes[2].result.timings.promptReused);
     QCOMPARE(events.last(), QString("run"));
+
+    // Another task and Run at once: the run encodes its prompt, and the encoding the change
+    // asked for (after a pause in the input) comes after the run, so that Run once more starts
+    // at once; the status bar does not announce the prompt just answered as ready.
+    const qsizetype readyBefore = ready.count();
+    m_w->setTask("<OCR>");
+    QVERIFY(m_w->startRun());
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 4, kRunTimeoutMs);
+    QTRY_COMPARE_WITH_TIMEOUT(ready.count(), readyBefore + 1, kRunTimeoutMs);
+    QVERIFY2(!m_w->statusBar()->currentMessage().startsWith("Image and task ready"),
+             qPrintable(m_w->statusBar()->currentMessage()));
 }
 
 void TestWindowImages::newerImageCancelsAnOlderEncode() {
