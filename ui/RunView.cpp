@@ -263,14 +263,15 @@ void RunView::onRunFinished(const RunOutcome& o) {
     m_w.latency->finishRun(t, o.cancelled());
     const StepStats s = summarizeSteps(t.stepMs);
     // "answer tokens" (the returned sequence) against the chart's "decoding steps".
-    const QString summary = tr("%1 · %2 answer tokens · %3 · %4")
-                                .arg(taskDisplayName(o.task))
-                                .arg(o.generatedTokens())
-                                .arg(itemCountText(m_run->shownAnswer()), formatMs(totalMs));
-    m_w.results->setSummary(o.cancelled() ? summary + tr(" · cancelled")
-                            : o.result.reachedTokenLimit
-                                ? summary + tr(" · stopped at the token limit")
-                                : summary);
+    // An answer cut at the token limit says so next to its length, which a narrow panel keeps
+    // in view where it cuts the end of the line.
+    const QString tokens = o.result.reachedTokenLimit
+                               ? tr("%1 answer tokens, cut at the limit").arg(o.generatedTokens())
+                               : tr("%1 answer tokens").arg(o.generatedTokens());
+    const QString summary = tr("%1 · %2 · %3 · %4")
+                                .arg(taskDisplayName(o.task), tokens,
+                                     itemCountText(m_run->shownAnswer()), formatMs(totalMs));
+    m_w.results->setSummary(o.cancelled() ? summary + tr(" · cancelled") : summary);
     if (!o.cancelled())
         emit runAnswered(o);
     end(o.cancelled()
