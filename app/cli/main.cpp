@@ -389,7 +389,8 @@ int runMany(Args& a, florence::TaskRequest request, const std::vector<std::strin
     hooks.onImageDone = [&](const florence::ImageOutcome& o) {
         if (o.error.empty())
             florence::cli::noteClippedRegion(request, o.path, o.width, o.height);
-        if (o.error.empty() && o.result.reachedTokenLimit) // said with --quiet too, as for one
+        // Not with --quiet, which scripts use (the document says it: reached_token_limit).
+        if (o.error.empty() && o.result.reachedTokenLimit && !quiet)
             std::cerr << "note: " << o.path << ": the answer stopped at the token limit "
                       << "(--max-new-tokens " << opts.maxNewTokens << ") and may be cut short\n";
         if (!o.error.empty()) {
@@ -466,7 +467,7 @@ int cmdRun(int argc, char** argv) {
             << QJsonDocument(documents[0].toObject()).toJson(QJsonDocument::Indented).toStdString();
     // After the answer is out: a file that cannot be written (a full disk) loses no answer.
     florence::cli::flushStdout();
-    if (result.reachedTokenLimit)
+    if (result.reachedTokenLimit && !a.has("quiet"))
         std::cerr << "note: the answer stopped at the token limit (--max-new-tokens "
                   << opts.maxNewTokens << ") and may be cut short\n";
     writeAnswerFiles(a, in, 0, answer);
