@@ -5,7 +5,6 @@
 #include "platform/RegularFile.h"
 
 #include <QDir>
-#include <QFile>
 #include <QFileInfo>
 #include <QSaveFile>
 
@@ -88,10 +87,9 @@ std::string whyNotAFileDestination(const std::string& path) {
     if (!info.absoluteDir().exists())
         return path + ": the folder " + info.absolutePath().toStdString() + " does not exist";
     // The file is written beside its name and renamed over it: the folder must take new files.
-    errno = 0;
-    if (::access(QFile::encodeName(info.absolutePath()).constData(), W_OK | X_OK) != 0)
-        return "cannot write " + path + ": the folder " + info.absolutePath().toStdString() + ": " +
-               std::strerror(errno != 0 ? errno : EACCES);
+    if (const std::string why = whyNotWritableFolder(info.absolutePath().toStdString());
+        !why.empty())
+        return "cannot write " + path + ": the folder " + why;
     return {};
 }
 
