@@ -177,14 +177,15 @@ struct LogitsReference {
     FloatArray logits;
 };
 
-LogitsReference logitsReference(Session& session, const Request& req, const Float32Runs& runs) {
+LogitsReference logitsReference(Session& session, const Request& req, const Float32Runs& runs,
+                                const std::atomic<bool>* cancel) {
     const Manifest m = session.model().manifest();
     LogitsReference ref;
     ref.pixels = preprocess(*req.image, m.imageWidth, m.imageHeight, m.imageMean, m.imageStd);
     ref.promptIds = runs.promptIds;
     ref.tokens.assign(runs.referenceIds.begin(),
                       runs.referenceIds.begin() + std::min<size_t>(runs.referenceIds.size(), 65));
-    ref.logits = session.decoderLogits(ref.pixels, ref.promptIds, ref.tokens);
+    ref.logits = session.decoderLogits(ref.pixels, ref.promptIds, ref.tokens, cancel);
     return ref;
 }
 
@@ -216,8 +217,8 @@ ReducedReport measureReduced(std::unique_ptr<Session>& session, const Request& r
         text.push_back(s.timings.textEncoderMs);
     }
     progress.step(name + " decoding");
-    const FloatArray got =
-        session->decoderLogits(reference.pixels, reference.promptIds, reference.tokens);
+    const FloatArray got = session->decoderLogits(reference.pixels, reference.promptIds,
+                                                  reference.tokens, progress.cancel());
     progress.step(name + " logits");
     const FloatArray& ref = reference.logits;
     const size_t vocab = size_t(ref.shape[1]);
@@ -325,7 +326,8 @@ BenchResult runBenchJob(const BenchParams& params, const BenchHooks& hooks) {
             c, runs.promptIds, report, [&](const std::string& what) { progress.step(what); },
             hooks.cancel);
     if (c.bf16 || c.int8) {
-        const LogitsReference reference = logitsReference(*session, req, runs);
+        const LogitsReference reference = logitsReference(*session, req, runs, hooks.cancel);
+        progress.checkCancel(); // the reference is empty when the cancel stopped its pass
         if (c.bf16)
             report.bf16 = measureReduced(session, req, c, reference, Precision::BFloat16, progress);
         if (c.int8)

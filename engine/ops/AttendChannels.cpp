@@ -11,6 +11,7 @@
 // written with the groups merged (AttendKernelsAvx2.cpp).
 #include "Avx2Kernels.h"
 #include "KernelPath.h"
+#include "Ops.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -44,6 +45,7 @@ at::Tensor reference(const at::Tensor& qkv, int64_t groups, double scale) {
 }
 
 at::Tensor attendChannels(const at::Tensor& qkv, int64_t groups, double scale) {
+    throwIfInterrupted();
     TORCH_CHECK(qkv.dim() == 3,
                 "florence::attend_channels: qkv must be 3-D [images, positions, "
                 "3 * channels], not of shape ",

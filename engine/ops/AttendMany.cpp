@@ -12,6 +12,7 @@
 // text encoder 240 -> 211 ms (CHANGELOG.md).
 #include "Avx2Kernels.h"
 #include "KernelPath.h"
+#include "Ops.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -37,6 +38,7 @@ at::Tensor reference(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
 
 at::Tensor attendMany(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                       const at::Tensor& mask) {
+    throwIfInterrupted();
     TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4,
                 "florence::attend_many: q, k and v must be 4-D [batch, heads, positions, dim]");
     const int64_t b = q.size(0), h = q.size(1), t = q.size(2), d = q.size(3), s = k.size(2);

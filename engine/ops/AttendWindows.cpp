@@ -10,6 +10,7 @@
 // heads merged, which also saves the permutes and copies around the products.
 #include "Avx2Kernels.h"
 #include "KernelPath.h"
+#include "Ops.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -31,6 +32,7 @@ at::Tensor reference(const at::Tensor& qkv, int64_t heads, double scale) {
 }
 
 at::Tensor attendWindows(const at::Tensor& qkv, int64_t heads, double scale) {
+    throwIfInterrupted();
     TORCH_CHECK(qkv.dim() == 3, "florence::attend_windows: qkv must be 3-D [windows, positions, "
                                 "3 * channels], not of shape ",
                 qkv.sizes());

@@ -10,6 +10,7 @@
 // tiles), and the depthwise one adds its input as it writes (x + dwconv(x)), one pass.
 #include "Avx2Kernels.h"
 #include "KernelPath.h"
+#include "Ops.h"
 #include "PackCache.h"
 
 #include <ATen/ATen.h>
@@ -86,6 +87,7 @@ std::shared_ptr<const std::vector<float>> packConvWeights(const at::Tensor& weig
 
 at::Tensor convTokens(const at::Tensor& x, int64_t h, int64_t w, const at::Tensor& weight,
                       const c10::optional<at::Tensor>& bias, int64_t stride, int64_t padding) {
+    throwIfInterrupted();
     TORCH_CHECK(x.dim() == 3 && h >= 1 && w >= 1 && x.size(1) == h * w,
                 "florence::conv_tokens: x must be [images, h * w, channels] with h * w = ", h,
                 " * ", w, ", not of shape ", x.sizes());
@@ -180,6 +182,7 @@ at::Tensor convTokens(const at::Tensor& x, int64_t h, int64_t w, const at::Tenso
 
 at::Tensor residualDwconv(const at::Tensor& x, int64_t h, int64_t w, const at::Tensor& weight,
                           const c10::optional<at::Tensor>& bias) {
+    throwIfInterrupted();
     TORCH_CHECK(x.dim() == 3 && h >= 1 && w >= 1 && x.size(1) == h * w,
                 "florence::residual_dwconv: x must be [images, h * w, channels] with h * w = ", h,
                 " * ", w, ", not of shape ", x.sizes());

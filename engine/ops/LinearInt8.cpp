@@ -91,6 +91,7 @@ at::Tensor ownGemm(Int8Gemm variant, const at::Tensor& flat, const at::Tensor& w
 // linear_int8, and with `gelu` linear_int8_gelu.
 at::Tensor linearInt8Then(const at::Tensor& x, const at::Tensor& weight,
                           const c10::optional<at::Tensor>& bias, bool gelu) {
+    throwIfInterrupted();
     const char* op = gelu ? "florence::linear_int8_gelu" : "florence::linear_int8";
     TORCH_CHECK(weight.dim() == 2 && weight.scalar_type() == at::kQInt8, op,
                 ": weight must be a 2-D int8 tensor");

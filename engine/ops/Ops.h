@@ -94,6 +94,7 @@
 //   a time (ConvTokens.cpp); elsewhere LibTorch's convolution of the channels-last view.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -127,6 +128,28 @@ bool ownInt8Gemm();
 // scores of a step. With the kernel path's exp (AVX-512 or AVX2, within about 2 ulp, float sums
 // in blocks of 1024) on the calling thread, else std::exp in double. -inf adds 0, NaN gives NaN.
 double sumExp(const float* x, int64_t n, float shift);
+
+// Stops a pass through an encoder when its caller cancels: a large model's vision encoder takes
+// seconds, and Cancel, a new image or closing the window would otherwise wait for all of it.
+// While an InterruptScope lives on a thread, the operators the encoders and the decoder's full
+// pass call (attend_windows, attend_channels, attend_many, conv_tokens, residual_dwconv,
+// linear_int8 and linear_int8_gelu) throw once `flag` is set, at their start (a few dozen
+// times in a pass of a float32 or int8 encoder; bfloat16 activations call none). The
+// TorchScript interpreter passes the exception on as a std::runtime_error of its own text, so
+// the caller asks its flag whether that was the cancel. Scopes nest; a null flag is none.
+class InterruptScope {
+public:
+    explicit InterruptScope(const std::atomic<bool>* flag);
+    ~InterruptScope();
+    InterruptScope(const InterruptScope&) = delete;
+    InterruptScope& operator=(const InterruptScope&) = delete;
+
+private:
+    const std::atomic<bool>* m_previous;
+};
+
+// Throws when the innermost InterruptScope of this thread has its flag set.
+void throwIfInterrupted();
 
 // Which int8 GEMM linear_int8 runs: "AVX-512 VNNI", "AVX-VNNI" or "AVX2" (the project's,
 // GemmInt8.h), "oneDNN", or "none".

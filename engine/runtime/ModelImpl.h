@@ -4,12 +4,14 @@
 // (memory, precision) in ModelInfo.cpp; Session runs the modules.
 #pragma once
 
+#include "Ops.h"
 #include "decoding/NativeStep.h"
 #include <florence/engine.h>
 
 #include <torch/script.h>
 #include <torch/torch.h>
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -31,11 +33,30 @@ struct Model::Impl {
     // exporter's and FLORENCE_NATIVE_STEP is not 0; else null and the scripted step runs.
     std::shared_ptr<const detail::NativeStep> nativeStep;
 
-    torch::Tensor imageFeatures(const torch::Tensor& pixels) const {
-        return vision.forward({pixels}).toTensor();
+    // The encoders' passes. With `cancel`, a pass stops at its next own operator once it is set
+    // (ops::InterruptScope; a large vision encoder's pass takes seconds) and returns an
+    // undefined tensor; an earlier exporter's package, whose encoders call none, runs to its end.
+    torch::Tensor imageFeatures(const torch::Tensor& pixels,
+                                const std::atomic<bool>* cancel = nullptr) const {
+        return interruptible(cancel, [&] { return vision.forward({pixels}).toTensor(); });
     }
-    torch::Tensor encode(const torch::Tensor& features, const torch::Tensor& ids) const {
-        return textEncoder.forward({features, ids, torch::ones_like(ids)}).toTensor();
+    torch::Tensor encode(const torch::Tensor& features, const torch::Tensor& ids,
+                         const std::atomic<bool>* cancel = nullptr) const {
+        return interruptible(cancel, [&] {
+            return textEncoder.forward({features, ids, torch::ones_like(ids)}).toTensor();
+        });
+    }
+    template <class Pass>
+    static torch::Tensor interruptible(const std::atomic<bool>* cancel, const Pass& pass) {
+        const ops::InterruptScope scope(cancel);
+        try {
+            return pass();
+        } catch (const std::exception&) {
+            // The interpreter rewraps what an operator threw: the flag tells a cancel apart.
+            if (cancel && cancel->load())
+                return {};
+            throw;
+        }
     }
 
     torch::jit::Module& module(const std::string& role) const {

@@ -120,7 +120,9 @@ void encodePendingImages(const Model::Impl& impl, detail::FeatureCache& cache,
         if (options.cancel && options.cancel->load())
             return;
         const int b = rows.pending[i];
-        rows.features[b] = impl.imageFeatures(rows.pixels[i]);
+        rows.features[b] = impl.imageFeatures(rows.pixels[i], options.cancel);
+        if (!rows.features[b].defined())
+            return;                       // cancelled during the pass
         rows.pixels[i] = torch::Tensor(); // the model input is not needed again
         if (options.reuseFeatures && requests[b].pixelValues.empty())
             cache.remember(rows.keys[b], rows.features[b]);
@@ -136,9 +138,11 @@ struct EncodedPrompts {
 };
 
 // Prompts padded to the longest with <pad>; the mask keeps padding out of attention, so a
-// batched request sees exactly what it would alone.
+// batched request sees exactly what it would alone. `hidden` is undefined when `cancel` stopped
+// the text encoder's pass.
 EncodedPrompts encodePrompts(const Model::Impl& impl, const std::vector<torch::Tensor>& features,
-                             const std::vector<Result>& results, size_t longestPrompt) {
+                             const std::vector<Result>& results, size_t longestPrompt,
+                             const std::atomic<bool>* cancel) {
     const int64_t batch = static_cast<int64_t>(results.size());
     const int64_t promptLen = static_cast<int64_t>(longestPrompt);
     torch::Tensor ids = torch::full({batch, promptLen}, impl.manifest.padId, torch::kInt64);
@@ -151,7 +155,9 @@ EncodedPrompts encodePrompts(const Model::Impl& impl, const std::vector<torch::T
     }
     torch::Tensor featureBatch = torch::cat(features, 0);
     EncodedPrompts out;
-    out.hidden = impl.textEncoder.forward({featureBatch, ids, promptMask}).toTensor();
+    out.hidden = Model::Impl::interruptible(cancel, [&] {
+        return impl.textEncoder.forward({featureBatch, ids, promptMask}).toTensor();
+    });
     out.mask =
         torch::cat({torch::ones({batch, featureBatch.size(1)}, torch::kInt64), promptMask}, 1);
     return out;
@@ -290,7 +296,7 @@ std::vector<Result> Session::generateRows(const std::vector<Request>& requests,
             return cancelledBeforeDecoding(results, stages, msSince(start));
 
         t = Clock::now();
-        encoded = encodePrompts(impl, rows.features, results, longestPrompt);
+        encoded = encodePrompts(impl, rows.features, results, longestPrompt, options.cancel);
         stages.textEncoderMs = msSince(t);
     }
     if (cancelled())

@@ -183,10 +183,12 @@ void measureMode(const std::string& packageDir, int threads, const std::atomic<b
         reference.promptIds = r.promptIds;
         reference.tokens = r.generatedIds;
         reference.logits =
-            session.decoderLogits(reference.pixels, reference.promptIds, reference.tokens);
+            session.decoderLogits(reference.pixels, reference.promptIds, reference.tokens, cancel);
+        checkCancel(cancel); // the logits are empty when the cancel stopped their pass
     } else if (trial.precision != Precision::Float32 && compare) {
         const FloatArray got =
-            session.decoderLogits(reference.pixels, reference.promptIds, reference.tokens);
+            session.decoderLogits(reference.pixels, reference.promptIds, reference.tokens, cancel);
+        checkCancel(cancel);
         trial.logitsCosine = 1;
         for (int64_t row = 0; row < reference.logits.shape[0]; ++row)
             trial.logitsCosine =

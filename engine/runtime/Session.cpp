@@ -50,7 +50,12 @@ ImageEncoding Session::encodeImage(const RgbImage& image, const EncodeOptions& o
         if (cancelled())
             return out;
         start = Clock::now();
-        features = impl.imageFeatures(toTensor(chw, {1, 3, m.imageHeight, m.imageWidth}));
+        features =
+            impl.imageFeatures(toTensor(chw, {1, 3, m.imageHeight, m.imageWidth}), options.cancel);
+        if (!features.defined()) {
+            out.cancelled = true;
+            return out;
+        }
         out.visionMs = msSince(start);
         m_state->features.remember(key, features);
     }
@@ -67,7 +72,11 @@ ImageEncoding Session::encodeImage(const RgbImage& image, const EncodeOptions& o
     PromptEncoding e;
     e.imageKey = key;
     e.ids = std::move(ids);
-    e.hidden = impl.encode(features, idTensor(e.ids));
+    e.hidden = impl.encode(features, idTensor(e.ids), options.cancel);
+    if (!e.hidden.defined()) {
+        out.cancelled = true;
+        return out;
+    }
     e.crossKv = impl.decoder.run_method("cross_kv", e.hidden).toTensor();
     out.textEncoderMs = msSince(start);
     m_state->prompt = std::move(e);

@@ -97,6 +97,7 @@ private slots:
     void cancelMidRun();
     void callbackStops();
     void cancelBeforeDecoding();
+    void cancelStopsAPassMidWay();
     void cancelStopsEveryRowOfABatch();
     void streamedDeltasAddUpToTheAnswer();
     void loadProgressInOrder_data();

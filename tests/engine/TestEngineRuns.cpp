@@ -101,6 +101,33 @@ void TestEngine::cancelBeforeDecoding() {
     QCOMPARE(events, 0);
 }
 
+void TestEngine::cancelStopsAPassMidWay() {
+    // A cancel set while a pass runs (a large model's vision encoder takes seconds) stops it at
+    // its next own operator, with nothing returned. The diagnostics run the passes without the
+    // checks a run makes before each, so a flag set before the call reaches the operators.
+    Session s(m_models[0]);
+    const std::vector<int64_t>& prompt = m_tasks[0].inputIds;
+    const std::vector<int64_t> decoderIds{2, 0};
+    const FloatArray features = s.imageFeatures(m_pixels);
+    const FloatArray hidden = s.encoderHidden(m_pixels, prompt);
+    const FloatArray logits = s.decoderLogits(m_pixels, prompt, decoderIds);
+    std::atomic<bool> cancel{true};
+    QVERIFY(s.imageFeatures(m_pixels, &cancel).shape.empty());
+    QVERIFY(s.encoderHidden(m_pixels, prompt, &cancel).shape.empty());
+    QVERIFY(s.decoderLogits(m_pixels, prompt, decoderIds, &cancel).shape.empty());
+    // The flag reaches only the passes it was given to, and a stopped pass leaves nothing
+    // behind: the next ones compute what they did before.
+    QCOMPARE(s.imageFeatures(m_pixels).data, features.data);
+    cancel = false;
+    QCOMPARE(s.imageFeatures(m_pixels, &cancel).data, features.data);
+    QCOMPARE(s.encoderHidden(m_pixels, prompt, &cancel).data, hidden.data);
+    QCOMPARE(s.decoderLogits(m_pixels, prompt, decoderIds, &cancel).data, logits.data);
+    // A failure inside a pass that is not the cancel is still thrown (more decoder positions
+    // than the model has).
+    QVERIFY_THROWS_EXCEPTION(
+        std::exception, s.decoderLogits(m_pixels, prompt, std::vector<int64_t>(5000, 2), &cancel));
+}
+
 void TestEngine::cancelStopsEveryRowOfABatch() {
     // The options' cancel flag stops a batch: every row at the same step.
     Session s(m_models[0]);

@@ -139,14 +139,14 @@ struct Timings {
 struct EncodeOptions {
     // The task's prompt, whose text encoder output is made ready too; empty: the image alone.
     std::string prompt;
-    // Set from another thread to skip what is not done yet (checked before preprocessing,
-    // the vision encoder and the text encoder): the encoding then comes back `cancelled`.
+    // Set from another thread to skip what is not done yet (checked before preprocessing and
+    // within the encoders' passes): the encoding then comes back `cancelled`.
     const std::atomic<bool>* cancel = nullptr;
 };
 
 // What Session::encodeImage did.
 struct ImageEncoding {
-    bool cancelled = false;      // stopped before the vision encoder ran
+    bool cancelled = false;      // stopped before its end (what was done is kept)
     bool alreadyEncoded = false; // this session held the image's features already
     double preprocessMs = 0;     // resize and normalization
     double visionMs = 0;         // vision encoder + projection
@@ -285,14 +285,19 @@ public:
     // the session keeps the last image's and prompt's.
     ImageEncoding encodeImage(const RgbImage& image, const EncodeOptions& options = {});
 
-    // Diagnostics (parity tests): the stages on their own.
-    FloatArray imageFeatures(const std::vector<float>& pixelValues);
+    // Diagnostics (parity tests, the precision probe, bench): the stages on their own. `cancel`,
+    // when set from another thread, stops a pass at its next own operator and the array comes
+    // back empty (no shape); a package of an earlier exporter runs each pass to its end.
+    FloatArray imageFeatures(const std::vector<float>& pixelValues,
+                             const std::atomic<bool>* cancel = nullptr);
     FloatArray encoderHidden(const std::vector<float>& pixelValues,
-                             const std::vector<int64_t>& promptIds);
+                             const std::vector<int64_t>& promptIds,
+                             const std::atomic<bool>* cancel = nullptr);
     // Logits of one full decoder pass over `decoderIds`: [len, vocab].
     FloatArray decoderLogits(const std::vector<float>& pixelValues,
                              const std::vector<int64_t>& promptIds,
-                             const std::vector<int64_t>& decoderIds);
+                             const std::vector<int64_t>& decoderIds,
+                             const std::atomic<bool>* cancel = nullptr);
 
 private:
     // `firstIndex`: the TokenEvent::index of requests[0].
