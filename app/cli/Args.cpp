@@ -26,6 +26,20 @@ int Args::getInt(const std::string& k, int def) const {
     }
 }
 
+namespace {
+
+// Whether `s` names one of the command's options (`--name` or `--name=value`).
+bool isOption(const std::string& s, const std::set<std::string>& valued,
+              const std::set<std::string>& flags) {
+    if (s.rfind("--", 0) != 0 || s.size() <= 2)
+        return false;
+    const std::string name =
+        s.substr(2, s.find('=') == std::string::npos ? std::string::npos : s.find('=') - 2);
+    return valued.count(name) || flags.count(name);
+}
+
+} // namespace
+
 Args parseArgs(int argc, char** argv, int first, const std::set<std::string>& valued,
                const std::set<std::string>& flags, const std::map<std::string, int>& multi) {
     Args a;
@@ -49,10 +63,18 @@ Args parseArgs(int argc, char** argv, int first, const std::set<std::string>& va
                     continue;
                 }
                 for (int k = 0; k < count; ++k) {
+                    const std::string needs =
+                        "--" + name + " needs " +
+                        (count > 1 ? std::to_string(count) + " values" : "a value");
                     if (i + 1 >= argc)
-                        throw UsageError(
-                            "--" + name + " needs " +
-                            (count > 1 ? std::to_string(count) + " values" : "a value"));
+                        throw UsageError(needs);
+                    // `--image --quiet` forgot the file, and taking the option as a file name
+                    // would end in a puzzling "cannot open --quiet" after the model loaded.
+                    const std::string next = argv[i + 1];
+                    if (isOption(next, valued, flags))
+                        throw UsageError(needs + ", and " + next +
+                                         " is an option (for a value of that " + "name write --" +
+                                         name + "=" + next + ")");
                     a.values[name].push_back(argv[++i]);
                 }
             } else {

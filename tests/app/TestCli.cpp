@@ -615,6 +615,14 @@ void TestCli::badArguments_data() {
     QTest::newRow("unknown command") << QStringList{"fly"} << 2 << "unknown command 'fly'";
     QTest::newRow("unknown option")
         << QStringList{"run", "--image", pier, "--colour", "red"} << 2 << "unknown option --colour";
+    // A forgotten value is said before the model loads, not taken for the next option.
+    QTest::newRow("option for a value")
+        << QStringList{"run", "--image", "--quiet"} << 2
+        << "--image needs a value, and --quiet is an option (for a value of that name write "
+           "--image=--quiet)";
+    QTest::newRow("option with its value for a value")
+        << QStringList{"run", "--image", pier, "--task", "--text=cars"} << 2
+        << "--task needs a value, and --text=cars is an option";
     QTest::newRow("unknown task") << QStringList{"run", "--image", pier, "--task", "<FOO>"} << 2
                                   << "--task: unknown task";
     QTest::newRow("parse: unknown task")
