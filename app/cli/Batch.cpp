@@ -57,7 +57,8 @@ completes. Images that cannot be read are listed at the end and never stop the r
   --format LIST       txt,json,coco,jsonl (default txt,json,coco; each where it applies):
                         txt   NAME.caption.txt (caption tasks), NAME.ocr.txt, … : the answer text
                         json  NAME.florence.json: the answer document (docs/answer-json.md)
-                        coco  TASK.coco.json for the folder (tasks with boxes or polygons)
+                        coco  TASK.coco.json for the folder (tasks with boxes or polygons,
+                              and region tasks: a box on the region, labelled with the answer)
                         jsonl one JSON line per image on stdout (same as --jsonl)
   --jsonl             print one JSON line per image on stdout as it completes
   --format caption    NAME.txt beside NAME.png, a training set's caption file, shaped by:

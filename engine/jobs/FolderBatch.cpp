@@ -254,11 +254,15 @@ unsigned parseSidecarFormats(const std::string& list) {
 }
 
 unsigned applicableFormats(const std::string& task, unsigned formats) {
-    const bool text = taskInfo(task).answerType == AnswerType::PureText;
+    const TaskInfo& info = taskInfo(task);
+    const bool text = info.answerType == AnswerType::PureText;
     unsigned out = formats & kJsonSidecar;
     if (text)
         out |= formats & (kTextSidecar | kCaptionFile);
-    else if (formats & kCocoFile)
+    // A region task's answer is filed as a box on the region asked about, labelled with the
+    // answer (readableAnswer), so its images have COCO parts as a detection task's do.
+    const bool boxes = !text || info.input == TaskInput::Region;
+    if (boxes && (formats & kCocoFile))
         out |= kCocoFile | kJsonSidecar; // the COCO file is assembled from the JSON sidecars
     return out;
 }
@@ -305,8 +309,8 @@ FolderBatch::FolderBatch(FolderJobParams job) : m_job(std::move(job)) {
     m_formats = applicableFormats(m_job.task.task, m_job.formats);
     if (m_formats == 0 && m_job.formats != 0)
         throw Error("none of the formats asked for applies to " + m_job.task.task +
-                    " (txt, caption: text answers; coco: answers with boxes or polygons; json: "
-                    "every task)");
+                    " (txt, caption: text answers; coco: answers with boxes or polygons and region "
+                    "tasks; json: every task)");
     m_images = m_job.files.empty() ? listImages(m_job.dir, m_job.recursive) : m_job.files;
     if (m_images.empty())
         throw Error("folder " + m_job.dir + " holds no images (PNG, JPEG, BMP, TIFF, WebP)");

@@ -109,6 +109,7 @@ private slots:
     void runStreamsOneLinePerImage();
     void fileListShard();
     void regionPastAnImageIsNotedForThatImage();
+    void regionTaskFilesItsAnswersAsCoco();
     void peakMemoryDoesNotGrowWithImages();
 
 private:
@@ -464,6 +465,41 @@ void TestBatch::regionPastAnImageIsNotedForThatImage() {
     QVERIFY2(batch.exitCode == 0, batch.err.constData());
     QVERIFY2(batch.err.contains(note), batch.err.constData());
     QCOMPARE(batch.err.count("reaches past"), 1);
+}
+
+void TestBatch::regionTaskFilesItsAnswersAsCoco() {
+    // Each image's answer is a box on the region asked about (within that image), its
+    // category the answer's text, as in the image's own sidecar.
+    QVERIFY(copy(kSamples + "/pier.png", m_dir + "/pier.png"));
+    QVERIFY(copy(kScenes + "/scene_00.png", m_dir + "/scene_00.png"));
+    const Output o = runCli(QStringList{"batch", "--dir", m_dir, "--task", "<REGION_TO_CATEGORY>",
+                                        "--region", "10,20,800,200", "--quiet"} +
+                                kFast,
+                            300000);
+    QVERIFY2(o.exitCode == 0, o.err.constData());
+    const QJsonObject coco = readJson(m_dir + "/REGION_TO_CATEGORY.coco.json");
+    const QJsonArray images = coco["images"].toArray(), boxes = coco["annotations"].toArray();
+    QCOMPARE(images.size(), 2);
+    QCOMPARE(boxes.size(), 2);
+    QStringList categories;
+    for (const QJsonValue& c : coco["categories"].toArray())
+        categories << c["name"].toString();
+    for (int i = 0; i < 2; ++i) {
+        const QString name = images[i]["file_name"].toString();
+        const QJsonObject box = boxes[i].toObject();
+        QCOMPARE(box["image_id"].toInt(), images[i]["id"].toInt());
+        const QJsonArray xywh = box["bbox"].toArray();
+        // Location bins: within a pixel or two of the region, cut at the 512-pixel scene.
+        const double right = name == "pier.png" ? 800 : 512;
+        QVERIFY2(std::abs(xywh[0].toDouble() - 10) < 2 && std::abs(xywh[1].toDouble() - 20) < 2 &&
+                     std::abs(xywh[0].toDouble() + xywh[2].toDouble() - right) < 2 &&
+                     std::abs(xywh[1].toDouble() + xywh[3].toDouble() - 200) < 2,
+                 qPrintable(name + ": " + QJsonDocument(xywh).toJson(QJsonDocument::Compact)));
+        QFile text(m_dir + "/" + QFileInfo(name).completeBaseName() + ".region_to_category.txt");
+        QVERIFY(text.open(QIODevice::ReadOnly));
+        QCOMPARE(categories.value(box["category_id"].toInt() - 1),
+                 QString::fromUtf8(text.readAll()));
+    }
 }
 
 void TestBatch::peakMemoryDoesNotGrowWithImages() {

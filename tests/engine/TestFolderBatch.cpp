@@ -110,6 +110,12 @@ void TestFolderBatch::formats_data() {
                                    << "txt,json,coco" << unsigned(kJsonSidecar | kCocoFile);
     QTest::newRow("coco needs the json sidecars") << "<OD>"
                                                   << "coco" << unsigned(kJsonSidecar | kCocoFile);
+    // A region task's text answer is filed as a box on the region asked about.
+    QTest::newRow("region: txt json coco")
+        << "<REGION_TO_CATEGORY>"
+        << "txt,json,coco" << unsigned(kTextSidecar | kJsonSidecar | kCocoFile);
+    QTest::newRow("region: caption") << "<REGION_TO_DESCRIPTION>"
+                                     << "caption" << unsigned(kCaptionFile);
     QTest::newRow("ocr text") << "<OCR>"
                               << "txt" << unsigned(kTextSidecar);
     QTest::newRow("od has no text") << "<OD>"
