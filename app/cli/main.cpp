@@ -110,6 +110,7 @@ Commands:
   bench     Measure speed at real model sizes (see bench --help)
   models    List the installed model packages (folder, then name), for --model
   tasks     List the 15 tasks, and a model's own ones:  tasks [--model PKG]
+              (token, name, input, prompt sent; tab-separated)
 
   --help, --version
 )";
@@ -593,13 +594,18 @@ int cmdModels(int argc, char** argv) {
 
 int cmdTasks(int argc, char** argv) {
     Args a = parseArgs(argc, argv, 2, {"model"}, {});
+    // What a task needs, as `run` takes it, and the prompt it sends ({input}: the text or region).
+    const auto line = [](const florence::TaskInfo& t) {
+        const std::string input = t.input == florence::TaskInput::Text ? "--text " + t.inputLabel
+                                  : t.input == florence::TaskInput::Region ? "--region X1,Y1,X2,Y2"
+                                                                           : "no input";
+        std::cout << t.token << "\t" << t.name << "\t" << input << "\t" << t.promptFormat << "\n";
+    };
     for (const auto& t : florence::allTasks())
-        std::cout << t.token << "\t" << t.name << "\n";
-    if (!a.has("model"))
-        return 0;
-    // A fine-tune's own tasks, with the prompt each sends.
-    for (const florence::TaskInfo& t : florence::readManifest(modelDir(a)).tasks)
-        std::cout << t.token << "\t" << t.name << "\t" << t.promptFormat << "\n";
+        line(t);
+    if (a.has("model")) // a fine-tune's own tasks
+        for (const florence::TaskInfo& t : florence::readManifest(modelDir(a)).tasks)
+            line(t);
     return 0;
 }
 

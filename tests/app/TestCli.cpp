@@ -565,11 +565,18 @@ void TestCli::packageTasksAndFreePrompt() {
     f.write(QJsonDocument(manifest).toJson());
     f.close();
 
+    // Each task with what it needs and the prompt it sends, the standard ones first.
     const Output listed = runCli({"tasks", "--model", pkg});
     QCOMPARE(listed.exitCode, 0);
-    QVERIFY2(listed.out.contains("<GENERATE_TAGS>\tGenerate tags\tLocate the objects"),
+    QVERIFY2(listed.out.startsWith("<CAPTION>\tCaption\tno input\tWhat does the image describe?\n"),
              listed.out.constData());
-    QVERIFY(listed.out.contains("<ASK>\tAsk\tQuestion: {input}"));
+    QVERIFY(listed.out.contains("\n<CAPTION_TO_PHRASE_GROUNDING>\tCaption to phrase grounding\t"
+                                "--text caption\t"));
+    QVERIFY(listed.out.contains("\n<REGION_TO_CATEGORY>\tRegion to category\t"
+                                "--region X1,Y1,X2,Y2\t"));
+    QVERIFY(listed.out.contains(
+        "\n<GENERATE_TAGS>\tGenerate tags\tno input\tLocate the objects with category name"));
+    QVERIFY(listed.out.endsWith("\n<ASK>\tAsk\t--text text\tQuestion: {input}\n"));
 
     const QString pier = kSamples + "/pier.png";
     // The package's task answers as <OD> does: its prompt is <OD>'s, its post-processing too.
