@@ -68,6 +68,10 @@ ImageEncoding Session::encodeImage(const RgbImage& image, const EncodeOptions& o
     }
     if (cancelled())
         return out;
+    if (options.skipPrompt && options.skipPrompt->load()) {
+        out.cancelled = true;
+        return out;
+    }
     const auto start = Clock::now();
     PromptEncoding e;
     e.imageKey = key;

@@ -98,6 +98,8 @@ private slots:
     void callbackStops();
     void cancelBeforeDecoding();
     void cancelStopsAPassMidWay();
+    void cancelAtAnyMomentLeavesTheSessionWhole();
+    void skippedPromptKeepsTheImage();
     void cancelStopsEveryRowOfABatch();
     void streamedDeltasAddUpToTheAnswer();
     void loadProgressInOrder_data();

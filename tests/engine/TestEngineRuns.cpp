@@ -4,6 +4,9 @@
 // runs.
 #include "TestEngine.h"
 
+#include <chrono>
+#include <thread>
+
 void TestEngine::streamingTextIsUtf8Safe() {
     // Task 4's answer has a character split across tokens ("の�").
     Session s(m_models[0]);
@@ -126,6 +129,71 @@ void TestEngine::cancelStopsAPassMidWay() {
     // than the model has).
     QVERIFY_THROWS_EXCEPTION(
         std::exception, s.decoderLogits(m_pixels, prompt, std::vector<int64_t>(5000, 2), &cancel));
+}
+
+void TestEngine::cancelAtAnyMomentLeavesTheSessionWhole() {
+    // A cancel from another thread may land in any stage, within an encoder's pass too: the run
+    // and the encode ahead come back cancelled or whole and never throw, and the session (its
+    // cached features above all) answers the next run as a fresh one does. When each lands
+    // depends on the machine; what is checked holds wherever it lands.
+    const auto image =
+        std::make_shared<const RgbImage>(loadImage(FLORENCE_SAMPLES_DIR "/pier.png"));
+    Request req;
+    req.image = image;
+    req.prompt = m_tasks[1].prompt;
+    GenerationOptions o = model(0).defaultOptions();
+    o.numBeams = 1;
+    o.maxNewTokens = 8;
+    const std::vector<int64_t> reference = Session(m_models[0]).generate(req, o).generatedIds;
+    for (const int us : {0, 100, 300, 1000, 2000, 4000, 8000, 16000, 32000}) {
+        Session s(m_models[0]);
+        for (const bool ahead : {false, true}) {
+            std::atomic<bool> cancel{false};
+            std::thread canceller([&] {
+                std::this_thread::sleep_for(std::chrono::microseconds(us));
+                cancel = true;
+            });
+            try {
+                if (ahead) {
+                    EncodeOptions e;
+                    e.prompt = req.prompt;
+                    e.cancel = &cancel;
+                    s.encodeImage(*image, e);
+                } else {
+                    GenerationOptions c = o;
+                    c.cancel = &cancel;
+                    const Result r = s.generate(req, c);
+                    QVERIFY(r.cancelled || r.generatedIds == reference);
+                }
+            } catch (const std::exception& e) {
+                canceller.join();
+                QFAIL(qPrintable(QString("cancelled after %1 us: %2").arg(us).arg(e.what())));
+            }
+            canceller.join();
+            const Result again = s.generate(req, o);
+            QVERIFY2(!again.cancelled && again.generatedIds == reference,
+                     qPrintable(QString("after a cancel at %1 us").arg(us)));
+        }
+    }
+}
+
+void TestEngine::skippedPromptKeepsTheImage() {
+    // A newer prompt for the same image skips only the older encode's prompt: the image's
+    // features are made and kept, and the newer encode finds them.
+    Session s(m_models[0]);
+    const RgbImage pier = loadImage(FLORENCE_SAMPLES_DIR "/pier.png");
+    std::atomic<bool> cancel{false}, skip{true};
+    EncodeOptions older;
+    older.prompt = m_tasks[1].prompt;
+    older.cancel = &cancel;
+    older.skipPrompt = &skip;
+    const ImageEncoding skipped = s.encodeImage(pier, older);
+    QVERIFY(skipped.cancelled && !skipped.promptEncoded);
+    QVERIFY(skipped.visionMs > 0);
+    EncodeOptions newer;
+    newer.prompt = m_tasks[0].prompt;
+    const ImageEncoding found = s.encodeImage(pier, newer);
+    QVERIFY(found.alreadyEncoded && found.promptEncoded && !found.cancelled);
 }
 
 void TestEngine::cancelStopsEveryRowOfABatch() {

@@ -55,6 +55,7 @@ private slots:
     void hostileImagesGiveOneClearMessage();
     void encodeOnOpenAndRunReusesIt();
     void newerImageCancelsAnOlderEncode();
+    void newerTaskKeepsTheImagesEncode();
     void firstRunImagePrefersSampleScenes();
     void firstRunCaptionsASampleScene();
 };
@@ -377,6 +378,39 @@ void TestWindowImages::newerImageCancelsAnOlderEncode() {
     QVERIFY2(encodes[0].encoding.cancelled, "the older image's encode ran");
     QVERIFY(!encodes[1].encoding.cancelled && encodes[1].encoding.visionMs > 0);
     QTRY_COMPARE(ready.count(), 1);
+}
+
+void TestWindowImages::newerTaskKeepsTheImagesEncode() {
+    // A task chosen while the image's encode is still to come or under way skips only that
+    // encode's prompt: its vision pass runs (a large model's takes seconds; stopping it would
+    // start it over), the newer encode finds the features, and the time announced is that pass's.
+    EngineWorker* worker = MainWindowTester(m_w.get()).engineWorker();
+    QObject context;
+    std::vector<florence::ui::EncodeOutcome> encodes;
+    connect(worker, &EngineWorker::imageEncoded, &context,
+            [&](const florence::ui::EncodeOutcome& o) { encodes.push_back(o); });
+    QSignalSpy ready(m_w.get(), &MainWindow::imageReady);
+    QSemaphore holding, release;
+    auto releaseAtExit = qScopeGuard([&] { release.release(); });
+    QMetaObject::invokeMethod(
+        worker,
+        [&] {
+            holding.release();
+            release.acquire();
+        },
+        Qt::QueuedConnection);
+    QVERIFY(holding.tryAcquire(1, 30'000));
+    QVERIFY(openImage(samplePath("coffee.png")));
+    QTRY_VERIFY(m_w->hasImage());
+    m_w->setTask("<OD>");
+    QTest::qWait(600); // past the task's settling time: its encode is asked for
+    release.release();
+    QTRY_COMPARE_WITH_TIMEOUT(encodes.size(), size_t(2), kRunTimeoutMs);
+    QVERIFY2(encodes[0].encoding.visionMs > 0 && !encodes[0].encoding.promptEncoded,
+             "the image's encode was stopped, or encoded the older task's prompt");
+    QVERIFY(encodes[1].encoding.alreadyEncoded && encodes[1].encoding.promptEncoded);
+    QTRY_COMPARE(ready.count(), 1);
+    QCOMPARE(ready.at(0).at(0).toDouble(), encodes[0].encoding.visionMs);
 }
 
 void TestWindowImages::firstRunCaptionsASampleScene() {

@@ -4,7 +4,9 @@
 // that task starts decoding at once. A run is
 // queued behind the encode on the engine thread, so it waits for it and reuses its features
 // rather than starting a second encode. A newer image or model cancels an older request (one
-// still queued is skipped; one already in the encoder finishes and is ignored).
+// still queued is skipped; one in an encoder stops at the encoder's next operator). A newer
+// prompt for the same image skips only the older request's prompt: its vision pass goes on, and
+// the newer request finds the features.
 //
 //   EncodeAhead encoder(worker);
 //   connect(&encoder, &EncodeAhead::ready, window, [](double visionMs, double textMs) { … });
@@ -59,7 +61,11 @@ private:
     std::shared_ptr<const RgbImage> m_image;
     std::string m_prompt;
     quint64 m_lastId = 0;
+    // The first request for m_image with the current model: an older request of that image
+    // whose prompt a newer one skipped still measured its vision pass.
+    quint64 m_imageFirstId = 0;
     std::shared_ptr<std::atomic<bool>> m_cancel;
+    std::shared_ptr<std::atomic<bool>> m_skipPrompt; // the request in flight's
     bool m_pending = false;
     double m_visionMs = -1;
     double m_textEncoderMs = -1;

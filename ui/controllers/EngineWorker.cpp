@@ -216,6 +216,7 @@ void EngineWorker::encodeImage(const EncodeRequest& request) {
         EncodeOptions options;
         options.prompt = request.prompt;
         options.cancel = request.cancel.get();
+        options.skipPrompt = request.skipPrompt.get();
         out.encoding = m_session->encodeImage(*request.image, options);
     } catch (const std::exception& e) {
         out.error = QString::fromStdString(e.what());

@@ -49,8 +49,13 @@ struct EncodeRequest {
     quint64 imageId = 0; // the window's count of images shown
     std::shared_ptr<const RgbImage> image;
     std::string prompt; // the chosen task's prompt, encoded ahead too; empty: the image alone
-    // Set by the GUI thread when a newer image (or model) makes this encode pointless.
+    // Set by the GUI thread when a newer image (or model) makes this encode pointless; it stops
+    // the encoders mid-pass.
     std::shared_ptr<std::atomic<bool>> cancel;
+    // Set by the GUI thread when a newer prompt for the same image makes only the prompt's part
+    // pointless: the vision encoder's pass goes on, its features are what the newer request
+    // needs.
+    std::shared_ptr<std::atomic<bool>> skipPrompt;
 };
 
 struct EncodeOutcome {

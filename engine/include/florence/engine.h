@@ -116,8 +116,9 @@ struct GenerationOptions {
     // which returns what it has with Result::cancelled set. Null: nothing is decoded to text
     // while generating.
     TokenCallback onToken = nullptr;
-    // Set from another thread to stop: checked between the stages and before every decoding
-    // step; a cancelled run returns what was generated so far with Result::cancelled set.
+    // Set from another thread to stop: checked between the stages, within the encoders' passes
+    // (at their own operators) and before every decoding step; a cancelled run returns what was
+    // generated so far with Result::cancelled set.
     const std::atomic<bool>* cancel = nullptr;
 };
 
@@ -142,6 +143,10 @@ struct EncodeOptions {
     // Set from another thread to skip what is not done yet (checked before preprocessing and
     // within the encoders' passes): the encoding then comes back `cancelled`.
     const std::atomic<bool>* cancel = nullptr;
+    // Set from another thread to skip the prompt only (checked before the text encoder): a
+    // newer prompt for the same image, whose features are still wanted. Comes back `cancelled`
+    // when it skipped the prompt.
+    const std::atomic<bool>* skipPrompt = nullptr;
 };
 
 // What Session::encodeImage did.
