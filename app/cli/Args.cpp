@@ -33,8 +33,8 @@ bool isOption(const std::string& s, const std::set<std::string>& valued,
               const std::set<std::string>& flags) {
     if (s.rfind("--", 0) != 0 || s.size() <= 2)
         return false;
-    const std::string name =
-        s.substr(2, s.find('=') == std::string::npos ? std::string::npos : s.find('=') - 2);
+    const size_t eq = s.find('=');
+    const std::string name = s.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
     return valued.count(name) || flags.count(name);
 }
 
@@ -73,8 +73,8 @@ Args parseArgs(int argc, char** argv, int first, const std::set<std::string>& va
                     const std::string next = argv[i + 1];
                     if (isOption(next, valued, flags))
                         throw UsageError(needs + ", and " + next +
-                                         " is an option (for a value of that " + "name write --" +
-                                         name + "=" + next + ")");
+                                         " is an option (for a value of that name write --" + name +
+                                         "=" + next + ")");
                     a.values[name].push_back(argv[++i]);
                 }
             } else {

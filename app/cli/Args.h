@@ -1,5 +1,7 @@
 // Command-line option parsing shared by the CLI's commands: --name value, --name=value, --flag,
-// and positional arguments; wrong arguments throw UsageError with a one-line message.
+// and positional arguments; wrong arguments throw UsageError with a one-line message. A value
+// that names one of the command's options (`--image --quiet`) is refused as a forgotten value;
+// `--name=value` passes such a value on purpose.
 #pragma once
 
 #include <map>

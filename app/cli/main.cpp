@@ -599,7 +599,15 @@ int cmdTasks(int argc, char** argv) {
         const std::string input = t.input == florence::TaskInput::Text ? "--text " + t.inputLabel
                                   : t.input == florence::TaskInput::Region ? "--region X1,Y1,X2,Y2"
                                                                            : "no input";
-        std::cout << t.token << "\t" << t.name << "\t" << input << "\t" << t.promptFormat << "\n";
+        // A package's name or prompt may hold tabs or line breaks: one task stays one line.
+        const auto field = [](std::string s) {
+            std::replace_if(
+                s.begin(), s.end(), [](char c) { return c == '\t' || c == '\n' || c == '\r'; },
+                ' ');
+            return s;
+        };
+        std::cout << field(t.token) << "\t" << field(t.name) << "\t" << input << "\t"
+                  << field(t.promptFormat) << "\n";
     };
     for (const auto& t : florence::allTasks())
         line(t);

@@ -8,7 +8,8 @@ namespace florence::ops {
 namespace {
 
 // The flag of the innermost InterruptScope on this thread. The interpreter runs a module's
-// operators on the thread that called forward(), so the scope reaches every operator of the pass.
+// operators on the thread that called forward() (the exporter's code uses no torch.jit.fork,
+// whose tasks would run elsewhere and not stop), so the scope reaches every operator of a pass.
 thread_local const std::atomic<bool>* t_interrupt = nullptr;
 
 } // namespace

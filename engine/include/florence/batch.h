@@ -38,7 +38,8 @@
 namespace florence {
 
 // Sidecar formats, or-ed together. Each applies only where it makes sense: text to answers
-// that are text (captions, OCR, region descriptions), COCO to answers with geometry.
+// that are text (captions, OCR, region descriptions), COCO to answers with geometry and to
+// region tasks (a box on the region asked about, labelled with the answer).
 enum SidecarFormat : unsigned {
     kTextSidecar = 1, // photo.caption.txt (caption tasks), photo.ocr.txt, …: readableText()
     kJsonSidecar = 2, // photo.florence.json: the answer document of <florence/answer_json.h>
