@@ -38,6 +38,48 @@ using florence::ui::EngineWorker;
 using florence::ui::MainWindow;
 using florence::ui::MainWindowTester;
 
+namespace {
+
+// Holds the thread `owner` lives on, as a run, a load or a huge file would, from construction
+// until release() or the end of the scope.
+class ThreadHold {
+public:
+    explicit ThreadHold(QObject* owner) {
+        QMetaObject::invokeMethod(
+            owner,
+            [this] {
+                m_holding.release();
+                m_release.acquire();
+            },
+            Qt::QueuedConnection);
+    }
+    ~ThreadHold() { release(); }
+    ThreadHold(const ThreadHold&) = delete;
+    ThreadHold& operator=(const ThreadHold&) = delete;
+    bool held() { return m_holding.tryAcquire(1, 30'000); }
+    void release() {
+        if (!m_released)
+            m_release.release();
+        m_released = true;
+    }
+
+private:
+    QSemaphore m_holding, m_release;
+    bool m_released = false;
+};
+
+// The worker's encode outcomes, in order, while it lives.
+struct EncodeLog {
+    explicit EncodeLog(EngineWorker* worker) {
+        QObject::connect(worker, &EngineWorker::imageEncoded, &context,
+                         [this](const florence::ui::EncodeOutcome& o) { outcomes.push_back(o); });
+    }
+    QObject context;
+    std::vector<florence::ui::EncodeOutcome> outcomes;
+};
+
+} // namespace
+
 class TestWindowImages : public QObject, protected WindowFixture {
     Q_OBJECT
 
@@ -162,16 +204,8 @@ void TestWindowImages::imagesDecodeOffTheGuiThreadNewestWins() {
     // images are asked for.
     QVERIFY(openImage(samplePath("pier.png")));
     MainWindowTester(m_w.get()).showAnswerText("<CAPTION>", "</s><s>about the pier</s>");
-    QSemaphore holding, release;
-    auto releaseAtExit = qScopeGuard([&] { release.release(); });
-    QMetaObject::invokeMethod(
-        MainWindowTester(m_w.get()).imageLoader(),
-        [&] {
-            holding.release();
-            release.acquire();
-        },
-        Qt::QueuedConnection);
-    QVERIFY(holding.tryAcquire(1, 30'000));
+    ThreadHold hold(MainWindowTester(m_w.get()).imageLoader());
+    QVERIFY(hold.held());
     QSignalSpy opened(m_w.get(), &MainWindow::imageOpened);
     const QString scene = QString::fromStdString(florence::samplesDir()) + "/scenes/scene_00.png";
     QVERIFY(m_w->openImageFile(samplePath("coffee.png")));
@@ -192,7 +226,7 @@ void TestWindowImages::imagesDecodeOffTheGuiThreadNewestWins() {
              qPrintable(m_w->statusBar()->currentMessage()));
     QCOMPARE(opened.count(), 0);
 
-    release.release();
+    hold.release();
     QTRY_VERIFY_WITH_TIMEOUT(!m_w->isOpeningImage(), 60'000);
     // The newer image wins; the older one was never shown.
     QCOMPARE(opened.count(), 1);
@@ -355,25 +389,15 @@ void TestWindowImages::encodeOnOpenAndRunReusesIt() {
 
 void TestWindowImages::newerImageCancelsAnOlderEncode() {
     EngineWorker* worker = MainWindowTester(m_w.get()).engineWorker();
-    QObject context;
-    std::vector<florence::ui::EncodeOutcome> encodes;
-    connect(worker, &EngineWorker::imageEncoded, &context,
-            [&](const florence::ui::EncodeOutcome& o) { encodes.push_back(o); });
+    EncodeLog log(worker);
+    const std::vector<florence::ui::EncodeOutcome>& encodes = log.outcomes;
     QSignalSpy ready(m_w.get(), &MainWindow::imageReady);
     // The engine thread is busy (as with a run or a load) while two images are opened.
-    QSemaphore holding, release;
-    auto releaseAtExit = qScopeGuard([&] { release.release(); });
-    QMetaObject::invokeMethod(
-        worker,
-        [&] {
-            holding.release();
-            release.acquire();
-        },
-        Qt::QueuedConnection);
-    QVERIFY(holding.tryAcquire(1, 30'000));
+    ThreadHold hold(worker);
+    QVERIFY(hold.held());
     QVERIFY(openImage(samplePath("pier.png")));
     QVERIFY(openImage(samplePath("coffee.png")));
-    release.release();
+    hold.release();
     QTRY_COMPARE_WITH_TIMEOUT(encodes.size(), size_t(2), kRunTimeoutMs);
     QVERIFY2(encodes[0].encoding.cancelled, "the older image's encode ran");
     QVERIFY(!encodes[1].encoding.cancelled && encodes[1].encoding.visionMs > 0);
@@ -385,26 +409,16 @@ void TestWindowImages::newerTaskKeepsTheImagesEncode() {
     // encode's prompt: its vision pass runs (a large model's takes seconds; stopping it would
     // start it over), the newer encode finds the features, and the time announced is that pass's.
     EngineWorker* worker = MainWindowTester(m_w.get()).engineWorker();
-    QObject context;
-    std::vector<florence::ui::EncodeOutcome> encodes;
-    connect(worker, &EngineWorker::imageEncoded, &context,
-            [&](const florence::ui::EncodeOutcome& o) { encodes.push_back(o); });
+    EncodeLog log(worker);
+    const std::vector<florence::ui::EncodeOutcome>& encodes = log.outcomes;
     QSignalSpy ready(m_w.get(), &MainWindow::imageReady);
-    QSemaphore holding, release;
-    auto releaseAtExit = qScopeGuard([&] { release.release(); });
-    QMetaObject::invokeMethod(
-        worker,
-        [&] {
-            holding.release();
-            release.acquire();
-        },
-        Qt::QueuedConnection);
-    QVERIFY(holding.tryAcquire(1, 30'000));
+    ThreadHold hold(worker);
+    QVERIFY(hold.held());
     QVERIFY(openImage(samplePath("coffee.png")));
     QTRY_VERIFY(m_w->hasImage());
     m_w->setTask("<OD>");
     QTest::qWait(600); // past the task's settling time: its encode is asked for
-    release.release();
+    hold.release();
     QTRY_COMPARE_WITH_TIMEOUT(encodes.size(), size_t(2), kRunTimeoutMs);
     QVERIFY2(encodes[0].encoding.visionMs > 0 && !encodes[0].encoding.promptEncoded,
              "the image's encode was stopped, or encoded the older task's prompt");
