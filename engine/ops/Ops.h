@@ -135,9 +135,9 @@ double sumExp(const float* x, int64_t n, float shift);
 // pass call (attend_windows, attend_channels, attend_many, conv_tokens, residual_dwconv,
 // linear_int8 and linear_int8_gelu) throw once `flag` is set, at their start: a few dozen
 // times in a pass of a float32 or int8 encoder; with bfloat16 activations the vision encoder
-// stops at its convolutions and the text encoder runs to its end. The
-// TorchScript interpreter passes the exception on as a std::runtime_error of its own text, so
-// the caller asks its flag whether that was the cancel. Scopes nest; a null flag is none.
+// stops at its convolutions and the text encoder runs to its end. The TorchScript interpreter
+// passes the exception on as a std::runtime_error of its own text, so the caller asks its flag
+// whether that was the cancel. Scopes nest; a null flag is none.
 class InterruptScope {
 public:
     explicit InterruptScope(const std::atomic<bool>* flag);

@@ -121,8 +121,8 @@ void encodePendingImages(const Model::Impl& impl, detail::FeatureCache& cache,
             return;
         const int b = rows.pending[i];
         rows.features[b] = impl.imageFeatures(rows.pixels[i], options.cancel);
-        if (!rows.features[b].defined())
-            return;                       // cancelled during the pass
+        if (!rows.features[b].defined()) // cancelled during the pass
+            return;
         rows.pixels[i] = torch::Tensor(); // the model input is not needed again
         if (options.reuseFeatures && requests[b].pixelValues.empty())
             cache.remember(rows.keys[b], rows.features[b]);
