@@ -290,6 +290,14 @@ std::optional<bool> orientationOf(const RunInputs& in, size_t i) {
 
 // --annotate and --coco, checked before the model loads: a file name they cannot write would
 // end the run after the answer, and the image being answered is never written over.
+// The note on an answer that ran to --max-new-tokens; `image` names it when there are several.
+// Not with --quiet, which scripts use (the document says it: reached_token_limit).
+void noteCutAnswer(const std::string& image, int maxNewTokens) {
+    std::cerr << "note: " << (image.empty() ? "" : image + ": ")
+              << "the answer stopped at the token limit (--max-new-tokens " << maxNewTokens
+              << ") and may be cut short\n";
+}
+
 void checkOutputFiles(const Args& a, const RunInputs& in) {
     const auto sameAsInput = [&](const std::string& out) {
         const QFileInfo o(QString::fromStdString(out));
@@ -390,10 +398,8 @@ int runMany(Args& a, florence::TaskRequest request, const std::vector<std::strin
     hooks.onImageDone = [&](const florence::ImageOutcome& o) {
         if (o.error.empty())
             florence::cli::noteClippedRegion(request, o.path, o.width, o.height);
-        // Not with --quiet, which scripts use (the document says it: reached_token_limit).
         if (o.error.empty() && o.result.reachedTokenLimit && !quiet)
-            std::cerr << "note: " << o.path << ": the answer stopped at the token limit "
-                      << "(--max-new-tokens " << opts.maxNewTokens << ") and may be cut short\n";
+            noteCutAnswer(o.path, opts.maxNewTokens);
         if (!o.error.empty()) {
             ++failed;
             std::cerr << "florence-studio-cli: error: " << o.error << "\n";
@@ -469,8 +475,7 @@ int cmdRun(int argc, char** argv) {
     // After the answer is out: a file that cannot be written (a full disk) loses no answer.
     florence::cli::flushStdout();
     if (result.reachedTokenLimit && !a.has("quiet"))
-        std::cerr << "note: the answer stopped at the token limit (--max-new-tokens "
-                  << opts.maxNewTokens << ") and may be cut short\n";
+        noteCutAnswer({}, opts.maxNewTokens);
     writeAnswerFiles(a, in, 0, answer);
     if (!result.cancelled)
         return 0;
